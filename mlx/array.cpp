@@ -1,0 +1,309 @@
+#include "mlx/array.h"
+
+#include <sstream>
+
+#include "mlx/backend/cpu/copy.h"
+#include "mlx/primitives/primitive.h"
+#include "mlx/transforms/eval.h"
+#include "mlx/utils.h"
+
+namespace mlx::core {
+
+size_t shape_size(const Shape& shape) {
+  size_t size = 1;
+  for (auto d : shape) {
+    if (d < 0) {
+      throw std::invalid_argument("[array] Negative dimension in shape " + to_string(shape) + ".");
+    }
+    if (d != 0 && size > SIZE_MAX / static_cast<size_t>(d)) {
+      throw std::overflow_error("[array] Shape " + to_string(shape) + " has too many elements.");
+    }
+    size *= static_cast<size_t>(d);
+  }
+  return size;
+}
+
+Strides row_major_strides(const Shape& shape) {
+  Strides strides(shape.size(), 1);
+  for (int i = static_cast<int>(shape.size()) - 2; i >= 0; --i) {
+    strides[i] = strides[i + 1] * std::max<int64_t>(shape[i + 1], 1);
+  }
+  return strides;
+}
+
+array::ArrayDesc::ArrayDesc(Shape shape_, Dtype dtype_)
+    : shape(std::move(shape_)), size(shape_size(shape)), dtype(dtype_) {
+  strides = row_major_strides(shape);
+}
+
+array::ArrayDesc::ArrayDesc(Shape shape_, Dtype dtype_, std::shared_ptr<Primitive> primitive_,
+                            std::vector<array> inputs_)
+    : shape(std::move(shape_)),
+      size(shape_size(shape)),
+      dtype(dtype_),
+      primitive(std::move(primitive_)),
+      inputs(std::move(inputs_)) {
+  strides = row_major_strides(shape);
+}
+
+array::ArrayDesc::~ArrayDesc() {
+  // Inputs only we hold would be destroyed recursively; unlink them into a worklist instead.
+  std::vector<std::shared_ptr<ArrayDesc>> pending;
+  auto unlink = [&pending](std::vector<array>& arrays) {
+    for (auto& a : arrays) {
+      if (a.desc_ && a.desc_.use_count() == 1) {
+        pending.push_back(std::move(a.desc_));
+      }
+    }
+    arrays.clear();
+  };
+  unlink(inputs);
+  while (!pending.empty()) {
+    std::shared_ptr<ArrayDesc> d = std::move(pending.back());
+    pending.pop_back();
+    unlink(d->inputs);
+  }
+}
+
+array::array(Shape shape, Dtype dtype)
+    : desc_(std::make_shared<ArrayDesc>(std::move(shape), dtype)) {
+  set_data(allocator::malloc(nbytes()));
+}
+
+array::array(std::complex<float> val, Dtype dtype) : array(Shape{}, dtype) {
+  init_from(&val, complex64);
+}
+
+array::array(allocator::Buffer data, Shape shape, Dtype dtype, Deleter deleter)
+    : desc_(std::make_shared<ArrayDesc>(std::move(shape), dtype)) {
+  set_data(data, std::move(deleter));
+}
+
+array::array(Shape shape, Dtype dtype, std::shared_ptr<Primitive> primitive,
+             std::vector<array> inputs)
+    : desc_(std::make_shared<ArrayDesc>(std::move(shape), dtype, std::move(primitive),
+                                        std::move(inputs))) {}
+
+std::vector<array> array::make_arrays(std::vector<Shape> shapes, const std::vector<Dtype>& dtypes,
+                                      const std::shared_ptr<Primitive>& primitive,
+                                      const std::vector<array>& inputs) {
+  std::vector<array> outputs;
+  outputs.reserve(shapes.size());
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    outputs.emplace_back(std::move(shapes[i]), dtypes[i], primitive, inputs);
+  }
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    auto& desc = *outputs[i].desc_;
+    desc.position = static_cast<uint32_t>(i);
+    for (size_t j = 0; j < outputs.size(); ++j) {
+      if (j != i) {
+        desc.siblings.push_back(outputs[j]);
+      }
+    }
+  }
+  return outputs;
+}
+
+array::~array() {
+  if (!desc_ || desc_->siblings.empty()) {
+    return;
+  }
+  // Siblings reference each other. When those references are all that is left, break the
+  // cycle so the group is freed.
+  long n = static_cast<long>(desc_->siblings.size());
+  if (desc_.use_count() != n + 1) {
+    return;
+  }
+  for (auto& s : desc_->siblings) {
+    if (s.desc_.use_count() != n) {
+      return;
+    }
+  }
+  std::vector<array> mine = std::move(desc_->siblings);
+  desc_->siblings.clear();
+  std::vector<std::vector<array>> theirs;
+  theirs.reserve(mine.size());
+  for (auto& s : mine) {
+    theirs.push_back(std::move(s.desc_->siblings));
+    s.desc_->siblings.clear();
+  }
+}
+
+int array::shape(int dim) const {
+  int nd = ndim();
+  if (dim < -nd || dim >= nd) {
+    throw std::out_of_range("[array::shape] Axis " + std::to_string(dim) +
+                            " is out of bounds for array with " + std::to_string(nd) +
+                            " dimensions.");
+  }
+  return desc_->shape[dim < 0 ? dim + nd : dim];
+}
+
+int64_t array::strides(int dim) const {
+  int nd = ndim();
+  if (dim < -nd || dim >= nd) {
+    throw std::out_of_range("[array::strides] Axis " + std::to_string(dim) +
+                            " is out of bounds for array with " + std::to_string(nd) +
+                            " dimensions.");
+  }
+  return desc_->strides[dim < 0 ? dim + nd : dim];
+}
+
+std::vector<array> array::outputs() const {
+  std::vector<array> outs;
+  outs.reserve(desc_->siblings.size() + 1);
+  size_t pos = desc_->position;
+  for (size_t i = 0; i < desc_->siblings.size(); ++i) {
+    if (i == pos) {
+      outs.push_back(*this);
+    }
+    outs.push_back(desc_->siblings[i]);
+  }
+  if (outs.size() == desc_->siblings.size()) {
+    outs.push_back(*this);
+  }
+  return outs;
+}
+
+void array::detach() {
+  for (auto& s : desc_->siblings) {
+    s.desc_->primitive.reset();
+    s.desc_->inputs.clear();
+  }
+  std::vector<array> siblings = std::move(desc_->siblings);
+  desc_->siblings.clear();
+  for (auto& s : siblings) {
+    s.desc_->siblings.clear();
+  }
+  desc_->primitive.reset();
+  desc_->inputs.clear();
+}
+
+bool array::is_available() const {
+  Status s = status();
+  if (s == Status::available) {
+    return true;
+  }
+  if (s == Status::scheduled && desc_->event.is_signaled()) {
+    return status() == Status::available;
+  }
+  return false;
+}
+
+void array::wait() {
+  if (status() == Status::scheduled) {
+    desc_->event.wait();
+  }
+}
+
+void array::eval() {
+  if (status() != Status::available) {
+    mlx::core::eval({*this});
+  }
+}
+
+size_t array::buffer_size() const { return allocator::allocator().size(buffer()); }
+
+int64_t array::offset() const {
+  if (!desc_->data) {
+    return 0;
+  }
+  return static_cast<char*>(desc_->data_ptr) - static_cast<char*>(desc_->data->buffer.raw_ptr());
+}
+
+namespace {
+array::Flags contiguous_flags(const Shape& shape, size_t size) {
+  array::Flags f{};
+  f.contiguous = true;
+  f.row_contiguous = true;
+  int non_unit = 0;
+  for (auto d : shape) {
+    non_unit += d != 1;
+  }
+  f.col_contiguous = size <= 1 || non_unit <= 1;
+  return f;
+}
+}  // namespace
+
+void array::set_data(allocator::Buffer buffer, Deleter deleter) {
+  desc_->data = std::make_shared<Data>(buffer, std::move(deleter));
+  desc_->data_ptr = buffer.raw_ptr();
+  desc_->data_size = desc_->size;
+  desc_->strides = row_major_strides(desc_->shape);
+  desc_->flags = contiguous_flags(desc_->shape, desc_->size);
+  set_status(Status::available);
+}
+
+void array::set_data(allocator::Buffer buffer, size_t data_size, Strides strides, Flags flags,
+                     Deleter deleter) {
+  desc_->data = std::make_shared<Data>(buffer, std::move(deleter));
+  desc_->data_ptr = buffer.raw_ptr();
+  desc_->data_size = data_size;
+  desc_->strides = std::move(strides);
+  desc_->flags = flags;
+  set_status(Status::available);
+}
+
+void array::copy_shared_buffer(const array& other, const Strides& strides, Flags flags,
+                               size_t data_size, int64_t offset) {
+  desc_->data = other.desc_->data;
+  desc_->strides = strides;
+  desc_->flags = flags;
+  desc_->data_size = data_size;
+  desc_->data_ptr =
+      static_cast<char*>(other.desc_->data_ptr) + offset * static_cast<int64_t>(itemsize());
+  set_status(Status::available);
+}
+
+void array::copy_shared_buffer(const array& other) {
+  copy_shared_buffer(other, other.strides(), other.flags(), other.data_size());
+}
+
+void array::init_from(const void* src, Dtype src_dtype) {
+  cpu::convert_contiguous(src, src_dtype, desc_->data_ptr, dtype(), size());
+}
+
+void array::check_init_size(size_t n) const {
+  if (n != size()) {
+    std::ostringstream msg;
+    msg << "[array] Data size " << n << " does not match the size " << size() << " of shape "
+        << shape() << ".";
+    throw std::invalid_argument(msg.str());
+  }
+}
+
+template <typename T>
+T array::item() const {
+  if (size() != 1) {
+    throw std::invalid_argument("[item] Only size-1 arrays can be converted to scalars; got " +
+                                std::to_string(size()) + " elements.");
+  }
+  if (!is_available()) {
+    throw std::invalid_argument("[item] The array is not evaluated; call eval() first.");
+  }
+  T out;
+  cpu::convert_contiguous(desc_->data_ptr, dtype(), &out, dtype_of<T>(), 1);
+  return out;
+}
+
+#define MLX_INSTANTIATE_ITEM(T) template T array::item<T>() const;
+MLX_INSTANTIATE_ITEM(bool)
+MLX_INSTANTIATE_ITEM(uint8_t)
+MLX_INSTANTIATE_ITEM(uint16_t)
+MLX_INSTANTIATE_ITEM(uint32_t)
+MLX_INSTANTIATE_ITEM(uint64_t)
+MLX_INSTANTIATE_ITEM(int8_t)
+MLX_INSTANTIATE_ITEM(int16_t)
+MLX_INSTANTIATE_ITEM(int32_t)
+MLX_INSTANTIATE_ITEM(int64_t)
+MLX_INSTANTIATE_ITEM(float16_t)
+MLX_INSTANTIATE_ITEM(bfloat16_t)
+MLX_INSTANTIATE_ITEM(float)
+MLX_INSTANTIATE_ITEM(double)
+MLX_INSTANTIATE_ITEM(complex64_t)
+MLX_INSTANTIATE_ITEM(long long)
+MLX_INSTANTIATE_ITEM(unsigned long long)
+MLX_INSTANTIATE_ITEM(char)
+#undef MLX_INSTANTIATE_ITEM
+
+}  // namespace mlx::core

@@ -1,0 +1,236 @@
+// The array handle: a cheap shared reference to a node of the lazy graph.
+#pragma once
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <initializer_list>
+#include <memory>
+#include <stdexcept>
+#include <vector>
+
+#include "mlx/dtype.h"
+#include "mlx/event.h"
+#include "mlx/memory/allocator.h"
+#include "mlx/stream.h"
+
+namespace mlx::core {
+
+using Shape = std::vector<int32_t>;
+using Strides = std::vector<int64_t>;
+using Deleter = std::function<void(allocator::Buffer)>;
+
+class Primitive;
+
+// C++ scalars default to these dtypes (double maps to float32 as in MLX).
+template <typename T>
+constexpr Dtype default_dtype_of() {
+  if constexpr (std::is_same_v<T, double>) {
+    return float32;
+  } else {
+    return dtype_of<T>();
+  }
+}
+
+class array {
+ public:
+  template <typename T, typename = std::enable_if_t<std::is_arithmetic_v<T> ||
+                                                    std::is_same_v<T, float16_t> ||
+                                                    std::is_same_v<T, bfloat16_t>>>
+  explicit array(T val, Dtype dtype = default_dtype_of<T>()) : array(Shape{}, dtype) {
+    init_from(&val, dtype_of<T>());
+  }
+  explicit array(std::complex<float> val, Dtype dtype = complex64);
+
+  // Copies `shape`-many elements starting at `data`.
+  template <typename T>
+  array(const T* data, Shape shape, Dtype dtype = default_dtype_of<T>())
+      : array(std::move(shape), dtype) {
+    init_from(data, dtype_of<T>());
+  }
+  template <typename T>
+  array(std::initializer_list<T> data, Dtype dtype = default_dtype_of<T>())
+      : array(Shape{static_cast<int32_t>(data.size())}, dtype) {
+    init_from(data.begin(), dtype_of<T>());
+  }
+  template <typename T>
+  array(std::initializer_list<T> data, Shape shape, Dtype dtype = default_dtype_of<T>())
+      : array(std::move(shape), dtype) {
+    check_init_size(data.size());
+    init_from(data.begin(), dtype_of<T>());
+  }
+  template <typename T>
+  array(const std::vector<T>& data, Shape shape, Dtype dtype = default_dtype_of<T>())
+      : array(std::move(shape), dtype) {
+    check_init_size(data.size());
+    if constexpr (std::is_same_v<T, bool>) {
+      std::vector<uint8_t> bytes(data.begin(), data.end());
+      init_from(reinterpret_cast<const bool*>(bytes.data()), bool_);
+    } else {
+      init_from(data.data(), dtype_of<T>());
+    }
+  }
+
+  // Wraps memory that is already allocated; `deleter` releases it.
+  array(allocator::Buffer data, Shape shape, Dtype dtype,
+        Deleter deleter = allocator::free);
+
+  // An unevaluated array produced by `primitive` from `inputs`.
+  array(Shape shape, Dtype dtype, std::shared_ptr<Primitive> primitive,
+        std::vector<array> inputs);
+  // The sibling outputs of one multi-output primitive.
+  static std::vector<array> make_arrays(std::vector<Shape> shapes, const std::vector<Dtype>& dtypes,
+                                        const std::shared_ptr<Primitive>& primitive,
+                                        const std::vector<array>& inputs);
+
+  array(const array&) = default;
+  array(array&&) = default;
+  array& operator=(const array&) & = default;
+  array& operator=(array&&) & = default;
+  ~array();
+
+  // Shape and type.
+  Dtype dtype() const { return desc_->dtype; }
+  size_t itemsize() const { return size_of(dtype()); }
+  size_t size() const { return desc_->size; }
+  size_t nbytes() const { return size() * itemsize(); }
+  int ndim() const { return static_cast<int>(desc_->shape.size()); }
+  const Shape& shape() const { return desc_->shape; }
+  // Size of dimension `dim`; negative counts from the end.
+  int shape(int dim) const;
+  const Strides& strides() const { return desc_->strides; }
+  int64_t strides(int dim) const;
+
+  // Evaluation.
+  void eval();
+  template <typename T>
+  T item();
+  template <typename T>
+  T item() const;
+
+  // Memory layout after evaluation.
+  struct Flags {
+    bool contiguous : 1;      // elements occupy [data, data + data_size) without gaps
+    bool row_contiguous : 1;  // C order
+    bool col_contiguous : 1;  // Fortran order
+  };
+  const Flags& flags() const { return desc_->flags; }
+  // Elements of the underlying contiguous span that the view covers (can be < size() for
+  // broadcasts, where strides are 0).
+  size_t data_size() const { return desc_->data_size; }
+  allocator::Buffer& buffer() { return desc_->data->buffer; }
+  const allocator::Buffer& buffer() const { return desc_->data->buffer; }
+  size_t buffer_size() const;
+  std::shared_ptr<void> data_shared_ptr() const { return desc_->data; }
+  int64_t offset() const;
+  template <typename T>
+  T* data() {
+    return static_cast<T*>(desc_->data_ptr);
+  }
+  template <typename T>
+  const T* data() const {
+    return static_cast<const T*>(desc_->data_ptr);
+  }
+
+  // Graph.
+  bool has_primitive() const { return desc_->primitive != nullptr; }
+  Primitive& primitive() const { return *desc_->primitive; }
+  const std::shared_ptr<Primitive>& primitive_ptr() const { return desc_->primitive; }
+  std::vector<array>& inputs() { return desc_->inputs; }
+  const std::vector<array>& inputs() const { return desc_->inputs; }
+  const std::vector<array>& siblings() const { return desc_->siblings; }
+  std::vector<array>& siblings() { return desc_->siblings; }
+  // This array and its siblings, in output order.
+  std::vector<array> outputs() const;
+  uint32_t sibling_position() const { return desc_->position; }
+  uintptr_t id() const { return reinterpret_cast<uintptr_t>(desc_.get()); }
+  // Drops the primitive, inputs and siblings: the array becomes a leaf.
+  void detach();
+  bool is_tracer() const { return desc_->is_tracer; }
+  void set_tracer(bool t) { desc_->is_tracer = t; }
+
+  enum class Status : uint8_t {
+    unscheduled,  // has a primitive that has not been submitted
+    scheduled,    // submitted to a stream; data arrives when its event signals
+    available,    // data can be read
+  };
+  Status status() const { return desc_->status.load(std::memory_order_acquire); }
+  void set_status(Status s) const { desc_->status.store(s, std::memory_order_release); }
+  bool is_available() const;
+  // Blocks until a scheduled array's data is there.
+  void wait();
+  Event& event() const { return desc_->event; }
+  void attach_event(Event e) const { desc_->event = std::move(e); }
+
+  // Unique holder of its node and of its buffer: an op may write its output in place.
+  bool is_donatable() const {
+    return desc_.use_count() == 1 && desc_->data && desc_->data.use_count() == 1 &&
+           desc_->data_size == desc_->size;
+  }
+
+  // Used by kernels to attach output memory.
+  void set_data(allocator::Buffer buffer, Deleter deleter = allocator::free);
+  void set_data(allocator::Buffer buffer, size_t data_size, Strides strides, Flags flags,
+                Deleter deleter = allocator::free);
+  // Makes this array a view of `other`'s buffer, starting `offset` elements further on.
+  void copy_shared_buffer(const array& other, const Strides& strides, Flags flags,
+                          size_t data_size, int64_t offset = 0);
+  void copy_shared_buffer(const array& other);
+
+
+ private:
+  array(Shape shape, Dtype dtype);  // allocates row-contiguous storage
+  void init_from(const void* src, Dtype src_dtype);
+  void check_init_size(size_t n) const;
+
+  struct Data {
+    allocator::Buffer buffer;
+    Deleter deleter;
+    Data(allocator::Buffer b, Deleter d) : buffer(b), deleter(std::move(d)) {}
+    Data(const Data&) = delete;
+    ~Data() { deleter(buffer); }
+  };
+
+  struct ArrayDesc {
+    Shape shape;
+    Strides strides;
+    size_t size = 0;
+    Dtype dtype;
+    std::shared_ptr<Primitive> primitive;
+    std::atomic<Status> status{Status::unscheduled};
+    Event event;
+    std::shared_ptr<Data> data;
+    void* data_ptr = nullptr;
+    size_t data_size = 0;
+    Flags flags{};
+    std::vector<array> inputs;
+    std::vector<array> siblings;
+    uint32_t position = 0;
+    bool is_tracer = false;
+
+    ArrayDesc(Shape shape, Dtype dtype);
+    ArrayDesc(Shape shape, Dtype dtype, std::shared_ptr<Primitive> primitive,
+              std::vector<array> inputs);
+    // Releases a deep graph without recursion.
+    ~ArrayDesc();
+  };
+
+  std::shared_ptr<ArrayDesc> desc_;
+};
+
+// Row-major strides for `shape`.
+Strides row_major_strides(const Shape& shape);
+size_t shape_size(const Shape& shape);  // throws on overflow / negative dims
+
+template <typename T>
+T array::item() {
+  if (size() != 1) {
+    throw std::invalid_argument("[item] Only size-1 arrays can be converted to scalars; got " +
+                                std::to_string(size()) + " elements.");
+  }
+  eval();
+  return static_cast<const array&>(*this).item<T>();
+}
+
+}  // namespace mlx::core

@@ -1,0 +1,116 @@
+#include "mlx/backend/cpu/dispatch.h"
+#include "mlx/backend/cpu/elementwise.h"
+#include "mlx/backend/cpu/elementwise_functors.h"
+#include "mlx/primitives/elementwise.h"
+
+namespace mlx::core {
+
+namespace {
+
+using namespace cpu;
+
+enum class Types { all, real, floats, ints };
+
+template <typename Op, Types types>
+void run(const array& a, const array& b, array& out, const char* name) {
+  auto body = [&]<typename T>() {
+    using Out = decltype(Op{}(T{}, T{}));
+    binary_loop<T, Out>(a, b, out, Op{});
+  };
+  if constexpr (types == Types::all) {
+    dispatch_all(a.dtype(), name, body);
+  } else if constexpr (types == Types::real) {
+    dispatch_real(a.dtype(), name, body);
+  } else if constexpr (types == Types::floats) {
+    dispatch_float(a.dtype(), name, body);
+  } else if (a.dtype() == bool_) {
+    body.template operator()<bool>();
+  } else {
+    dispatch_int(a.dtype(), name, body);
+  }
+}
+
+}  // namespace
+
+void Binary::eval_cpu(const std::vector<array>& inputs, array& out) {
+  const array& a = inputs[0];
+  const array& b = inputs[1];
+  const char* n = name();
+  switch (op_) {
+#define CASE(OP, TYPES)  \
+  case BinaryOp::OP:     \
+    return run<fn::OP, TYPES>(a, b, out, n);
+    CASE(Add, Types::all)
+    CASE(Subtract, Types::all)
+    CASE(Multiply, Types::all)
+    CASE(Divide, Types::all)
+    CASE(Remainder, Types::real)
+    CASE(FloorDivide, Types::real)
+    CASE(Power, Types::all)
+    CASE(Maximum, Types::all)
+    CASE(Minimum, Types::all)
+    CASE(Equal, Types::all)
+    CASE(NotEqual, Types::all)
+    CASE(Less, Types::all)
+    CASE(LessEqual, Types::all)
+    CASE(Greater, Types::all)
+    CASE(GreaterEqual, Types::all)
+    CASE(LogicalAnd, Types::real)
+    CASE(LogicalOr, Types::real)
+    CASE(LogAddExp, Types::floats)
+    CASE(ArcTan2, Types::floats)
+    CASE(BitwiseAnd, Types::ints)
+    CASE(BitwiseOr, Types::ints)
+    CASE(BitwiseXor, Types::ints)
+    CASE(LeftShift, Types::ints)
+    CASE(RightShift, Types::ints)
+    CASE(NaNEqual, Types::all)
+#undef CASE
+  }
+}
+
+void DivMod::eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) {
+  Binary(stream(), BinaryOp::FloorDivide).eval_cpu(inputs, outputs[0]);
+  Binary(stream(), BinaryOp::Remainder).eval_cpu(inputs, outputs[1]);
+}
+
+namespace {
+template <typename T>
+void select_loop(const array& cond, const array& x, const array& y, array& out) {
+  out.set_data(allocator::malloc(out.nbytes()));
+  auto layout = collapse_dims<4>(out.shape(), {cond.strides(), x.strides(), y.strides(),
+                                               out.strides()});
+  int64_t rows = num_rows(layout.shape);
+  int64_t len = layout.shape.back();
+  int64_t sc = layout.strides[0].back(), sx = layout.strides[1].back(),
+          sy = layout.strides[2].back();
+  const bool* pc = cond.data<bool>();
+  const T* px = x.data<T>();
+  const T* py = y.data<T>();
+  T* dst = out.data<T>();
+  parallel_for(rows, std::max<int64_t>(1, kParallelBytes / (len * sizeof(T) + 1)),
+               [&](int64_t r0, int64_t r1) {
+                 for_each_row(layout, r0, r1, [&](const std::array<int64_t, 4>& off) {
+                   const bool* c = pc + off[0];
+                   const T* xs = px + off[1];
+                   const T* ys = py + off[2];
+                   T* d = dst + off[3];
+                   for (int64_t i = 0; i < len; ++i) {
+                     d[i] = c[i * sc] ? xs[i * sx] : ys[i * sy];
+                   }
+                 });
+               });
+}
+}  // namespace
+
+void Select::eval_cpu(const std::vector<array>& inputs, array& out) {
+  if (out.size() == 0) {
+    out.set_data(allocator::malloc(0));
+    return;
+  }
+  dispatch_by_size(out.itemsize(), "where", [&]<typename T>() {
+    select_loop<T>(inputs[0], inputs[1], inputs[2], out);
+  });
+}
+
+}  // namespace mlx::core

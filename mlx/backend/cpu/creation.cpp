@@ -1,0 +1,19 @@
+#include "mlx/backend/cpu/copy.h"
+#include "mlx/backend/cpu/dispatch.h"
+#include "mlx/primitives/creation.h"
+
+namespace mlx::core {
+
+void Full::eval_cpu(const std::vector<array>& inputs, array& out) { cpu::fill(inputs[0], out); }
+
+void Arange::eval_cpu(const std::vector<array>&, array& out) {
+  out.set_data(allocator::malloc(out.nbytes()));
+  cpu::dispatch_real(out.dtype(), "arange", [&]<typename T>() {
+    T* dst = out.data<T>();
+    for (size_t i = 0; i < out.size(); ++i) {
+      dst[i] = cpu::cast_value<T>(start_ + static_cast<double>(i) * step_);
+    }
+  });
+}
+
+}  // namespace mlx::core

@@ -1,0 +1,122 @@
+// Loop drivers shared by the elementwise kernels: contiguous fast paths, scalar broadcasts,
+// general strided iteration, output buffer donation and multithreading.
+#pragma once
+
+#include "mlx/array.h"
+#include "mlx/backend/cpu/strided.h"
+#include "mlx/backend/cpu/thread_pool.h"
+
+namespace mlx::core::cpu {
+
+inline bool is_dense(const array& x) { return x.flags().contiguous && x.data_size() == x.size(); }
+
+// Gives `out` memory laid out like `like` (a dense array), taking over `donor`'s buffer
+// when possible.
+inline void set_dense_output_like(const array& like, array& out,
+                                  std::initializer_list<const array*> donors) {
+  for (const array* d : donors) {
+    if (d->is_donatable() && d->itemsize() == out.itemsize() && d->strides() == like.strides() &&
+        d->flags().contiguous) {
+      out.copy_shared_buffer(*d);
+      return;
+    }
+  }
+  out.set_data(allocator::malloc(like.data_size() * out.itemsize()), like.data_size(),
+               like.strides(), like.flags());
+}
+
+template <typename In, typename Out, typename Op>
+void unary_loop(const array& in, array& out, Op op) {
+  if (is_dense(in)) {
+    set_dense_output_like(in, out, {&in});
+    const In* src = in.data<In>();
+    Out* dst = out.data<Out>();
+    int64_t n = static_cast<int64_t>(in.data_size());
+    parallel_for(n, kParallelBytes / sizeof(Out), [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) {
+        dst[i] = op(src[i]);
+      }
+    });
+    return;
+  }
+  out.set_data(allocator::malloc(out.nbytes()));
+  auto layout = collapse_dims<2>(in.shape(), {in.strides(), out.strides()});
+  int64_t rows = num_rows(layout.shape);
+  int64_t len = layout.shape.back();
+  int64_t s_in = layout.strides[0].back();
+  const In* src = in.data<In>();
+  Out* dst = out.data<Out>();
+  parallel_for(rows, std::max<int64_t>(1, kParallelBytes / (len * sizeof(Out) + 1)),
+               [&](int64_t r0, int64_t r1) {
+                 for_each_row(layout, r0, r1, [&](const std::array<int64_t, 2>& off) {
+                   const In* s = src + off[0];
+                   Out* d = dst + off[1];
+                   for (int64_t i = 0; i < len; ++i) {
+                     d[i] = op(s[i * s_in]);
+                   }
+                 });
+               });
+}
+
+template <typename In, typename Out, typename Op>
+void binary_loop(const array& a, const array& b, array& out, Op op) {
+  const In* pa = a.data<In>();
+  const In* pb = b.data<In>();
+  bool a_scalar = a.data_size() == 1;
+  bool b_scalar = b.data_size() == 1;
+  auto dense_run = [&](const array& like, auto&& body) {
+    set_dense_output_like(like, out, {&a, &b});
+    Out* dst = out.data<Out>();
+    int64_t n = static_cast<int64_t>(like.data_size());
+    parallel_for(n, kParallelBytes / sizeof(Out), [&](int64_t s, int64_t e) { body(dst, s, e); });
+  };
+  if (a_scalar && b_scalar) {
+    out.set_data(allocator::malloc(out.nbytes()));
+    Out v = op(pa[0], pb[0]);
+    Out* dst = out.data<Out>();
+    for (size_t i = 0; i < out.size(); ++i) {
+      dst[i] = v;
+    }
+  } else if (a_scalar && is_dense(b)) {
+    In x = pa[0];
+    dense_run(b, [&](Out* dst, int64_t s, int64_t e) {
+      for (int64_t i = s; i < e; ++i) dst[i] = op(x, pb[i]);
+    });
+  } else if (b_scalar && is_dense(a)) {
+    In y = pb[0];
+    dense_run(a, [&](Out* dst, int64_t s, int64_t e) {
+      for (int64_t i = s; i < e; ++i) dst[i] = op(pa[i], y);
+    });
+  } else if (is_dense(a) && is_dense(b) && a.strides() == b.strides()) {
+    dense_run(a, [&](Out* dst, int64_t s, int64_t e) {
+      for (int64_t i = s; i < e; ++i) dst[i] = op(pa[i], pb[i]);
+    });
+  } else {
+    out.set_data(allocator::malloc(out.nbytes()));
+    auto layout = collapse_dims<3>(out.shape(), {a.strides(), b.strides(), out.strides()});
+    int64_t rows = num_rows(layout.shape);
+    int64_t len = layout.shape.back();
+    int64_t sa = layout.strides[0].back();
+    int64_t sb = layout.strides[1].back();
+    Out* dst = out.data<Out>();
+    parallel_for(rows, std::max<int64_t>(1, kParallelBytes / (len * sizeof(Out) + 1)),
+                 [&](int64_t r0, int64_t r1) {
+                   for_each_row(layout, r0, r1, [&](const std::array<int64_t, 3>& off) {
+                     const In* x = pa + off[0];
+                     const In* y = pb + off[1];
+                     Out* d = dst + off[2];
+                     if (sa == 1 && sb == 1) {
+                       for (int64_t i = 0; i < len; ++i) d[i] = op(x[i], y[i]);
+                     } else if (sa == 0 && sb == 1) {
+                       for (int64_t i = 0; i < len; ++i) d[i] = op(x[0], y[i]);
+                     } else if (sa == 1 && sb == 0) {
+                       for (int64_t i = 0; i < len; ++i) d[i] = op(x[i], y[0]);
+                     } else {
+                       for (int64_t i = 0; i < len; ++i) d[i] = op(x[i * sa], y[i * sb]);
+                     }
+                   });
+                 });
+  }
+}
+
+}  // namespace mlx::core::cpu

@@ -1,0 +1,50 @@
+#include "mlx/backend/cpu/simd/vmath.h"
+
+#include "mlx/backend/cpu/simd/vec.h"
+
+namespace mlx::core::simd {
+
+namespace {
+
+template <VecF (*F)(VecF)>
+inline void apply(const float* in, float* out, int64_t n) {
+  int64_t i = 0;
+  for (; i + kWidth <= n; i += kWidth) store(out + i, F(load(in + i)));
+  if (i < n) {
+    int tail = static_cast<int>(n - i);
+    store_partial(out + i, F(load_partial(in + i, tail)), tail);
+  }
+}
+
+}  // namespace
+
+#define MLX_SIMD_UNARY_KERNEL(name) \
+  void name(const float* in, float* out, int64_t n) { apply<name>(in, out, n); }
+
+MLX_SIMD_UNARY_KERNEL(exp)
+MLX_SIMD_UNARY_KERNEL(expm1)
+MLX_SIMD_UNARY_KERNEL(log)
+MLX_SIMD_UNARY_KERNEL(log1p)
+MLX_SIMD_UNARY_KERNEL(log2)
+MLX_SIMD_UNARY_KERNEL(log10)
+MLX_SIMD_UNARY_KERNEL(sin)
+MLX_SIMD_UNARY_KERNEL(cos)
+MLX_SIMD_UNARY_KERNEL(tan)
+MLX_SIMD_UNARY_KERNEL(tanh)
+MLX_SIMD_UNARY_KERNEL(sigmoid)
+MLX_SIMD_UNARY_KERNEL(erf)
+MLX_SIMD_UNARY_KERNEL(erfinv)
+MLX_SIMD_UNARY_KERNEL(sinh)
+MLX_SIMD_UNARY_KERNEL(cosh)
+MLX_SIMD_UNARY_KERNEL(atan)
+MLX_SIMD_UNARY_KERNEL(asin)
+MLX_SIMD_UNARY_KERNEL(acos)
+MLX_SIMD_UNARY_KERNEL(asinh)
+MLX_SIMD_UNARY_KERNEL(acosh)
+MLX_SIMD_UNARY_KERNEL(atanh)
+MLX_SIMD_UNARY_KERNEL(sqrt)
+MLX_SIMD_UNARY_KERNEL(rsqrt)
+
+#undef MLX_SIMD_UNARY_KERNEL
+
+}  // namespace mlx::core::simd

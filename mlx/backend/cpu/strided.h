@@ -1,0 +1,93 @@
+// Iteration over strided layouts: merge dimensions that are contiguous in every operand, then
+// walk the outer dimensions row by row with offsets updated incrementally.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <vector>
+
+#include "mlx/array.h"
+
+namespace mlx::core::cpu {
+
+template <size_t N>
+struct Layout {
+  Shape shape;
+  std::array<Strides, N> strides;
+};
+
+// Drops size-1 dimensions and merges neighbours that are contiguous in every operand.
+template <size_t N>
+Layout<N> collapse_dims(const Shape& shape, const std::array<Strides, N>& strides) {
+  Layout<N> out;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (shape[d] == 1) {
+      continue;
+    }
+    bool merge = !out.shape.empty();
+    for (size_t k = 0; merge && k < N; ++k) {
+      merge = out.strides[k].back() == strides[k][d] * shape[d];
+    }
+    if (merge) {
+      out.shape.back() *= shape[d];
+      for (size_t k = 0; k < N; ++k) {
+        out.strides[k].back() = strides[k][d];
+      }
+    } else {
+      out.shape.push_back(shape[d]);
+      for (size_t k = 0; k < N; ++k) {
+        out.strides[k].push_back(strides[k][d]);
+      }
+    }
+  }
+  if (out.shape.empty()) {
+    out.shape.push_back(1);
+    for (size_t k = 0; k < N; ++k) {
+      out.strides[k].push_back(0);
+    }
+  }
+  return out;
+}
+
+// Calls fn(offsets) for rows [row_begin, row_end) of the layout, where a row is the last
+// dimension: offsets[k] is the element offset of the row start in operand k.
+template <size_t N, typename F>
+void for_each_row(const Layout<N>& layout, int64_t row_begin, int64_t row_end, F&& fn) {
+  const int nd = static_cast<int>(layout.shape.size());
+  const int outer = nd - 1;
+  std::vector<int32_t> idx(outer > 0 ? outer : 1, 0);
+  std::array<int64_t, N> off{};
+  int64_t rem = row_begin;
+  for (int d = outer - 1; d >= 0; --d) {
+    idx[d] = static_cast<int32_t>(rem % layout.shape[d]);
+    rem /= layout.shape[d];
+    for (size_t k = 0; k < N; ++k) {
+      off[k] += idx[d] * layout.strides[k][d];
+    }
+  }
+  for (int64_t r = row_begin; r < row_end; ++r) {
+    fn(off);
+    for (int d = outer - 1; d >= 0; --d) {
+      if (++idx[d] < layout.shape[d]) {
+        for (size_t k = 0; k < N; ++k) {
+          off[k] += layout.strides[k][d];
+        }
+        break;
+      }
+      for (size_t k = 0; k < N; ++k) {
+        off[k] -= (layout.shape[d] - 1) * layout.strides[k][d];
+      }
+      idx[d] = 0;
+    }
+  }
+}
+
+inline int64_t num_rows(const Shape& collapsed) {
+  int64_t rows = 1;
+  for (size_t d = 0; d + 1 < collapsed.size(); ++d) {
+    rows *= collapsed[d];
+  }
+  return rows;
+}
+
+}  // namespace mlx::core::cpu

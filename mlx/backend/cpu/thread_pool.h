@@ -1,0 +1,17 @@
+// A small pool that splits loops over large arrays across the machine's cores.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+
+namespace mlx::core::cpu {
+
+int num_threads();
+// Calls fn(begin, end) over disjoint ranges covering [0, n). Runs inline when n < 2 * grain
+// or when called from inside another parallel_for.
+void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn);
+
+// Below this many bytes touched, a kernel runs on one thread.
+inline constexpr int64_t kParallelBytes = 1 << 17;
+
+}  // namespace mlx::core::cpu

@@ -1,0 +1,15 @@
+#include "mlx/event.h"
+
+#include "mlx/transforms/scheduler.h"
+
+namespace mlx::core {
+
+bool Event::is_signaled() const { return !valid() || scheduler::reached(stream_index_, value_); }
+
+void Event::wait() const {
+  if (valid()) {
+    scheduler::wait_for(stream_index_, value_);
+  }
+}
+
+}  // namespace mlx::core

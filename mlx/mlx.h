@@ -1,0 +1,11 @@
+// Umbrella header of the C++ API (namespace mlx::core).
+#pragma once
+
+#include "mlx/array.h"
+#include "mlx/device.h"
+#include "mlx/dtype.h"
+#include "mlx/memory/memory.h"
+#include "mlx/ops.h"
+#include "mlx/stream.h"
+#include "mlx/transforms/eval.h"
+#include "mlx/utils.h"

@@ -1,0 +1,6 @@
+// All op families of mlx::core.
+#pragma once
+
+#include "mlx/ops/creation.h"
+#include "mlx/ops/elementwise.h"
+#include "mlx/ops/shape.h"

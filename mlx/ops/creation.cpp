@@ -1,0 +1,134 @@
+#include "mlx/ops/creation.h"
+
+#include <cmath>
+
+#include "mlx/ops/elementwise.h"
+#include "mlx/ops/shape.h"
+#include "mlx/primitives/creation.h"
+#include "mlx/primitives/shape.h"
+#include "mlx/utils.h"
+
+namespace mlx::core {
+
+array arange(double start, double stop, double step, Dtype dtype, StreamOrDevice s) {
+  if (dtype == bool_) {
+    throw std::invalid_argument("[arange] Cannot use bool dtype.");
+  }
+  if (step == 0 || std::isnan(start) || std::isnan(stop) || std::isnan(step)) {
+    throw std::invalid_argument(
+        msg("[arange] Invalid arguments start=", start, " stop=", stop, " step=", step, "."));
+  }
+  if (std::isinf(start) || std::isinf(stop)) {
+    throw std::invalid_argument("[arange] Cannot compute length with infinite bounds.");
+  }
+  double real_size = std::ceil((stop - start) / step);
+  if (real_size > static_cast<double>(INT32_MAX)) {
+    throw std::invalid_argument(msg("[arange] Length ", real_size, " is too large."));
+  }
+  int size = std::max(static_cast<int>(real_size), 0);
+  return array({size}, dtype, std::make_shared<Arange>(to_stream(s), start, stop, step), {});
+}
+array arange(double start, double stop, double step, StreamOrDevice s) {
+  return arange(start, stop, step, float32, s);
+}
+array arange(double start, double stop, Dtype dtype, StreamOrDevice s) {
+  return arange(start, stop, 1.0, dtype, s);
+}
+array arange(double start, double stop, StreamOrDevice s) {
+  return arange(start, stop, 1.0, float32, s);
+}
+array arange(double stop, Dtype dtype, StreamOrDevice s) { return arange(0.0, stop, 1.0, dtype, s); }
+array arange(double stop, StreamOrDevice s) { return arange(0.0, stop, 1.0, float32, s); }
+array arange(int start, int stop, int step, StreamOrDevice s) {
+  return arange(static_cast<double>(start), static_cast<double>(stop), static_cast<double>(step),
+                int32, s);
+}
+array arange(int start, int stop, StreamOrDevice s) { return arange(start, stop, 1, s); }
+array arange(int stop, StreamOrDevice s) { return arange(0, stop, 1, s); }
+
+array linspace(double start, double stop, int num, Dtype dtype, StreamOrDevice s) {
+  if (num < 0) {
+    throw std::invalid_argument(msg("[linspace] num must be non-negative, got ", num, "."));
+  }
+  if (num == 1) {
+    return astype(array({start}, float64), dtype, s);
+  }
+  // start + i * (stop - start) / (num - 1), computed in float64 so both ends are exact.
+  array t = arange(0.0, static_cast<double>(num), 1.0, float64, s);
+  double step = num > 1 ? (stop - start) / (num - 1) : 0.0;
+  array out = add(multiply(t, array(step, float64), s), array(start, float64), s);
+  if (num > 1) {
+    out = where(equal(t, array(static_cast<double>(num - 1), float64), s), array(stop, float64),
+                out, s);
+  }
+  return astype(out, dtype, s);
+}
+
+array astype(array a, Dtype dtype, StreamOrDevice s) {
+  if (a.dtype() == dtype) {
+    return a;
+  }
+  Shape shape = a.shape();
+  return array(std::move(shape), dtype, std::make_shared<AsType>(to_stream(s), dtype), {std::move(a)});
+}
+
+array contiguous(array a, bool allow_col_major, StreamOrDevice s) {
+  if (a.is_available() && (a.flags().row_contiguous || (allow_col_major && a.flags().col_contiguous)) &&
+      a.data_size() == a.size()) {
+    return a;
+  }
+  Shape shape = a.shape();
+  Dtype dt = a.dtype();
+  return array(std::move(shape), dt, std::make_shared<Copy>(to_stream(s)), {std::move(a)});
+}
+
+array copy(array a, StreamOrDevice s) {
+  Shape shape = a.shape();
+  Dtype dt = a.dtype();
+  return array(std::move(shape), dt, std::make_shared<Copy>(to_stream(s)), {std::move(a)});
+}
+
+array full(Shape shape, array vals, Dtype dtype, StreamOrDevice s) {
+  shape_size(shape);  // validates
+  auto in = broadcast_to(astype(std::move(vals), dtype, s), shape, s);
+  return array(std::move(shape), dtype, std::make_shared<Full>(to_stream(s)), {std::move(in)});
+}
+
+array full(Shape shape, array vals, StreamOrDevice s) {
+  Dtype dt = vals.dtype();
+  return full(std::move(shape), std::move(vals), dt, s);
+}
+
+array zeros(const Shape& shape, Dtype dtype, StreamOrDevice s) {
+  return full(shape, array(false), dtype, s);
+}
+array zeros_like(const array& a, StreamOrDevice s) { return zeros(a.shape(), a.dtype(), s); }
+array ones(const Shape& shape, Dtype dtype, StreamOrDevice s) {
+  return full(shape, array(true), dtype, s);
+}
+array ones_like(const array& a, StreamOrDevice s) { return ones(a.shape(), a.dtype(), s); }
+array full_like(const array& a, array vals, StreamOrDevice s) {
+  return full(a.shape(), std::move(vals), a.dtype(), s);
+}
+
+array tri(int n, int m, int k, Dtype type, StreamOrDevice s) {
+  if (n < 0 || m < 0) {
+    throw std::invalid_argument(msg("[tri] n and m must be non-negative, got ", n, " and ", m, "."));
+  }
+  array rows = reshape(arange(0, n, s), {n, 1}, s);
+  array cols = reshape(arange(0, m, s), {1, m}, s);
+  return astype(less_equal(cols, add(rows, array(k), s), s), type, s);
+}
+
+array eye(int n, int m, int k, Dtype dtype, StreamOrDevice s) {
+  if (n < 0 || m < 0) {
+    throw std::invalid_argument(msg("[eye] n and m must be non-negative, got ", n, " and ", m, "."));
+  }
+  array rows = reshape(arange(0, n, s), {n, 1}, s);
+  array cols = reshape(arange(0, m, s), {1, m}, s);
+  return astype(equal(cols, add(rows, array(k), s), s), dtype, s);
+}
+
+array identity(int n, Dtype dtype, StreamOrDevice s) { return eye(n, n, 0, dtype, s); }
+
+}  // namespace mlx::core

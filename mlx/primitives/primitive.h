@@ -1,0 +1,58 @@
+// The unit of everything: a primitive evaluates on a backend and (later) knows its
+// derivatives and batching rule.
+#pragma once
+
+#include <ostream>
+#include <utility>
+#include <vector>
+
+#include "mlx/array.h"
+#include "mlx/stream.h"
+
+namespace mlx::core {
+
+class Primitive {
+ public:
+  explicit Primitive(Stream stream) : stream_(stream) {}
+  virtual ~Primitive() = default;
+  Primitive(const Primitive&) = delete;
+  Primitive& operator=(const Primitive&) = delete;
+
+  const Stream& stream() const { return stream_; }
+
+  virtual void eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) = 0;
+  // Default: a clear error naming the primitive.
+  virtual void eval_gpu(const std::vector<array>& inputs, std::vector<array>& outputs);
+
+  // Transform rules; the defaults throw "[Name] ... not implemented".
+  virtual std::vector<array> jvp(const std::vector<array>& primals,
+                                 const std::vector<array>& tangents,
+                                 const std::vector<int>& argnums);
+  virtual std::vector<array> vjp(const std::vector<array>& primals,
+                                 const std::vector<array>& cotangents,
+                                 const std::vector<int>& argnums,
+                                 const std::vector<array>& outputs);
+  virtual std::pair<std::vector<array>, std::vector<int>> vmap(const std::vector<array>& inputs,
+                                                               const std::vector<int>& axes);
+
+  virtual const char* name() const = 0;
+  virtual void print(std::ostream& os) { os << name(); }
+  // Same computation given the same inputs (used to merge common subexpressions).
+  virtual bool is_equivalent(const Primitive& other) const { return false; }
+  // Output shapes for given input shapes, for shapeless compilation.
+  virtual std::vector<Shape> output_shapes(const std::vector<array>& inputs);
+
+ private:
+  Stream stream_;
+};
+
+class UnaryPrimitive : public Primitive {
+ public:
+  using Primitive::Primitive;
+  virtual void eval_cpu(const std::vector<array>& inputs, array& out) = 0;
+  void eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) final {
+    eval_cpu(inputs, outputs[0]);
+  }
+};
+
+}  // namespace mlx::core

@@ -1,0 +1,112 @@
+// Layout primitives. Most are views: their output shares the input's buffer.
+#pragma once
+
+#include "mlx/primitives/primitive.h"
+
+namespace mlx::core {
+
+// Dtype conversion (copies unless the input buffer can be donated).
+class AsType : public UnaryPrimitive {
+ public:
+  AsType(Stream stream, Dtype dtype) : UnaryPrimitive(stream), dtype_(dtype) {}
+  void eval_cpu(const std::vector<array>& inputs, array& out) override;
+  const char* name() const override { return "AsType"; }
+  bool is_equivalent(const Primitive& other) const override;
+  std::vector<Shape> output_shapes(const std::vector<array>& inputs) override {
+    return {inputs[0].shape()};
+  }
+
+ private:
+  Dtype dtype_;
+};
+
+// A row-contiguous copy (no-op view when the input already is).
+class Copy : public UnaryPrimitive {
+ public:
+  explicit Copy(Stream stream) : UnaryPrimitive(stream) {}
+  void eval_cpu(const std::vector<array>& inputs, array& out) override;
+  const char* name() const override { return "Copy"; }
+  bool is_equivalent(const Primitive& other) const override {
+    return dynamic_cast<const Copy*>(&other) != nullptr;
+  }
+  std::vector<Shape> output_shapes(const std::vector<array>& inputs) override {
+    return {inputs[0].shape()};
+  }
+};
+
+class Broadcast : public UnaryPrimitive {
+ public:
+  Broadcast(Stream stream, Shape shape) : UnaryPrimitive(stream), shape_(std::move(shape)) {}
+  void eval_cpu(const std::vector<array>& inputs, array& out) override;
+  const char* name() const override { return "Broadcast"; }
+  bool is_equivalent(const Primitive& other) const override;
+  const Shape& shape() const { return shape_; }
+
+ private:
+  Shape shape_;
+};
+
+class Reshape : public UnaryPrimitive {
+ public:
+  Reshape(Stream stream, Shape shape) : UnaryPrimitive(stream), shape_(std::move(shape)) {}
+  void eval_cpu(const std::vector<array>& inputs, array& out) override;
+  const char* name() const override { return "Reshape"; }
+  bool is_equivalent(const Primitive& other) const override;
+
+ private:
+  Shape shape_;
+};
+
+class Transpose : public UnaryPrimitive {
+ public:
+  Transpose(Stream stream, std::vector<int> axes) : UnaryPrimitive(stream), axes_(std::move(axes)) {}
+  void eval_cpu(const std::vector<array>& inputs, array& out) override;
+  const char* name() const override { return "Transpose"; }
+  bool is_equivalent(const Primitive& other) const override;
+  const std::vector<int>& axes() const { return axes_; }
+
+ private:
+  std::vector<int> axes_;
+};
+
+// Strided view: out[i] = in[start + i * step] per axis (steps may be negative).
+class Slice : public UnaryPrimitive {
+ public:
+  Slice(Stream stream, Shape start, Shape stop, Shape strides)
+      : UnaryPrimitive(stream),
+        start_(std::move(start)),
+        stop_(std::move(stop)),
+        strides_(std::move(strides)) {}
+  void eval_cpu(const std::vector<array>& inputs, array& out) override;
+  const char* name() const override { return "Slice"; }
+  bool is_equivalent(const Primitive& other) const override;
+  const Shape& start() const { return start_; }
+  const Shape& stop() const { return stop_; }
+  const Shape& strides() const { return strides_; }
+
+ private:
+  Shape start_;
+  Shape stop_;
+  Shape strides_;
+};
+
+class AsStrided : public UnaryPrimitive {
+ public:
+  AsStrided(Stream stream, Shape shape, Strides strides, size_t offset)
+      : UnaryPrimitive(stream), shape_(std::move(shape)), strides_(std::move(strides)), offset_(offset) {}
+  void eval_cpu(const std::vector<array>& inputs, array& out) override;
+  const char* name() const override { return "AsStrided"; }
+  bool is_equivalent(const Primitive& other) const override;
+
+ private:
+  Shape shape_;
+  Strides strides_;
+  size_t offset_;
+};
+
+// Layout facts about a strided view, computed from its shape and strides.
+array::Flags flags_for_layout(const Shape& shape, const Strides& strides);
+// Elements between the lowest and highest addressed element, inclusive.
+size_t span_for_layout(const Shape& shape, const Strides& strides);
+
+}  // namespace mlx::core

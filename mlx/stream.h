@@ -1,0 +1,34 @@
+#pragma once
+
+#include <ostream>
+#include <variant>
+
+#include "mlx/device.h"
+
+namespace mlx::core {
+
+struct Stream {
+  int index;
+  Device device;
+  explicit Stream(int index, Device device) : index(index), device(device) {}
+};
+
+inline bool operator==(const Stream& a, const Stream& b) { return a.index == b.index; }
+inline bool operator!=(const Stream& a, const Stream& b) { return a.index != b.index; }
+std::ostream& operator<<(std::ostream& os, const Stream& s);
+
+// Default stream of a device for the calling thread.
+Stream default_stream(Device d);
+void set_default_stream(Stream s);
+Stream new_stream(Device d);
+// Blocks until everything submitted to the stream (or to every stream) has finished.
+void synchronize(Stream s);
+void synchronize();
+
+using StreamOrDevice = std::variant<std::monostate, Stream, Device>;
+// Resolves "nothing" to the default stream of the default device, a device to its default
+// stream.
+Stream to_stream(StreamOrDevice s);
+Stream to_stream(StreamOrDevice s, Device default_);
+
+}  // namespace mlx::core

@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Configures and builds the C++ library, tests, benchmarks and examples into build/.
+# Extra arguments go to cmake (e.g. -DMLX_BUILD_CUDA=OFF).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+jobs=${MLX_BUILD_JOBS:-$(nproc)}
+if [ ! -f build/build.ninja ] || [ $# -gt 0 ]; then
+  cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release "$@"
+fi
+cmake --build build -j "$jobs"

@@ -1,0 +1,6 @@
+#!/usr/bin/env bash
+# Builds what is not built and runs every test suite. Exits non-zero on any failure.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/build.sh
+ctest --test-dir build --output-on-failure -j "$(nproc)" --timeout 900
