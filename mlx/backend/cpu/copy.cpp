@@ -90,12 +90,7 @@ void copy_to_contiguous(const array& in, array& out) {
   if (in_place && in.dtype() == out.dtype()) {
     return;
   }
-  copy_strided(in, in.strides(), 0, out, out.strides(), 0, in.shape());
-}
-
-void fill(const array& value, array& out) {
-  out.set_data(allocator::malloc(out.nbytes()));
-  copy_strided(value, Strides(out.ndim(), 0), 0, out, out.strides(), 0, out.shape());
+  copy_strided(in, in.strides(), 0, out, row_major_strides(in.shape()), 0, in.shape());
 }
 
 }  // namespace mlx::core::cpu

@@ -4,7 +4,10 @@
 
 namespace mlx::core {
 
-void Full::eval_cpu(const std::vector<array>& inputs, array& out) { cpu::fill(inputs[0], out); }
+// The input is the fill value already broadcast to the output shape.
+void Full::eval_cpu(const std::vector<array>& inputs, array& out) {
+  cpu::copy_to_contiguous(inputs[0], out);
+}
 
 void Arange::eval_cpu(const std::vector<array>&, array& out) {
   out.set_data(allocator::malloc(out.nbytes()));

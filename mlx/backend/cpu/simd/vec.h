@@ -17,7 +17,9 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <algorithm>
 #include <limits>
+#include <utility>
 
 #if defined(__AVX2__) && defined(__FMA__)
 #include <immintrin.h>
@@ -396,11 +398,31 @@ inline constexpr float kPiO4 = 0.785398185f, kPiO4Lo = -2.18556941e-08f;
 inline constexpr float kPiO2 = 1.57079637f, kPiO2Lo = -4.37113883e-08f;
 inline constexpr float kPi = 3.14159274f, kPiLo = -8.74227766e-08f;
 
-// c0 + c1 x + c2 x^2 + ... by Horner's rule, unrolled at compile time.
-inline VecF horner(VecF, float c0) { return VecF(c0); }
+// c0 + c1 x + c2 x^2 + ... by Estrin's scheme: pair up c[2i] + c[2i+1] x, then
+// recurse in x^2. Same work as Horner but a dependency chain of log2(n) fmas,
+// which lets more loop iterations overlap.
+template <size_t N>
+inline VecF estrin(VecF x, const VecF (&c)[N]);
+
+template <size_t N, size_t... I>
+inline VecF estrin_level(VecF x, const VecF (&c)[N], std::index_sequence<I...>) {
+  const VecF q[] = {(2 * I + 1 < N ? fma(c[std::min(2 * I + 1, N - 1)], x, c[2 * I]) : c[2 * I])...};
+  return estrin(x * x, q);
+}
+
+template <size_t N>
+inline VecF estrin(VecF x, const VecF (&c)[N]) {
+  if constexpr (N == 1) {
+    return c[0];
+  } else {
+    return estrin_level(x, c, std::make_index_sequence<(N + 1) / 2>());
+  }
+}
+
 template <class... Cs>
-inline VecF horner(VecF x, float c0, Cs... cs) {
-  return fma(horner(x, cs...), x, VecF(c0));
+inline VecF horner(VecF x, Cs... cs) {
+  const VecF c[] = {VecF(cs)...};
+  return estrin(x, c);
 }
 
 // 2^n for integer lanes n in [-126, 127].
@@ -462,34 +484,48 @@ inline VecF log_special(VecF t, VecF res) {
   return select(t >= VecF(0.0f), res, VecF(kNaN));
 }
 
-// sin(r) for |r| <= 0.81, z = r^2; relative error 7e-12.
-inline VecF sin_poly(VecF r, VecF z) {
+// The trig kernels take the reduced argument as r + r_lo (r_lo a fraction of an
+// ulp of r); dropping r_lo would cost up to an ulp in sin/cos and two in tan.
+
+// sin(r + r_lo) for |r| <= 0.81, z = r^2; the polynomial's relative error is 7e-12.
+inline VecF sin_poly(VecF r, VecF r_lo, VecF z) {
   VecF p = horner(z, -0.166666672f, 0.00833332818f, -0.000198390553f, 2.71573185e-06f);
-  return fma(r * z, p, r);
+  // r_lo enters scaled by cos(r) ~ 1 - z/2.
+  return r + fma(r * z, p, fnma(z * 0.5f, r_lo, r_lo));
 }
 
-// cos(r) for |r| <= 0.81, z = r^2; relative error 1.6e-10.
-inline VecF cos_poly(VecF z) {
+// cos(r + r_lo) for |r| <= 0.81, z = r^2; the polynomial's relative error is 1.6e-10.
+// t = 1 - z/2 is formed with the rounding errors of z and t added back.
+inline VecF cos_poly(VecF r, VecF r_lo, VecF z) {
   VecF q = horner(z, 0.0416666418f, -0.00138871069f, 2.44094808e-05f);
-  return fma(z, fma(z, q, VecF(-0.5f)), VecF(1.0f));
+  VecF h = z * 0.5f;
+  VecF t = 1.0f - h;
+  VecF low = fma(fma(r, r, -z), VecF(-0.5f), (1.0f - t) - h);
+  low = fnma(r, r_lo, low);  // - sin(r) r_lo
+  return t + fma(z * z, q, low);
 }
 
 }  // namespace detail
 
-// Above this |x| the inline Cody-Waite reduction loses accuracy; such lanes
-// (and inf/NaN) are computed with the scalar double libm instead.
+// Above this |x| the inline reduction loses accuracy; such lanes (and inf/NaN)
+// are computed with the scalar double libm instead.
 inline constexpr float kTrigReduceMax = 131072.0f;
 
 namespace detail {
 
-// x = q pi/2 + r, |r| <= 0.81, for |x| <= kTrigReduceMax. pi/2 is split in
-// three floats; with fused steps each product k * Pi is exact, so the error is
-// only the final roundings plus k * 1e-23.
-inline VecF trig_reduce(VecF x, VecI& q) {
+// x = q pi/2 + r + r_lo, |r| <= 0.81, for |x| <= kTrigReduceMax, with pi/2 split
+// in three floats P1 + P2 + P3. x - k P1 is exact (fused, and k has at most 17
+// bits); the rounding of the P2 step is recovered exactly (product error by fma,
+// sum error by TwoSum), so r + r_lo is good to about 2^-48 |r|.
+inline VecF trig_reduce(VecF x, VecI& q, VecF& r_lo) {
   VecF k = round(x * 0.636619747f);
-  VecF r = fnma(k, VecF(1.57079637f), x);
-  r = fnma(k, VecF(-4.37113883e-08f), r);
-  r = fnma(k, VecF(-1.71512451e-15f), r);
+  VecF r1 = fnma(k, VecF(1.57079637f), x);
+  VecF w = k * -4.37113883e-08f;
+  VecF w_lo = fma(k, VecF(-4.37113883e-08f), -w);
+  VecF r = r1 - w;
+  VecF b = r - r1;
+  VecF err = (r1 - (r - b)) - (w + b);
+  r_lo = fnma(k, VecF(-1.71512451e-15f), err - w_lo);
   q = to_int(k);
   return r;
 }
@@ -511,34 +547,34 @@ inline MaskF trig_needs_scalar(VecF x) { return ~(abs(x) <= VecF(kTrigReduceMax)
 // sin(x) when quadrant_offset = 0, cos(x) when it is 1.
 inline VecF sin_cos(VecF x, int quadrant_offset) {
   VecI q;
-  VecF r = trig_reduce(x, q);
+  VecF r_lo;
+  VecF r = trig_reduce(x, q, r_lo);
   q = q + VecI(quadrant_offset);
   VecF z = r * r;
-  VecF res = select((q & VecI(1)) == VecI(1), cos_poly(z), sin_poly(r, z));
+  VecF res = select((q & VecI(1)) == VecI(1), cos_poly(r, r_lo, z), sin_poly(r, r_lo, z));
   return flip_sign_if_bit1(res, q);
 }
 
-// Odd polynomial atan(t) for |t| <= tan(pi/8); relative error 7e-10.
+// Odd polynomial atan(t) for |t| <= 1/2; relative error 2.5e-10.
 inline VecF atan_poly(VecF t) {
   VecF z = t * t;
-  VecF p = horner(z, -0.333333164f, 0.199984685f, -0.142434791f, 0.105933949f, -0.0607710853f);
+  VecF p = horner(z, -0.333333284f, 0.199994892f, -0.14272061f, 0.109408185f, -0.079834044f,
+                  0.0387134925f);
   return fma(t * z, p, t);
 }
 
-// asin(s) for s in [0, 0.5], z = s^2; relative error 2.8e-10.
-inline VecF asin_poly(VecF s, VecF z) {
-  VecF p = horner(z, 0.166666597f, 0.0750050396f, 0.0445169546f, 0.0318077244f, 0.0144385835f,
-                  0.0375164822f);
-  return fma(s * z, p, s);
-}
-
-// Shared reduction of asin/acos: returns asin(s) and whether |x| <= 1/2. For
-// |x| > 1/2, asin|x| = pi/2 - 2 asin(s) with s = sqrt((1-|x|)/2) (exact argument).
-inline VecF asin_reduce(VecF a, MaskF& small) {
+// Shared by asin/acos: returns s and corr with asin(s) = s + corr, where s = |x|
+// if |x| <= 1/2 (`small`), else s = sqrt((1 - |x|) / 2) (exact argument) and
+// asin|x| = pi/2 - 2 asin(s). Keeping s + corr unrounded saves an ulp after the
+// doubling. The polynomial's relative error is 2.8e-10.
+inline VecF asin_reduce(VecF a, MaskF& small, VecF& corr) {
   small = a <= VecF(0.5f);
   VecF z = select(small, a * a, (1.0f - a) * 0.5f);
   VecF s = select(small, a, sqrt(z));
-  return asin_poly(s, z);
+  corr = s * z *
+         horner(z, 0.166666597f, 0.0750050396f, 0.0445169546f, 0.0318077244f, 0.0144385835f,
+                0.0375164822f);
+  return s;
 }
 
 }  // namespace detail
@@ -605,7 +641,8 @@ inline VecF log1p(VecF x) {
 }
 
 inline VecF sin(VecF x) {
-  VecF res = detail::sin_cos(x, 0);
+  // The select keeps the sign of -0, which the polynomial's additions lose.
+  VecF res = select(x == VecF(0.0f), x, detail::sin_cos(x, 0));
   MaskF big = detail::trig_needs_scalar(x);
   if (any(big)) res = detail::scalar_lanes(x, res, big, [](double v) { return std::sin(v); });
   return res;
@@ -621,28 +658,41 @@ inline VecF cos(VecF x) {
 inline VecF tan(VecF x) {
   using namespace detail;
   VecI q;
-  VecF r = trig_reduce(x, q);
+  VecF r_lo;
+  VecF r = trig_reduce(x, q, r_lo);
   VecF z = r * r;
-  VecF s = sin_poly(r, z), c = cos_poly(z);
+  VecF s = sin_poly(r, r_lo, z), c = cos_poly(r, r_lo, z);
   // tan = s / c in even quadrants, -c / s in odd ones.
   MaskF odd = (q & VecI(1)) == VecI(1);
   VecF res = select(odd, -c, s) / select(odd, s, c);
+  res = select(x == VecF(0.0f), x, res);
   MaskF big = trig_needs_scalar(x);
   if (any(big)) res = scalar_lanes(x, res, big, [](double v) { return std::tan(v); });
   return res;
 }
 
 inline VecF tanh(VecF x) {
-  // tanh|x| = em / (em + 2) with em = expm1(2|x|); above 9.1 it rounds to 1.
   VecF a = min(VecF(10.0f), abs(x));
+  // |x| < 0.625: odd polynomial, relative error 1.6e-10. Above, em / (em + 2) with
+  // em = expm1(2|x|); past 9.1 that rounds to 1.
+  VecF z = a * a;
+  VecF small = fma(a * z,
+                   detail::horner(z, -0.333333313f, 0.133332059f, -0.0539467633f,
+                                  0.0217007026f, -0.0081773987f, 0.00214296184f),
+                   a);
   VecF em = expm1(a + a);
-  return copysign(em / (em + 2.0f), x);
+  return copysign(select(a < VecF(0.625f), small, em / (em + 2.0f)), x);
 }
 
 inline VecF sigmoid(VecF x) {
   // With e = exp(-|x|) nothing overflows: 1 / (1 + e) for x >= 0, e / (1 + e) below.
   VecF e = exp(-abs(x));
-  return select(x >= VecF(0.0f), VecF(1.0f), e) / (e + 1.0f);
+  VecF d = e + 1.0f;
+  VecF de = (1.0f - d) + e;  // rounding error of d (exact: Fast2Sum, e <= 1)
+  MaskF pos = x >= VecF(0.0f);
+  VecF q = select(pos, VecF(1.0f), e) / d;
+  // q (1 - de / d), using 1/d = q for x >= 0 and 1/d = 1 - q below.
+  return fnma(q, de * select(pos, q, 1.0f - q), q);
 }
 
 inline VecF erf(VecF x) {
@@ -699,8 +749,9 @@ inline VecF cosh(VecF x) {
 inline VecF atan(VecF x) {
   using namespace detail;
   VecF a = abs(x);
-  // Reduce to |t| <= tan(pi/8): atan a = atan t + {0, pi/4, pi/2}, one division for all lanes.
-  MaskF big = a > VecF(2.41421356f), mid = a > VecF(0.414213562f);
+  // Reduce to |t| <= 1/2: atan a = atan t + {0, pi/4, pi/2}, one division for all lanes.
+  // The split points make a - 1 exact.
+  MaskF big = a > VecF(2.0f), mid = a > VecF(0.5f);
   VecF num = select(big, VecF(-1.0f), select(mid, a - 1.0f, a));
   VecF den = select(big, a, select(mid, a + 1.0f, VecF(1.0f)));
   VecF hi = select(big, VecF(kPiO2), select(mid, VecF(kPiO4), VecF(0.0f)));
@@ -711,19 +762,22 @@ inline VecF atan(VecF x) {
 inline VecF asin(VecF x) {
   using namespace detail;
   MaskF small;
-  VecF p = asin_reduce(abs(x), small);
-  VecF big = VecF(kPiO2) - (p + p - VecF(kPiO2Lo));
-  return copysign(select(small, p, big), x);
+  VecF corr;
+  VecF s = asin_reduce(abs(x), small, corr);
+  // pi/2 - 2s is exact once 2s >= pi/4, i.e. wherever cancellation could hurt.
+  VecF big = (VecF(kPiO2) - (s + s)) + fma(VecF(-2.0f), corr, VecF(kPiO2Lo));
+  return copysign(select(small, s + corr, big), x);
 }
 
 inline VecF acos(VecF x) {
   using namespace detail;
   MaskF small;
-  VecF p = asin_reduce(abs(x), small);
+  VecF corr;
+  VecF s = asin_reduce(abs(x), small, corr);
   // |x| <= 1/2: pi/2 - asin x; x > 1/2: 2 asin s; x < -1/2: pi - 2 asin s.
-  VecF res_small = VecF(kPiO2) - (copysign(p, x) - VecF(kPiO2Lo));
-  VecF p2 = p + p;
-  VecF res_big = select(x > VecF(0.0f), p2, VecF(kPi) - (p2 - VecF(kPiLo)));
+  VecF res_small = (VecF(kPiO2) - x) + (VecF(kPiO2Lo) - copysign(corr, x));
+  VecF res_neg = (VecF(kPi) - (s + s)) + fma(VecF(-2.0f), corr, VecF(kPiLo));
+  VecF res_big = select(x > VecF(0.0f), (s + corr) * 2.0f, res_neg);
   return select(small, res_small, res_big);
 }
 
