@@ -100,8 +100,7 @@ void eval_impl(std::vector<array> outputs, bool sync) {
       o.set_status(array::Status::scheduled);
     }
     scheduler::enqueue(
-        stream,
-        [node = std::move(node)]() mutable { run_node(node); },
+        stream, [node = std::move(node)]() mutable { run_node(node); },
         [&outs](Event e) {
           for (auto& o : outs) {
             o.attach_event(e);

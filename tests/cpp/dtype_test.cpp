@@ -30,8 +30,8 @@ TEST(Dtype, PromotionFollowsMLX) {
   EXPECT_EQ(promote_types(float32, float64), float64);
   EXPECT_EQ(promote_types(float64, complex64), complex64);
   // Symmetric.
-  for (Dtype a : {bool_, uint8, uint16, uint32, uint64, int8, int16, int32, int64, float16,
-                  float32, float64, bfloat16, complex64}) {
+  for (Dtype a : {bool_, uint8, uint16, uint32, uint64, int8, int16, int32, int64, float16, float32,
+                  float64, bfloat16, complex64}) {
     for (Dtype b : {bool_, uint8, uint16, uint32, uint64, int8, int16, int32, int64, float16,
                     float32, float64, bfloat16, complex64}) {
       EXPECT_EQ(promote_types(a, b), promote_types(b, a)) << a << " " << b;
@@ -69,7 +69,8 @@ namespace {
 // Reference conversion: exact rounding of a float to the nearest half, ties to even, done
 // by scanning the neighbouring representable values.
 uint16_t reference_half(float f) {
-  if (std::isnan(f)) return 0x7e00;
+  if (std::isnan(f))
+    return 0x7e00;
   double best_d = INFINITY;
   uint16_t best = 0;
   for (uint32_t b = 0; b < 0x7c00; ++b) {
@@ -81,7 +82,8 @@ uint16_t reference_half(float f) {
     }
   }
   // Values at or past max + half an ulp overflow to inf.
-  if (std::abs(f) >= 65520.0f) best = 0x7c00;
+  if (std::abs(f) >= 65520.0f)
+    best = 0x7c00;
   return static_cast<uint16_t>(best | (std::signbit(f) ? 0x8000 : 0));
 }
 }  // namespace

@@ -21,8 +21,10 @@ struct UnaryCase {
 double erfinv_ref(double y) {
   // Bisection on erf: slow but exact enough for a reference.
   double lo = -6, hi = 6;
-  if (y <= -1) return y == -1 ? -INFINITY : NAN;
-  if (y >= 1) return y == 1 ? INFINITY : NAN;
+  if (y <= -1)
+    return y == -1 ? -INFINITY : NAN;
+  if (y >= 1)
+    return y == 1 ? INFINITY : NAN;
   for (int i = 0; i < 200; ++i) {
     double mid = 0.5 * (lo + hi);
     (std::erf(mid) < y ? lo : hi) = mid;
@@ -33,40 +35,74 @@ double erfinv_ref(double y) {
 std::vector<UnaryCase> unary_cases() {
   auto f = [](auto op) { return [op](const array& a) { return op(a, StreamOrDevice{}); }; };
   return {
-      {"abs", f([](const array& a, StreamOrDevice s) { return abs(a, s); }), [](double x) { return std::abs(x); }, -5, 5},
-      {"negative", f([](const array& a, StreamOrDevice s) { return negative(a, s); }), [](double x) { return -x; }, -5, 5},
-      {"sign", f([](const array& a, StreamOrDevice s) { return sign(a, s); }), [](double x) { return double((x > 0) - (x < 0)); }, -5, 5},
-      {"square", f([](const array& a, StreamOrDevice s) { return square(a, s); }), [](double x) { return x * x; }, -5, 5},
-      {"sqrt", f([](const array& a, StreamOrDevice s) { return sqrt(a, s); }), [](double x) { return std::sqrt(x); }, 0, 10},
-      {"rsqrt", f([](const array& a, StreamOrDevice s) { return rsqrt(a, s); }), [](double x) { return 1 / std::sqrt(x); }, 0.1, 10},
-      {"reciprocal", f([](const array& a, StreamOrDevice s) { return reciprocal(a, s); }), [](double x) { return 1 / x; }, 0.5, 10},
-      {"exp", f([](const array& a, StreamOrDevice s) { return exp(a, s); }), [](double x) { return std::exp(x); }, -10, 10},
-      {"expm1", f([](const array& a, StreamOrDevice s) { return expm1(a, s); }), [](double x) { return std::expm1(x); }, -3, 3},
-      {"log", f([](const array& a, StreamOrDevice s) { return log(a, s); }), [](double x) { return std::log(x); }, 0.01, 100},
-      {"log2", f([](const array& a, StreamOrDevice s) { return log2(a, s); }), [](double x) { return std::log2(x); }, 0.01, 100},
-      {"log10", f([](const array& a, StreamOrDevice s) { return log10(a, s); }), [](double x) { return std::log10(x); }, 0.01, 100},
-      {"log1p", f([](const array& a, StreamOrDevice s) { return log1p(a, s); }), [](double x) { return std::log1p(x); }, -0.5, 10},
-      {"sin", f([](const array& a, StreamOrDevice s) { return sin(a, s); }), [](double x) { return std::sin(x); }, -6, 6},
-      {"cos", f([](const array& a, StreamOrDevice s) { return cos(a, s); }), [](double x) { return std::cos(x); }, -6, 6},
-      {"tan", f([](const array& a, StreamOrDevice s) { return tan(a, s); }), [](double x) { return std::tan(x); }, -1.2, 1.2},
-      {"arcsin", f([](const array& a, StreamOrDevice s) { return arcsin(a, s); }), [](double x) { return std::asin(x); }, -0.99, 0.99},
-      {"arccos", f([](const array& a, StreamOrDevice s) { return arccos(a, s); }), [](double x) { return std::acos(x); }, -0.99, 0.99},
-      {"arctan", f([](const array& a, StreamOrDevice s) { return arctan(a, s); }), [](double x) { return std::atan(x); }, -5, 5},
-      {"sinh", f([](const array& a, StreamOrDevice s) { return sinh(a, s); }), [](double x) { return std::sinh(x); }, -4, 4},
-      {"cosh", f([](const array& a, StreamOrDevice s) { return cosh(a, s); }), [](double x) { return std::cosh(x); }, -4, 4},
-      {"tanh", f([](const array& a, StreamOrDevice s) { return tanh(a, s); }), [](double x) { return std::tanh(x); }, -5, 5},
-      {"arcsinh", f([](const array& a, StreamOrDevice s) { return arcsinh(a, s); }), [](double x) { return std::asinh(x); }, -5, 5},
-      {"arccosh", f([](const array& a, StreamOrDevice s) { return arccosh(a, s); }), [](double x) { return std::acosh(x); }, 1.01, 10},
-      {"arctanh", f([](const array& a, StreamOrDevice s) { return arctanh(a, s); }), [](double x) { return std::atanh(x); }, -0.95, 0.95},
-      {"erf", f([](const array& a, StreamOrDevice s) { return erf(a, s); }), [](double x) { return std::erf(x); }, -3, 3},
-      {"erfinv", f([](const array& a, StreamOrDevice s) { return erfinv(a, s); }), erfinv_ref, -0.99, 0.99},
-      {"sigmoid", f([](const array& a, StreamOrDevice s) { return sigmoid(a, s); }), [](double x) { return 1 / (1 + std::exp(-x)); }, -20, 20},
-      {"floor", f([](const array& a, StreamOrDevice s) { return floor(a, s); }), [](double x) { return std::floor(x); }, -5, 5},
-      {"ceil", f([](const array& a, StreamOrDevice s) { return ceil(a, s); }), [](double x) { return std::ceil(x); }, -5, 5},
-      {"trunc", f([](const array& a, StreamOrDevice s) { return trunc(a, s); }), [](double x) { return std::trunc(x); }, -5, 5},
-      {"round", f([](const array& a, StreamOrDevice s) { return round(a, 0, s); }), [](double x) { return std::nearbyint(x); }, -5, 5},
-      {"degrees", f([](const array& a, StreamOrDevice s) { return degrees(a, s); }), [](double x) { return x * 180 / M_PI; }, -5, 5},
-      {"radians", f([](const array& a, StreamOrDevice s) { return radians(a, s); }), [](double x) { return x * M_PI / 180; }, -5, 5},
+      {"abs", f([](const array& a, StreamOrDevice s) { return abs(a, s); }),
+       [](double x) { return std::abs(x); }, -5, 5},
+      {"negative", f([](const array& a, StreamOrDevice s) { return negative(a, s); }),
+       [](double x) { return -x; }, -5, 5},
+      {"sign", f([](const array& a, StreamOrDevice s) { return sign(a, s); }),
+       [](double x) { return double((x > 0) - (x < 0)); }, -5, 5},
+      {"square", f([](const array& a, StreamOrDevice s) { return square(a, s); }),
+       [](double x) { return x * x; }, -5, 5},
+      {"sqrt", f([](const array& a, StreamOrDevice s) { return sqrt(a, s); }),
+       [](double x) { return std::sqrt(x); }, 0, 10},
+      {"rsqrt", f([](const array& a, StreamOrDevice s) { return rsqrt(a, s); }),
+       [](double x) { return 1 / std::sqrt(x); }, 0.1, 10},
+      {"reciprocal", f([](const array& a, StreamOrDevice s) { return reciprocal(a, s); }),
+       [](double x) { return 1 / x; }, 0.5, 10},
+      {"exp", f([](const array& a, StreamOrDevice s) { return exp(a, s); }),
+       [](double x) { return std::exp(x); }, -10, 10},
+      {"expm1", f([](const array& a, StreamOrDevice s) { return expm1(a, s); }),
+       [](double x) { return std::expm1(x); }, -3, 3},
+      {"log", f([](const array& a, StreamOrDevice s) { return log(a, s); }),
+       [](double x) { return std::log(x); }, 0.01, 100},
+      {"log2", f([](const array& a, StreamOrDevice s) { return log2(a, s); }),
+       [](double x) { return std::log2(x); }, 0.01, 100},
+      {"log10", f([](const array& a, StreamOrDevice s) { return log10(a, s); }),
+       [](double x) { return std::log10(x); }, 0.01, 100},
+      {"log1p", f([](const array& a, StreamOrDevice s) { return log1p(a, s); }),
+       [](double x) { return std::log1p(x); }, -0.5, 10},
+      {"sin", f([](const array& a, StreamOrDevice s) { return sin(a, s); }),
+       [](double x) { return std::sin(x); }, -6, 6},
+      {"cos", f([](const array& a, StreamOrDevice s) { return cos(a, s); }),
+       [](double x) { return std::cos(x); }, -6, 6},
+      {"tan", f([](const array& a, StreamOrDevice s) { return tan(a, s); }),
+       [](double x) { return std::tan(x); }, -1.2, 1.2},
+      {"arcsin", f([](const array& a, StreamOrDevice s) { return arcsin(a, s); }),
+       [](double x) { return std::asin(x); }, -0.99, 0.99},
+      {"arccos", f([](const array& a, StreamOrDevice s) { return arccos(a, s); }),
+       [](double x) { return std::acos(x); }, -0.99, 0.99},
+      {"arctan", f([](const array& a, StreamOrDevice s) { return arctan(a, s); }),
+       [](double x) { return std::atan(x); }, -5, 5},
+      {"sinh", f([](const array& a, StreamOrDevice s) { return sinh(a, s); }),
+       [](double x) { return std::sinh(x); }, -4, 4},
+      {"cosh", f([](const array& a, StreamOrDevice s) { return cosh(a, s); }),
+       [](double x) { return std::cosh(x); }, -4, 4},
+      {"tanh", f([](const array& a, StreamOrDevice s) { return tanh(a, s); }),
+       [](double x) { return std::tanh(x); }, -5, 5},
+      {"arcsinh", f([](const array& a, StreamOrDevice s) { return arcsinh(a, s); }),
+       [](double x) { return std::asinh(x); }, -5, 5},
+      {"arccosh", f([](const array& a, StreamOrDevice s) { return arccosh(a, s); }),
+       [](double x) { return std::acosh(x); }, 1.01, 10},
+      {"arctanh", f([](const array& a, StreamOrDevice s) { return arctanh(a, s); }),
+       [](double x) { return std::atanh(x); }, -0.95, 0.95},
+      {"erf", f([](const array& a, StreamOrDevice s) { return erf(a, s); }),
+       [](double x) { return std::erf(x); }, -3, 3},
+      {"erfinv", f([](const array& a, StreamOrDevice s) { return erfinv(a, s); }), erfinv_ref,
+       -0.99, 0.99},
+      {"sigmoid", f([](const array& a, StreamOrDevice s) { return sigmoid(a, s); }),
+       [](double x) { return 1 / (1 + std::exp(-x)); }, -20, 20},
+      {"floor", f([](const array& a, StreamOrDevice s) { return floor(a, s); }),
+       [](double x) { return std::floor(x); }, -5, 5},
+      {"ceil", f([](const array& a, StreamOrDevice s) { return ceil(a, s); }),
+       [](double x) { return std::ceil(x); }, -5, 5},
+      {"trunc", f([](const array& a, StreamOrDevice s) { return trunc(a, s); }),
+       [](double x) { return std::trunc(x); }, -5, 5},
+      {"round", f([](const array& a, StreamOrDevice s) { return round(a, 0, s); }),
+       [](double x) { return std::nearbyint(x); }, -5, 5},
+      {"degrees", f([](const array& a, StreamOrDevice s) { return degrees(a, s); }),
+       [](double x) { return x * 180 / M_PI; }, -5, 5},
+      {"radians", f([](const array& a, StreamOrDevice s) { return radians(a, s); }),
+       [](double x) { return x * M_PI / 180; }, -5, 5},
   };
 }
 
@@ -74,7 +110,8 @@ std::vector<UnaryCase> unary_cases() {
 void check_unary(const UnaryCase& c, Dtype dt, const array& x) {
   auto in = to_vector(x);
   std::vector<double> expected(in.size());
-  for (size_t i = 0; i < in.size(); ++i) expected[i] = c.ref(in[i]);
+  for (size_t i = 0; i < in.size(); ++i)
+    expected[i] = c.ref(in[i]);
   array y = c.op(x);
   SCOPED_TRACE(std::string(c.name) + " " + dtype_name(dt));
   EXPECT_EQ(y.dtype(), dt);
@@ -90,8 +127,8 @@ TEST(Unary, AllFloatDtypesAndLayouts) {
     for (Dtype dt : kFloatDtypes) {
       array base = random_array({7, 9}, dt, c.lo, c.hi, 3);
       check_unary(c, dt, base);
-      check_unary(c, dt, transpose(base));                                // column-major view
-      check_unary(c, dt, slice(base, {6, 8}, {-8, -10}, {-2, -3}));        // negative strides
+      check_unary(c, dt, transpose(base));                                    // column-major view
+      check_unary(c, dt, slice(base, {6, 8}, {-8, -10}, {-2, -3}));           // negative strides
       check_unary(c, dt, broadcast_to(slice(base, {0, 0}, {1, 9}), {4, 9}));  // broadcast
     }
   }
@@ -177,16 +214,25 @@ double py_mod(double a, double b) {
 std::vector<BinaryCase> binary_cases() {
   return {
       {"add", [](auto& a, auto& b) { return add(a, b); }, [](double a, double b) { return a + b; }},
-      {"subtract", [](auto& a, auto& b) { return subtract(a, b); }, [](double a, double b) { return a - b; }},
-      {"multiply", [](auto& a, auto& b) { return multiply(a, b); }, [](double a, double b) { return a * b; }},
-      {"divide", [](auto& a, auto& b) { return divide(a, b); }, [](double a, double b) { return a / b; }},
-      {"maximum", [](auto& a, auto& b) { return maximum(a, b); }, [](double a, double b) { return std::max(a, b); }},
-      {"minimum", [](auto& a, auto& b) { return minimum(a, b); }, [](double a, double b) { return std::min(a, b); }},
-      {"power", [](auto& a, auto& b) { return power(abs(a), b); }, [](double a, double b) { return std::pow(std::abs(a), b); }},
+      {"subtract", [](auto& a, auto& b) { return subtract(a, b); },
+       [](double a, double b) { return a - b; }},
+      {"multiply", [](auto& a, auto& b) { return multiply(a, b); },
+       [](double a, double b) { return a * b; }},
+      {"divide", [](auto& a, auto& b) { return divide(a, b); },
+       [](double a, double b) { return a / b; }},
+      {"maximum", [](auto& a, auto& b) { return maximum(a, b); },
+       [](double a, double b) { return std::max(a, b); }},
+      {"minimum", [](auto& a, auto& b) { return minimum(a, b); },
+       [](double a, double b) { return std::min(a, b); }},
+      {"power", [](auto& a, auto& b) { return power(abs(a), b); },
+       [](double a, double b) { return std::pow(std::abs(a), b); }},
       {"remainder", [](auto& a, auto& b) { return remainder(a, b); }, py_mod},
-      {"floor_divide", [](auto& a, auto& b) { return floor_divide(a, b); }, [](double a, double b) { return std::floor(a / b); }},
-      {"logaddexp", [](auto& a, auto& b) { return logaddexp(a, b); }, [](double a, double b) { return std::log(std::exp(a) + std::exp(b)); }},
-      {"arctan2", [](auto& a, auto& b) { return arctan2(a, b); }, [](double a, double b) { return std::atan2(a, b); }},
+      {"floor_divide", [](auto& a, auto& b) { return floor_divide(a, b); },
+       [](double a, double b) { return std::floor(a / b); }},
+      {"logaddexp", [](auto& a, auto& b) { return logaddexp(a, b); },
+       [](double a, double b) { return std::log(std::exp(a) + std::exp(b)); }},
+      {"arctan2", [](auto& a, auto& b) { return arctan2(a, b); },
+       [](double a, double b) { return std::atan2(a, b); }},
   };
 }
 }  // namespace
@@ -202,7 +248,8 @@ TEST(Binary, FloatDtypesWithBroadcastingAndViews) {
         auto xv = to_vector(broadcast_to(x, {4, 3, 5}));
         auto yv = to_vector(broadcast_to(y, {4, 3, 5}));
         std::vector<double> expected(xv.size());
-        for (size_t i = 0; i < xv.size(); ++i) expected[i] = c.ref(xv[i], yv[i]);
+        for (size_t i = 0; i < xv.size(); ++i)
+          expected[i] = c.ref(xv[i], yv[i]);
         array out = c.op(x, y);
         double tol = default_rtol(dt) * 4;
         if (std::string(c.name) == "floor_divide" || std::string(c.name) == "remainder") {
@@ -277,7 +324,8 @@ TEST(Binary, NaNPropagationAndLogical) {
   array y = array({0.0f, NAN, 1.0f});
   expect_close(maximum(x, y), {NAN, NAN, 2});
   expect_close(minimum(x, y), {NAN, NAN, 1});
-  expect_close(logaddexp(array({-INFINITY, INFINITY}), array({-INFINITY, 1.0f})), {-INFINITY, INFINITY});
+  expect_close(logaddexp(array({-INFINITY, INFINITY}), array({-INFINITY, 1.0f})),
+               {-INFINITY, INFINITY});
   expect_close(logical_and(array({1.0f, 0.0f}), array({2, 3})), {1, 0});
   expect_close(logical_or(array({1.0f, 0.0f}), array({0, 0})), {1, 0});
   expect_close(logical_xor(array({true, true}), array({true, false})), {0, 1});
@@ -309,20 +357,22 @@ TEST(Ternary, WhereAndClip) {
   array c = array({true, false, true});
   expect_close(where(c, array({1, 2, 3}), array(0.5f)), {1, 0.5, 3});
   EXPECT_EQ(where(c, array({1, 2, 3}), array(0.5f)).dtype(), float32);
-  expect_close(where(reshape(c, {3, 1}), array({1.0f, 2.0f}), array(-1.0f)),
-               {1, 2, -1, -1, 1, 2}, {3, 2});
+  expect_close(where(reshape(c, {3, 1}), array({1.0f, 2.0f}), array(-1.0f)), {1, 2, -1, -1, 1, 2},
+               {3, 2});
   expect_close(clip(array({-2.0f, 0.5f, 3.0f}), array(-1.0f), array(1.0f)), {-1, 0.5, 1});
   expect_close(clip(array({-2.0f, 3.0f}), std::nullopt, array(1.0f)), {-2, 1});
   EXPECT_THROW(clip(array({1.0f}), std::nullopt, std::nullopt), std::invalid_argument);
   for (Dtype dt : kAllDtypes) {
     array x = astype(array({1, 0}), dt);
-    EXPECT_EQ(to_vector(where(array({false, true}), x, zeros_like(x))), std::vector<double>({0, 0}));
+    EXPECT_EQ(to_vector(where(array({false, true}), x, zeros_like(x))),
+              std::vector<double>({0, 0}));
   }
 }
 
 TEST(Ternary, IsClose) {
-  expect_close(isclose(array({1.0f, 1.0f, NAN, INFINITY}), array({1.0f + 1e-6f, 1.1f, NAN, INFINITY})),
-               {1, 0, 0, 1});
+  expect_close(
+      isclose(array({1.0f, 1.0f, NAN, INFINITY}), array({1.0f + 1e-6f, 1.1f, NAN, INFINITY})),
+      {1, 0, 0, 1});
   expect_close(isclose(array({NAN}), array({NAN}), 1e-5, 1e-8, true), {1});
 }
 

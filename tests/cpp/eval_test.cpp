@@ -81,10 +81,12 @@ TEST(Eval, ConcurrentThreads) {
         x = x + array(1.0f);
       }
       eval(x);
-      if (x.data<float>()[999] == t + 100.0f) ok++;
+      if (x.data<float>()[999] == t + 100.0f)
+        ok++;
     });
   }
-  for (auto& th : threads) th.join();
+  for (auto& th : threads)
+    th.join();
   EXPECT_EQ(ok.load(), 4);
 }
 

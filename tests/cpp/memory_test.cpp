@@ -130,10 +130,10 @@ TEST(Memory, CacheLimitAndClear) {
 
 TEST(Memory, StatsMapHasEveryCounter) {
   auto m = memory_stats();
-  for (const char* k : {"active_memory", "peak_memory", "cache_memory", "memory_limit",
-                        "cache_limit", "num_system_allocs", "num_system_frees", "cache_hits",
-                        "cache_misses", "hit_rate", "total_requested", "total_handed_out",
-                        "fragmentation"}) {
+  for (const char* k :
+       {"active_memory", "peak_memory", "cache_memory", "memory_limit", "cache_limit",
+        "num_system_allocs", "num_system_frees", "cache_hits", "cache_misses", "hit_rate",
+        "total_requested", "total_handed_out", "fragmentation"}) {
     EXPECT_TRUE(m.count(k)) << k;
   }
   EXPECT_GE(m["hit_rate"], 0.0);

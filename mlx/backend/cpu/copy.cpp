@@ -52,9 +52,8 @@ void convert_contiguous(const void* src, Dtype src_dtype, void* dst, Dtype dst_d
     const From* s = static_cast<const From*>(src);
     To* d = static_cast<To*>(dst);
     int64_t grain = kParallelBytes / static_cast<int64_t>(sizeof(To) + sizeof(From));
-    parallel_for(static_cast<int64_t>(n), grain, [&](int64_t b, int64_t e) {
-      convert_row(s + b, 1, d + b, 1, e - b);
-    });
+    parallel_for(static_cast<int64_t>(n), grain,
+                 [&](int64_t b, int64_t e) { convert_row(s + b, 1, d + b, 1, e - b); });
   });
 }
 

@@ -1,6 +1,7 @@
+#include "mlx/primitives/creation.h"
+
 #include "mlx/backend/cpu/copy.h"
 #include "mlx/backend/cpu/dispatch.h"
-#include "mlx/primitives/creation.h"
 
 namespace mlx::core {
 

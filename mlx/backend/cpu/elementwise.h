@@ -80,16 +80,19 @@ void binary_loop(const array& a, const array& b, array& out, Op op) {
   } else if (a_scalar && is_dense(b)) {
     In x = pa[0];
     dense_run(b, [&](Out* dst, int64_t s, int64_t e) {
-      for (int64_t i = s; i < e; ++i) dst[i] = op(x, pb[i]);
+      for (int64_t i = s; i < e; ++i)
+        dst[i] = op(x, pb[i]);
     });
   } else if (b_scalar && is_dense(a)) {
     In y = pb[0];
     dense_run(a, [&](Out* dst, int64_t s, int64_t e) {
-      for (int64_t i = s; i < e; ++i) dst[i] = op(pa[i], y);
+      for (int64_t i = s; i < e; ++i)
+        dst[i] = op(pa[i], y);
     });
   } else if (is_dense(a) && is_dense(b) && a.strides() == b.strides()) {
     dense_run(a, [&](Out* dst, int64_t s, int64_t e) {
-      for (int64_t i = s; i < e; ++i) dst[i] = op(pa[i], pb[i]);
+      for (int64_t i = s; i < e; ++i)
+        dst[i] = op(pa[i], pb[i]);
     });
   } else {
     out.set_data(allocator::malloc(out.nbytes()));
@@ -106,13 +109,17 @@ void binary_loop(const array& a, const array& b, array& out, Op op) {
                      const In* y = pb + off[1];
                      Out* d = dst + off[2];
                      if (sa == 1 && sb == 1) {
-                       for (int64_t i = 0; i < len; ++i) d[i] = op(x[i], y[i]);
+                       for (int64_t i = 0; i < len; ++i)
+                         d[i] = op(x[i], y[i]);
                      } else if (sa == 0 && sb == 1) {
-                       for (int64_t i = 0; i < len; ++i) d[i] = op(x[0], y[i]);
+                       for (int64_t i = 0; i < len; ++i)
+                         d[i] = op(x[0], y[i]);
                      } else if (sa == 1 && sb == 0) {
-                       for (int64_t i = 0; i < len; ++i) d[i] = op(x[i], y[0]);
+                       for (int64_t i = 0; i < len; ++i)
+                         d[i] = op(x[i], y[0]);
                      } else {
-                       for (int64_t i = 0; i < len; ++i) d[i] = op(x[i * sa], y[i * sb]);
+                       for (int64_t i = 0; i < len; ++i)
+                         d[i] = op(x[i * sa], y[i * sb]);
                      }
                    });
                  });

@@ -44,8 +44,8 @@ void Unary::eval_cpu(const std::vector<array>& inputs, array& out) {
   const array& in = inputs[0];
   const char* n = name();
   switch (op_) {
-#define SAME(OP, TYPES)                               \
-  case UnaryOp::OP:                                   \
+#define SAME(OP, TYPES) \
+  case UnaryOp::OP:     \
     return run_same_type<fn::OP, TYPES>(in, out, n);
     SAME(Abs, Types::all)
     SAME(Negative, Types::all)
