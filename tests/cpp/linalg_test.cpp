@@ -148,6 +148,9 @@ TEST(Linalg, MatmulLayouts) {
       // Steps and negative steps: neither layout, copied.
       check_matmul(slice(x, {0, 0}, {6, 8}, {1, 2}), slice(y, {0, 0}, {8, 7}, {2, 1}));
       check_matmul(slice(x, {5, 7}, {-7, -9}, {-1, -1}), y);
+      // Negative batch strides, with matrices that must be copied.
+      check_matmul(slice(random_array({3, 6, 10}, t, -1, 1, 8), {2, 0, 0}, {-4, 6, 10}, {-1, 1, 2}),
+                   slice(random_array({3, 5, 2}, t, -1, 1, 9), {2, 0, 0}, {-4, 5, 2}, {-1, 1, 1}));
       // Stride 0 inside a matrix.
       check_matmul(broadcast_to(random_array({1, 8}, t, -1, 1, 5), {6, 8}), y);
       // Transposed batched operands.

@@ -133,7 +133,7 @@ class MatrixSource {
     }
     layout = {false, std::max<int64_t>(cols_, 1)};
     Acc* dst = scratch_->data();
-    if (offset != cached_) {
+    if (cached_ != offset) {
       cached_ = offset;
       const In* src = base_ + offset;
       int64_t grain = std::max<int64_t>(1, kParallelBytes / (cols_ * sizeof(Acc) + 1));
@@ -161,7 +161,7 @@ class MatrixSource {
   int64_t rows_, cols_, s_r_, s_c_;
   std::optional<BlasLayout> direct_;
   std::optional<Scratch<Acc>> scratch_;
-  int64_t cached_ = -1;
+  std::optional<int64_t> cached_;  // offset of the matrix in scratch_
 };
 
 void gemm(const BlasLayout& la, const BlasLayout& lb, int M, int N, int K, float alpha,
