@@ -96,20 +96,17 @@ void gather_slices(const array& src, const std::vector<int64_t>& off, const Shap
   });
 }
 
+// out[q] = src[q's offset in src + wrapped(idx[q]) * a_stride] over a layout of
+// {index, source, output} strides, where the source strides leave out the indexed axis.
 template <typename I, typename T>
-void gather_axis(const array& src, const array& idx, array& out, int axis, const char* op) {
-  int64_t n = src.shape(axis);
-  int64_t a_stride = src.strides()[axis];
-  Strides src_strides = src.strides();
-  src_strides[axis] = 0;  // the index supplies the position along `axis`
-  auto layout = collapse_dims<3>(out.shape(), {idx.strides(), src_strides, out.strides()});
+void gather_elements(const array& idx, const T* sb, const Layout<3>& layout, int64_t n,
+                     int64_t a_stride, array& out, const char* op, int axis) {
   int64_t rows = num_rows(layout.shape);
   int64_t len = layout.shape.back();
   int64_t si = layout.strides[0].back();
   int64_t ss = layout.strides[1].back();
   int64_t so = layout.strides[2].back();
   const I* ib = idx.data<I>();
-  const T* sb = src.data<T>();
   T* db = out.data<T>();
   uint64_t limit = index_limit(n, 1);
   parallel_for(rows, std::max<int64_t>(1, kParallelBytes / (len * sizeof(T))),
@@ -123,6 +120,7 @@ void gather_axis(const array& src, const array& idx, array& out, int axis, const
                      int64_t v = wrap_index(ix[i * si], n);
                      bool ok = index_fits(v, limit);
                      bad |= !ok;
+                     // Bad indices read element 0 until the row is reported.
                      d[i * so] = s[i * ss + (ok ? v : 0) * a_stride];
                    }
                    if (bad) {
@@ -139,6 +137,20 @@ void Gather::eval_cpu(const std::vector<array>& inputs, array& out) {
   out.set_data(allocator::malloc(out.nbytes()));
   int64_t n_idx = inputs.size() > 1 ? static_cast<int64_t>(inputs[1].size()) : 1;
   if (n_idx == 0) {
+    return;
+  }
+  if (axes_.size() == 1 && shape_size(slice_sizes_) == 1) {
+    // One element per index (take on a flat array, for one): read it directly.
+    const array& idx = inputs[1];
+    int ax = axes_[0];
+    auto layout = collapse_dims<3>(
+        idx.shape(), {idx.strides(), Strides(idx.ndim(), 0), row_major_strides(idx.shape())});
+    dispatch_int(idx.dtype(), op_, [&]<typename I>() {
+      dispatch_by_size(out.itemsize(), op_, [&]<typename T>() {
+        gather_elements<I, T>(idx, src.data<T>(), layout, src.shape(ax), src.strides()[ax], out,
+                              op_, ax);
+      });
+    });
     return;
   }
   std::vector<int64_t> off(n_idx, 0);
@@ -167,8 +179,13 @@ void GatherAxis::eval_cpu(const std::vector<array>& inputs, array& out) {
       // Nothing to read, so every index is out of bounds.
       report_bad_index(idx.data<I>(), 0, 1, 0, 1, op, axis_);
     }
-    dispatch_by_size(out.itemsize(), op,
-                     [&]<typename T>() { gather_axis<I, T>(src, idx, out, axis_, op); });
+    Strides src_strides = src.strides();
+    src_strides[axis_] = 0;  // the index supplies the position along `axis`
+    auto layout = collapse_dims<3>(out.shape(), {idx.strides(), src_strides, out.strides()});
+    dispatch_by_size(out.itemsize(), op, [&]<typename T>() {
+      gather_elements<I, T>(idx, src.data<T>(), layout, src.shape(axis_), src.strides()[axis_], out,
+                            op, axis_);
+    });
   });
 }
 

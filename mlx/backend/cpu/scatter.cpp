@@ -147,6 +147,12 @@ void scatter_slices(const std::vector<int64_t>& off, const T* upd, const Shape& 
   };
   // Applies the slice elements [j0, j1) of every update, in index order.
   auto apply_columns = [&](int64_t j0, int64_t j1) {
+    if (slice_size == 1) {
+      for (int64_t p = 0; p < n_idx; ++p) {
+        op(dp[offs[p]], upd[p]);
+      }
+      return;
+    }
     for (int64_t p = 0; p < n_idx; ++p) {
       const T* u = upd + p * slice_size;
       for (int64_t j = j0; j < j1;) {

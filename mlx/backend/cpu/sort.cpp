@@ -1,9 +1,12 @@
 // CPU sort, argsort, partition and argpartition along one axis. Each lane (the elements along
-// the axis at one position of the other axes) is copied to a scratch buffer, NaNs are moved to
-// its end, and the rest is sorted with std::sort. argsort sorts (key, index) pairs, which makes
-// it stable. Lanes run in parallel; a few very long lanes use a parallel merge sort instead.
+// the axis at one position of the other axes) is copied to a scratch buffer of keys: real
+// dtypes become unsigned integers in the same order (NaN largest), so long lanes can be radix
+// sorted; complex numbers keep a NaN-aware lexicographic comparison. argsort sorts
+// (key, index) items whose ties break by index, which makes it stable. Lanes run in parallel;
+// a few very long lanes are sorted in chunks by all threads and then merged.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "mlx/backend/cpu/dispatch.h"
 #include "mlx/backend/cpu/strided.h"
@@ -18,53 +21,124 @@ using namespace cpu;
 
 // Lanes at least this long are sorted by all threads together when there are few lanes.
 constexpr int64_t kParallelSortMin = 1 << 16;
+// Shorter lanes use std::sort: the radix histograms would cost more than they save.
+constexpr int64_t kRadixMin = 512;
 // Lanes per block when the axis is strided: reading a block walks memory row by row.
 constexpr int64_t kLaneBlock = 16;
 
+template <size_t N>
+using UInt = std::conditional_t<
+    N == 1, uint8_t,
+    std::conditional_t<N == 2, uint16_t, std::conditional_t<N == 4, uint32_t, uint64_t>>>;
+
+// Order-preserving map of a real dtype to unsigned integers. Floats: NaN (any sign) maps to
+// the largest key; negative values have all bits flipped, positive ones the sign bit set.
 template <typename T>
-using Key =
-    std::conditional_t<std::is_same_v<T, float16_t> || std::is_same_v<T, bfloat16_t>, float, T>;
+struct SortKey {
+  using U = UInt<sizeof(T)>;
+  static constexpr U kSign = U(1) << (8 * sizeof(T) - 1);
+  static constexpr bool kFloat = !std::is_integral_v<T>;
+  static constexpr U kInf = std::is_same_v<T, float16_t>    ? U(0x7c00)
+                            : std::is_same_v<T, bfloat16_t> ? U(0x7f80)
+                            : std::is_same_v<T, float>      ? U(0x7f800000u)
+                                                            : U(0x7ff0000000000000ull);
 
-template <typename K>
-bool key_is_nan(K x) {
-  if constexpr (std::is_floating_point_v<K>) {
-    return std::isnan(x);
-  } else {
-    return false;
+  // `merge_zeros` maps -0.0 to +0.0 so that they tie (argsort); sort keeps them apart so that
+  // decode gives back the exact value.
+  static U encode(T x, bool merge_zeros) {
+    U u;
+    std::memcpy(&u, &x, sizeof(T));
+    if constexpr (kFloat) {
+      U mag = u & U(~kSign);
+      if (mag > kInf) {
+        return U(~U(0));
+      }
+      if (merge_zeros && mag == 0) {
+        u = 0;
+      }
+      return (u & kSign) ? U(~u) : U(u | kSign);
+    } else if constexpr (std::is_signed_v<T>) {
+      return u ^ kSign;
+    } else {
+      return u;
+    }
   }
-}
+  static T decode(U k) {
+    if constexpr (kFloat) {
+      k = (k & kSign) ? U(k ^ kSign) : U(~k);
+    } else if constexpr (std::is_signed_v<T>) {
+      k ^= kSign;
+    }
+    T x;
+    std::memcpy(&x, &k, sizeof(T));
+    return x;
+  }
+  static bool less(U a, U b) { return a < b; }
+};
 
-// NaN-aware order of floats (NaN after everything), used for complex parts.
+// NaN-aware order of floats (NaN after everything).
 inline bool lt_nan(float a, float b) { return a < b || (std::isnan(b) && !std::isnan(a)); }
 inline bool eq_nan(float a, float b) { return a == b || (std::isnan(a) && std::isnan(b)); }
 
-// Strict order of keys; floating-point keys are never NaN here.
-template <typename K>
-bool key_less(const K& a, const K& b) {
-  if constexpr (std::is_same_v<K, complex64_t>) {
+template <>
+struct SortKey<complex64_t> {
+  using U = complex64_t;
+  static U encode(complex64_t x, bool) { return x; }
+  static complex64_t decode(U k) { return k; }
+  // Lexicographic: real parts first, then imaginary parts.
+  static bool less(const U& a, const U& b) {
     return lt_nan(a.real(), b.real()) || (eq_nan(a.real(), b.real()) && lt_nan(a.imag(), b.imag()));
-  } else {
-    return a < b;
+  }
+};
+
+// Stable LSD radix sort of n elements by key(e) (an unsigned integer of type U), one byte per
+// pass; passes where every key has the same byte are skipped. `tmp` holds n elements.
+template <typename U, typename E, typename KeyFn>
+void radix_sort(E* data, E* tmp, int64_t n, KeyFn key) {
+  constexpr int kPasses = sizeof(U);
+  std::vector<int64_t> counts(kPasses * 256, 0);
+  for (int64_t i = 0; i < n; ++i) {
+    U k = key(data[i]);
+    for (int p = 0; p < kPasses; ++p) {
+      ++counts[p * 256 + ((k >> (8 * p)) & 0xff)];
+    }
+  }
+  E* src = data;
+  E* dst = tmp;
+  for (int p = 0; p < kPasses; ++p) {
+    int64_t* c = counts.data() + p * 256;
+    if (c[(key(src[0]) >> (8 * p)) & 0xff] == n) {
+      continue;
+    }
+    int64_t sum = 0;
+    for (int d = 0; d < 256; ++d) {
+      int64_t cd = c[d];
+      c[d] = sum;
+      sum += cd;
+    }
+    for (int64_t i = 0; i < n; ++i) {
+      dst[c[(key(src[i]) >> (8 * p)) & 0xff]++] = src[i];
+    }
+    std::swap(src, dst);
+  }
+  if (src != data) {
+    std::copy(src, src + n, data);
   }
 }
 
-// Sorts with std::sort on chunks in parallel, then merges pairs of runs level by level.
-template <typename E, typename Cmp>
-void parallel_sort(E* data, int64_t n, Cmp cmp, std::vector<E>& tmp) {
+// Sorts [data, data + n) with sort_range on one chunk per thread, then merges neighbouring
+// runs level by level (std::merge is stable, so ties keep chunk order).
+template <typename E, typename SortRange, typename Cmp>
+void parallel_sort(E* data, E* tmp, int64_t n, SortRange sort_range, Cmp cmp) {
   int64_t chunks = num_threads();
-  if (chunks == 1 || n < kParallelSortMin) {
-    std::sort(data, data + n, cmp);
-    return;
-  }
   auto bound = [&](int64_t c) { return n * std::min(c, chunks) / chunks; };
   parallel_for(chunks, 1, [&](int64_t c0, int64_t c1) {
     for (int64_t c = c0; c < c1; ++c) {
-      std::sort(data + bound(c), data + bound(c + 1), cmp);
+      sort_range(data + bound(c), tmp + bound(c), bound(c + 1) - bound(c));
     }
   });
-  tmp.resize(n);
   E* from = data;
-  E* to = tmp.data();
+  E* to = tmp;
   for (int64_t width = 1; width < chunks; width *= 2) {
     int64_t pairs = (chunks + 2 * width - 1) / (2 * width);
     parallel_for(pairs, 1, [&](int64_t p0, int64_t p1) {
@@ -82,87 +156,86 @@ void parallel_sort(E* data, int64_t n, Cmp cmp, std::vector<E>& tmp) {
   }
 }
 
-// Sorts or partitions one contiguous lane of n elements from src into dst. Keeps its scratch
-// buffers between lanes.
+// Sorts or partitions one contiguous lane of n elements from src into dst, keeping its
+// scratch buffers between lanes.
 template <typename T, SortKind kind>
 class LaneSorter {
  public:
   static constexpr bool kArg = kind == SortKind::ArgSort || kind == SortKind::ArgPartition;
   static constexpr bool kFull = kind == SortKind::Sort || kind == SortKind::ArgSort;
-  using K = Key<T>;
   using Out = std::conditional_t<kArg, uint32_t, T>;
 
   explicit LaneSorter(int64_t kth) : kth_(kth) {}
 
   void operator()(const T* src, Out* dst, int64_t n, bool parallel) {
-    if constexpr (kArg) {
-      items_.resize(n);
-      Item* it = items_.data();
-      // Non-NaN keys first, then NaNs, both in index order.
-      int64_t m = 0;
-      for (int64_t k = 0; k < n; ++k) {
-        K x = static_cast<K>(src[k]);
-        if (!key_is_nan(x)) {
-          it[m++] = Item{x, static_cast<uint32_t>(k)};
-        }
+    buf_.resize(n);
+    E* b = buf_.data();
+    for (int64_t k = 0; k < n; ++k) {
+      if constexpr (kArg) {
+        b[k] = Item{Key::encode(src[k], true), static_cast<uint32_t>(k)};
+      } else {
+        b[k] = Key::encode(src[k], false);
       }
-      for (int64_t k = 0, j = m; j < n; ++k) {
-        K x = static_cast<K>(src[k]);
-        if (key_is_nan(x)) {
-          it[j++] = Item{x, static_cast<uint32_t>(k)};
-        }
+    }
+    if constexpr (kFull) {
+      tmp_.resize(n);
+      auto sort_range = [this](E* first, E* tmp, int64_t m) { sort_chunk(first, tmp, m); };
+      if (parallel && n >= kParallelSortMin && num_threads() > 1) {
+        parallel_sort(b, tmp_.data(), n, sort_range, less);
+      } else {
+        sort_range(b, tmp_.data(), n);
       }
-      // Ties break by index: a total order, so std::sort gives a stable argsort.
-      auto cmp = [](const Item& a, const Item& b) {
-        return key_less(a.key, b.key) || (!key_less(b.key, a.key) && a.idx < b.idx);
-      };
-      order(it, m, cmp, parallel, tmp_items_);
-      for (int64_t k = 0; k < n; ++k) {
-        dst[k] = it[k].idx;
-      }
-    } else {
-      keys_.resize(n);
-      K* ks = keys_.data();
-      for (int64_t k = 0; k < n; ++k) {
-        ks[k] = static_cast<K>(src[k]);
-      }
-      int64_t m = n;
-      if constexpr (std::is_floating_point_v<K>) {
-        m = std::partition(ks, ks + n, [](K x) { return !std::isnan(x); }) - ks;
-      }
-      order(
-          ks, m, [](const K& a, const K& b) { return key_less(a, b); }, parallel, tmp_keys_);
-      for (int64_t k = 0; k < n; ++k) {
-        dst[k] = static_cast<T>(ks[k]);
+    } else if (kth_ < n) {
+      std::nth_element(b, b + kth_, b + n, less);
+    }
+    for (int64_t k = 0; k < n; ++k) {
+      if constexpr (kArg) {
+        dst[k] = b[k].idx;
+      } else {
+        dst[k] = Key::decode(b[k]);
       }
     }
   }
 
  private:
+  using Key = SortKey<T>;
+  using U = typename Key::U;
   struct Item {
-    K key;
+    U key;
     uint32_t idx;
   };
+  using E = std::conditional_t<kArg, Item, U>;
 
-  // Sorts or partitions the m non-NaN elements (the NaNs after them are already in place).
-  template <typename E, typename Cmp>
-  void order(E* data, int64_t m, Cmp cmp, bool parallel, std::vector<E>& tmp) {
-    if constexpr (kFull) {
-      if (parallel) {
-        parallel_sort(data, m, cmp, tmp);
-      } else {
-        std::sort(data, data + m, cmp);
-      }
-    } else if (kth_ < m) {
-      std::nth_element(data, data + kth_, data + m, cmp);
+  static const U& key_of(const E& e) {
+    if constexpr (kArg) {
+      return e.key;
+    } else {
+      return e;
+    }
+  }
+  // A strict total order: argsort ties break by index.
+  static bool less(const E& a, const E& b) {
+    if constexpr (kArg) {
+      return Key::less(a.key, b.key) || (!Key::less(b.key, a.key) && a.idx < b.idx);
+    } else {
+      return Key::less(a, b);
     }
   }
 
+  void sort_chunk(E* first, E* tmp, int64_t m) {
+    if constexpr (std::is_integral_v<U>) {
+      if (m >= kRadixMin) {
+        // Stable, and the items start in index order.
+        radix_sort<U>(first, tmp, m, [](const E& e) { return key_of(e); });
+        return;
+      }
+    }
+    std::sort(first, first + m, less);
+  }
+
   int64_t kth_;
-  std::vector<K> keys_;
-  std::vector<K> tmp_keys_;
-  std::vector<Item> items_;
-  std::vector<Item> tmp_items_;
+  std::vector<E> buf_;
+  std::vector<E> tmp_;
 };
 
 template <typename T, SortKind kind>
