@@ -46,7 +46,8 @@ MLX_SCATTER_SINGLE_AXIS(scatter_max)
 MLX_SCATTER_SINGLE_AXIS(scatter_min)
 #undef MLX_SCATTER_SINGLE_AXIS
 
-// Slices of `a` at `indices` along `axis`: shape a[:axis] + indices + a[axis+1:].
+// Slices of `a` at `indices` along `axis`: shape a[:axis] + indices + a[axis+1:]. Taking a
+// non-empty set of indices from an empty axis throws std::out_of_range at once.
 array take(const array& a, const array& indices, int axis, StreamOrDevice s = {});
 // Elements of the flattened `a`.
 array take(const array& a, const array& indices, StreamOrDevice s = {});
