@@ -256,7 +256,8 @@ void sort_lanes(const array& in, array& out, int axis, int64_t kth) {
   int64_t len = layout.shape.back();
   int64_t sa = layout.strides[0].back();
   int64_t so = layout.strides[1].back();
-  // Lanes contiguous in both arrays are sorted in place; others go through a staging block.
+  // Lanes contiguous in both arrays are read and written directly; others go through a staging
+  // block.
   bool direct = a_stride == 1 && o_stride == 1;
   int64_t block = direct ? 1 : kLaneBlock;
   const T* ib = in.data<T>();
