@@ -669,8 +669,11 @@ array triangle(const array& x, int k, bool lower, const char* op, StreamOrDevice
     throw std::invalid_argument(
         msg("[", op, "] The array must have at least 2 dimensions; got shape ", x.shape(), "."));
   }
+  // Offsets past either corner change nothing; clamping keeps i + k in range.
+  int rows = x.shape(-2), cols = x.shape(-1);
+  k = std::clamp(k, -rows - 1, cols + 1);
   // tri marks j <= i + k: the kept part of tril(k), the zeroed part of triu(k + 1).
-  array mask = tri(x.shape(-2), x.shape(-1), lower ? k : k - 1, bool_, s);
+  array mask = tri(rows, cols, lower ? k : k - 1, bool_, s);
   array zero(0, x.dtype());
   return lower ? where(mask, x, zero, s) : where(mask, zero, x, s);
 }

@@ -1,5 +1,7 @@
 // Shape ops: views (reshape, transpose, slice, broadcast, ...) and the copying ops built on them
 // (concatenate, pad, tile, repeat, roll, slice_update, ...), checked against host references.
+#include "mlx/primitives/shape.h"
+
 #include <complex>
 #include <cstring>
 #include <functional>
@@ -1046,6 +1048,11 @@ TEST(ShapeTriangle, TrilTriu) {
   expect_values(tril(iota({2, 2})), {2, 2}, {0, 0, 2, 3});
   expect_values(triu(iota({2, 2})), {2, 2}, {0, 1, 0, 3});
   expect_values(tril(zeros({0, 3})), {0, 3}, {});
+  // Extreme offsets keep everything or nothing.
+  expect_values(tril(iota({2, 2}), INT32_MAX), {2, 2}, {0, 1, 2, 3});
+  expect_values(tril(iota({2, 2}), INT32_MIN), {2, 2}, {0, 0, 0, 0});
+  expect_values(triu(iota({2, 2}), INT32_MIN), {2, 2}, {0, 1, 2, 3});
+  expect_values(triu(iota({2, 2}), INT32_MAX), {2, 2}, {0, 0, 0, 0});
   EXPECT_THROW(tril(iota({3})), std::invalid_argument);
   EXPECT_THROW(triu(array(1.0f)), std::invalid_argument);
 }
@@ -1218,6 +1225,12 @@ TEST(ShapeSliceUpdate, DonatesOnlyWhenUnshared) {
   view_src = array(0.0f);
   expect_values(upd, {1, 4}, {3, 3, 0, 0});
   expect_values(parent, {2, 4}, std::vector<double>(8, 0));
+
+  // The update reads the source's own buffer: writing in place would corrupt it.
+  array y = exp(zeros({8})) * iota({8});
+  array shifted = slice_update(y, slice(y, {0}, {6}), {2}, {8});
+  y = array(0.0f);
+  expect_values(shifted, {8}, {0, 1, 0, 1, 2, 3, 4, 5});
 
   // A chain of updates on a fresh array (each step may reuse the previous buffer).
   array x = zeros({5}, int32);
@@ -1394,4 +1407,29 @@ TEST(ShapeGraph, ComposedOps) {
   }
   std::fill(expected.begin(), expected.begin() + 6, -1.0);
   expect_values(d, {8, 6}, expected);
+}
+
+TEST(ShapePrimitives, EquivalenceAndOutputShapes) {
+  array a = iota({2, 3});
+  array b = iota({2, 1});
+  array c1 = concatenate({a, b}, 1);
+  array c2 = concatenate({b, a}, -1);
+  array c3 = concatenate({a, a}, 0);
+  EXPECT_STREQ(c1.primitive().name(), "Concatenate");
+  EXPECT_TRUE(c1.primitive().is_equivalent(c2.primitive()));
+  EXPECT_FALSE(c1.primitive().is_equivalent(c3.primitive()));
+  EXPECT_EQ(c1.primitive().output_shapes(c1.inputs()), std::vector<Shape>{Shape({2, 4})});
+
+  array u1 = slice_update(a, array(1.0f), {0, 0}, {1, 3});
+  array u2 = slice_update(a, array(2.0f), {0, 0}, {1, 3});
+  array u3 = slice_update(a, array(1.0f), {0, 0}, {1, 3}, {1, 2});
+  EXPECT_TRUE(u1.primitive().is_equivalent(u2.primitive()));
+  EXPECT_FALSE(u1.primitive().is_equivalent(u3.primitive()));
+  EXPECT_FALSE(u1.primitive().is_equivalent(c1.primitive()));
+  EXPECT_EQ(u1.primitive().output_shapes(u1.inputs()), std::vector<Shape>{Shape({2, 3})});
+
+  EXPECT_TRUE(diagonal(a, 1).primitive().is_equivalent(diagonal(b, 1).primitive()));
+  EXPECT_FALSE(diagonal(a, 1).primitive().is_equivalent(diagonal(a, 0).primitive()));
+  EXPECT_TRUE(view(a, int32).primitive().is_equivalent(view(b, int32).primitive()));
+  EXPECT_FALSE(view(a, int32).primitive().is_equivalent(view(a, uint32).primitive()));
 }
