@@ -4,14 +4,74 @@
 #include <numeric>
 
 #include "mlx/ops/creation.h"
+#include "mlx/ops/elementwise.h"
 #include "mlx/primitives/shape.h"
 #include "mlx/utils.h"
 
 namespace mlx::core {
 
+namespace {
+
+// Python's a[start:stop:step] per axis: negative bounds count from the end, then bounds are
+// clamped. Rewrites start (first index read, 0 for empty axes) and stop (clamped) and returns the
+// slice's shape.
+Shape normalize_slice(const Shape& in_shape, Shape& start, Shape& stop, const Shape& strides,
+                      const char* op) {
+  size_t nd = in_shape.size();
+  if (start.size() != nd || stop.size() != nd || strides.size() != nd) {
+    throw std::invalid_argument(
+        msg("[", op, "] Invalid number of indices or strides for array of shape ", in_shape,
+            "; got start ", start, ", stop ", stop, " and strides ", strides, "."));
+  }
+  Shape shape(nd);
+  for (size_t i = 0; i < nd; ++i) {
+    int64_t n = in_shape[i];
+    int64_t step = strides[i];
+    if (step == 0) {
+      throw std::invalid_argument(
+          msg("[", op, "] Slice step cannot be zero; got strides ", strides, "."));
+    }
+    auto clamp = [&](int64_t v) -> int64_t {
+      if (v < 0) {
+        v += n;
+      }
+      return step > 0 ? std::clamp<int64_t>(v, 0, n) : std::clamp<int64_t>(v, -1, n - 1);
+    };
+    int64_t b = clamp(start[i]);
+    int64_t e = clamp(stop[i]);
+    int64_t len = step > 0 ? (e > b ? (e - b + step - 1) / step : 0)
+                           : (b > e ? (b - e - step - 1) / -step : 0);
+    start[i] = static_cast<int32_t>(len > 0 ? b : 0);
+    stop[i] = static_cast<int32_t>(e);
+    shape[i] = static_cast<int32_t>(len);
+  }
+  return shape;
+}
+
+// Checks that a computed dimension fits a Shape entry.
+int32_t checked_dim(int64_t d, const char* op) {
+  if (d > INT32_MAX) {
+    throw std::invalid_argument(msg("[", op, "] The result would have a dimension of size ", d,
+                                    ", more than the largest supported ", INT32_MAX, "."));
+  }
+  return static_cast<int32_t>(d);
+}
+
+// Leading 1s added so that `shape` has `nd` dimensions.
+Shape left_pad_shape(const Shape& shape, size_t nd) {
+  Shape out(nd - shape.size(), 1);
+  out.insert(out.end(), shape.begin(), shape.end());
+  return out;
+}
+
+}  // namespace
+
 array broadcast_to(const array& a, const Shape& shape, StreamOrDevice s) {
   if (a.shape() == shape) {
     return a;
+  }
+  if (std::any_of(shape.begin(), shape.end(), [](int32_t d) { return d < 0; })) {
+    throw std::invalid_argument(msg("[broadcast_to] Negative dimension in shape ", shape, "."));
   }
   Shape out = broadcast_shapes(a.shape(), shape, "broadcast_to");
   if (out != shape) {
@@ -216,36 +276,10 @@ array moveaxis(const array& a, int source, int destination, StreamOrDevice s) {
 }
 
 array slice(const array& a, Shape start, Shape stop, Shape strides, StreamOrDevice s) {
-  int nd = a.ndim();
-  if (static_cast<int>(start.size()) != nd || static_cast<int>(stop.size()) != nd ||
-      static_cast<int>(strides.size()) != nd) {
-    throw std::invalid_argument(
-        msg("[slice] Invalid number of indices or strides for array with ", nd, " dimensions."));
-  }
-  Shape shape(nd);
+  Shape shape = normalize_slice(a.shape(), start, stop, strides, "slice");
   bool identity = true;
-  for (int i = 0; i < nd; ++i) {
-    int64_t n = a.shape(i);
-    int64_t st = strides[i];
-    if (st == 0) {
-      throw std::invalid_argument("[slice] Slice step cannot be zero.");
-    }
-    // Python slice clamping.
-    auto clamp = [&](int64_t v, bool is_start) -> int64_t {
-      if (v < 0)
-        v += n;
-      if (st > 0)
-        return std::clamp<int64_t>(v, 0, n);
-      return std::clamp<int64_t>(v, -1, n - 1);
-    };
-    int64_t b = clamp(start[i], true);
-    int64_t e = clamp(stop[i], false);
-    int64_t len =
-        st > 0 ? (e > b ? (e - b + st - 1) / st : 0) : (b > e ? (b - e - st - 1) / (-st) : 0);
-    start[i] = static_cast<int32_t>(len > 0 ? b : 0);
-    stop[i] = static_cast<int32_t>(e);
-    shape[i] = static_cast<int32_t>(len);
-    identity &= start[i] == 0 && st == 1 && len == n;
+  for (int i = 0; i < a.ndim(); ++i) {
+    identity &= start[i] == 0 && strides[i] == 1 && shape[i] == a.shape(i);
   }
   if (identity) {
     return a;
@@ -270,6 +304,532 @@ array as_strided(array a, Shape shape, Strides strides, size_t offset, StreamOrD
   auto p = std::make_shared<AsStrided>(to_stream(s), shape, std::move(strides), offset);
   Dtype dt = a.dtype();
   return array(std::move(shape), dt, std::move(p), {std::move(a)});
+}
+
+array slice_update(const array& src, const array& update, Shape start, Shape stop, Shape strides,
+                   StreamOrDevice s) {
+  Shape upd_shape = normalize_slice(src.shape(), start, stop, strides, "slice_update");
+  if (broadcast_shapes(update.shape(), upd_shape, "slice_update") != upd_shape) {
+    throw std::invalid_argument(msg("[slice_update] Cannot broadcast an update of shape ",
+                                    update.shape(), " to the slice shape ", upd_shape, "."));
+  }
+  if (shape_size(upd_shape) == 0) {
+    return src;
+  }
+  // The kernel converts the update's dtype while copying it.
+  array upd = broadcast_to(update, upd_shape, s);
+  auto p = std::make_shared<SliceUpdate>(to_stream(s), std::move(start), std::move(stop),
+                                         std::move(strides));
+  return array(src.shape(), src.dtype(), std::move(p), {src, std::move(upd)});
+}
+
+array slice_update(const array& src, const array& update, Shape start, Shape stop,
+                   StreamOrDevice s) {
+  Shape strides(src.ndim(), 1);
+  return slice_update(src, update, std::move(start), std::move(stop), std::move(strides), s);
+}
+
+array concatenate(std::vector<array> arrays, int axis, StreamOrDevice s) {
+  if (arrays.empty()) {
+    throw std::invalid_argument("[concatenate] No arrays provided for concatenation.");
+  }
+  const Shape& first = arrays[0].shape();
+  for (auto& a : arrays) {
+    if (a.ndim() != arrays[0].ndim()) {
+      throw std::invalid_argument(
+          msg("[concatenate] All the input arrays must have the same number of dimensions; got "
+              "shapes ",
+              first, " and ", a.shape(), "."));
+    }
+  }
+  int ax = normalize_axis(axis, arrays[0].ndim(), "concatenate");
+  int64_t total = 0;
+  for (auto& a : arrays) {
+    for (int i = 0; i < a.ndim(); ++i) {
+      if (i != ax && a.shape(i) != first[i]) {
+        throw std::invalid_argument(
+            msg("[concatenate] All the input array dimensions must match exactly except for the "
+                "concatenation axis ",
+                ax, "; got shapes ", first, " and ", a.shape(), "."));
+      }
+    }
+    total += a.shape(ax);
+  }
+  if (arrays.size() == 1) {
+    return arrays[0];
+  }
+  Shape shape = first;
+  shape[ax] = checked_dim(total, "concatenate");
+  Dtype dtype = result_type(arrays);
+  return array(std::move(shape), dtype, std::make_shared<Concatenate>(to_stream(s), ax),
+               std::move(arrays));
+}
+
+array concatenate(std::vector<array> arrays, StreamOrDevice s) {
+  for (auto& a : arrays) {
+    a = flatten(a, s);
+  }
+  return concatenate(std::move(arrays), 0, s);
+}
+
+array stack(const std::vector<array>& arrays, int axis, StreamOrDevice s) {
+  if (arrays.empty()) {
+    throw std::invalid_argument("[stack] No arrays provided for stacking.");
+  }
+  for (auto& a : arrays) {
+    if (a.shape() != arrays[0].shape()) {
+      throw std::invalid_argument(msg("[stack] All arrays must have the same shape; got shapes ",
+                                      arrays[0].shape(), " and ", a.shape(), "."));
+    }
+  }
+  int ax = normalize_axis(axis, arrays[0].ndim() + 1, "stack");
+  std::vector<array> expanded;
+  expanded.reserve(arrays.size());
+  for (auto& a : arrays) {
+    expanded.push_back(expand_dims(a, ax, s));
+  }
+  return concatenate(std::move(expanded), ax, s);
+}
+
+array stack(const std::vector<array>& arrays, StreamOrDevice s) { return stack(arrays, 0, s); }
+
+std::vector<array> unstack(const array& a, int axis, StreamOrDevice s) {
+  if (a.ndim() == 0) {
+    throw std::invalid_argument("[unstack] Cannot unstack a scalar array.");
+  }
+  int ax = normalize_axis(axis, a.ndim(), "unstack");
+  std::vector<array> out;
+  out.reserve(a.shape(ax));
+  Shape start(a.ndim(), 0);
+  Shape stop = a.shape();
+  for (int i = 0; i < a.shape(ax); ++i) {
+    start[ax] = i;
+    stop[ax] = i + 1;
+    out.push_back(squeeze(slice(a, start, stop, s), ax, s));
+  }
+  return out;
+}
+
+std::vector<array> split(const array& a, const Shape& indices, int axis, StreamOrDevice s) {
+  int ax = normalize_axis(axis, a.ndim(), "split");
+  std::vector<array> out;
+  out.reserve(indices.size() + 1);
+  Shape start(a.ndim(), 0);
+  Shape stop = a.shape();
+  for (size_t i = 0; i <= indices.size(); ++i) {
+    stop[ax] = i < indices.size() ? indices[i] : a.shape(ax);
+    out.push_back(slice(a, start, stop, s));
+    start[ax] = stop[ax];
+  }
+  return out;
+}
+
+std::vector<array> split(const array& a, const Shape& indices, StreamOrDevice s) {
+  return split(a, indices, 0, s);
+}
+
+std::vector<array> split(const array& a, int num_splits, int axis, StreamOrDevice s) {
+  int ax = normalize_axis(axis, a.ndim(), "split");
+  if (num_splits <= 0) {
+    throw std::invalid_argument(
+        msg("[split] The number of splits must be positive; got ", num_splits, "."));
+  }
+  int n = a.shape(ax);
+  if (n % num_splits != 0) {
+    throw std::invalid_argument(
+        msg("[split] Array split does not result in sub arrays with "
+            "equal size; axis ",
+            ax, " of shape ", a.shape(), " cannot be split into ", num_splits, " equal parts."));
+  }
+  Shape indices(num_splits - 1);
+  for (int i = 0; i < num_splits - 1; ++i) {
+    indices[i] = (i + 1) * (n / num_splits);
+  }
+  return split(a, indices, ax, s);
+}
+
+std::vector<array> split(const array& a, int num_splits, StreamOrDevice s) {
+  return split(a, num_splits, 0, s);
+}
+
+array tile(const array& arr, std::vector<int> reps, StreamOrDevice s) {
+  if (std::any_of(reps.begin(), reps.end(), [](int r) { return r < 0; })) {
+    throw std::invalid_argument(msg("[tile] reps must be non-negative; got ", reps, "."));
+  }
+  size_t nd = std::max(reps.size(), static_cast<size_t>(arr.ndim()));
+  Shape shape = left_pad_shape(arr.shape(), nd);
+  reps = left_pad_shape(reps, nd);
+  // Interleave a rep axis before every axis, broadcast it and merge the pairs.
+  Shape expanded, broadcast, out;
+  for (size_t i = 0; i < nd; ++i) {
+    expanded.insert(expanded.end(), {1, shape[i]});
+    broadcast.insert(broadcast.end(), {reps[i], shape[i]});
+    out.push_back(checked_dim(static_cast<int64_t>(reps[i]) * shape[i], "tile"));
+  }
+  array x = broadcast_to(reshape(arr, std::move(expanded), s), broadcast, s);
+  return reshape(x, std::move(out), s);
+}
+
+array repeat(const array& arr, int repeats, int axis, StreamOrDevice s) {
+  int ax = normalize_axis(axis, arr.ndim(), "repeat");
+  if (repeats < 0) {
+    throw std::invalid_argument(
+        msg("[repeat] Number of repeats cannot be negative; got ", repeats, "."));
+  }
+  if (repeats == 1) {
+    return arr;
+  }
+  // Each element gets its own new axis of `repeats` broadcast copies.
+  Shape expanded = arr.shape();
+  expanded.insert(expanded.begin() + ax + 1, 1);
+  Shape broadcast = arr.shape();
+  broadcast.insert(broadcast.begin() + ax + 1, repeats);
+  Shape out = arr.shape();
+  out[ax] = checked_dim(static_cast<int64_t>(out[ax]) * repeats, "repeat");
+  array x = broadcast_to(reshape(arr, std::move(expanded), s), broadcast, s);
+  return reshape(x, std::move(out), s);
+}
+
+array repeat(const array& arr, int repeats, StreamOrDevice s) {
+  return repeat(flatten(arr, s), repeats, 0, s);
+}
+
+namespace {
+
+// Each padded axis in turn becomes [edge copies, x, edge copies].
+array pad_edge(const array& a, const std::vector<int>& axes, const Shape& low, const Shape& high,
+               StreamOrDevice s) {
+  array x = a;
+  for (size_t i = 0; i < axes.size(); ++i) {
+    int ax = axes[i];
+    if (low[i] == 0 && high[i] == 0) {
+      continue;
+    }
+    int n = x.shape(ax);
+    if (n == 0) {
+      throw std::invalid_argument(msg("[pad] Cannot pad axis ", ax, " of size 0 of shape ",
+                                      x.shape(), " in \"edge\" mode."));
+    }
+    auto edge = [&](int index, int width) {
+      Shape start(x.ndim(), 0);
+      Shape stop = x.shape();
+      start[ax] = index;
+      stop[ax] = index + 1;
+      Shape shape = x.shape();
+      shape[ax] = width;
+      return broadcast_to(slice(x, std::move(start), std::move(stop), s), shape, s);
+    };
+    std::vector<array> parts;
+    if (low[i] > 0) {
+      parts.push_back(edge(0, low[i]));
+    }
+    parts.push_back(x);
+    if (high[i] > 0) {
+      parts.push_back(edge(n - 1, high[i]));
+    }
+    x = concatenate(std::move(parts), ax, s);
+  }
+  return x;
+}
+
+}  // namespace
+
+array pad(const array& a, const std::vector<int>& axes, const Shape& low_pad_size,
+          const Shape& high_pad_size, const array& pad_value, const std::string& mode,
+          StreamOrDevice s) {
+  if (axes.size() != low_pad_size.size() || axes.size() != high_pad_size.size()) {
+    throw std::invalid_argument(msg("[pad] Invalid number of padding sizes passed to pad with ",
+                                    axes.size(), " axes; got low ", low_pad_size, " and high ",
+                                    high_pad_size, "."));
+  }
+  if (mode != "constant" && mode != "edge") {
+    throw std::invalid_argument(
+        msg("[pad] Invalid padding mode \"", mode, "\"; expected \"constant\" or \"edge\"."));
+  }
+  auto ax = normalize_axes(axes, a.ndim(), "pad");
+  Shape out_shape = a.shape();
+  Shape start(a.ndim(), 0);
+  for (size_t i = 0; i < ax.size(); ++i) {
+    auto check = [&](int size, const char* side) {
+      if (size < 0) {
+        throw std::invalid_argument(msg("[pad] Invalid ", side, " padding size (", size,
+                                        ") passed to pad for axis ", ax[i],
+                                        ". Padding sizes must be non-negative."));
+      }
+    };
+    check(low_pad_size[i], "low");
+    check(high_pad_size[i], "high");
+    out_shape[ax[i]] = checked_dim(
+        static_cast<int64_t>(out_shape[ax[i]]) + low_pad_size[i] + high_pad_size[i], "pad");
+    start[ax[i]] = low_pad_size[i];
+  }
+  if (mode == "edge") {
+    return pad_edge(a, ax, low_pad_size, high_pad_size, s);
+  }
+  if (pad_value.size() != 1) {
+    throw std::invalid_argument(
+        msg("[pad] The pad value must be a scalar; got shape ", pad_value.shape(), "."));
+  }
+  if (out_shape == a.shape()) {
+    return a;
+  }
+  Shape stop = a.shape();
+  for (int i = 0; i < a.ndim(); ++i) {
+    stop[i] += start[i];
+  }
+  array out = full(std::move(out_shape), reshape(pad_value, {}, s), a.dtype(), s);
+  return slice_update(out, a, std::move(start), std::move(stop), s);
+}
+
+array pad(const array& a, const std::vector<std::pair<int, int>>& pad_width, const array& pad_value,
+          const std::string& mode, StreamOrDevice s) {
+  std::vector<int> axes(pad_width.size());
+  std::iota(axes.begin(), axes.end(), 0);
+  if (static_cast<int>(pad_width.size()) != a.ndim()) {
+    throw std::invalid_argument(msg("[pad] Expected one (low, high) pair per axis of shape ",
+                                    a.shape(), "; got ", pad_width.size(), " pairs."));
+  }
+  Shape low, high;
+  for (auto& [l, h] : pad_width) {
+    low.push_back(l);
+    high.push_back(h);
+  }
+  return pad(a, axes, low, high, pad_value, mode, s);
+}
+
+array pad(const array& a, const std::pair<int, int>& pad_width, const array& pad_value,
+          const std::string& mode, StreamOrDevice s) {
+  return pad(a, std::vector<std::pair<int, int>>(a.ndim(), pad_width), pad_value, mode, s);
+}
+
+array pad(const array& a, int pad_width, const array& pad_value, const std::string& mode,
+          StreamOrDevice s) {
+  return pad(a, std::pair{pad_width, pad_width}, pad_value, mode, s);
+}
+
+array roll(const array& a, const Shape& shift, const std::vector<int>& axes, StreamOrDevice s) {
+  if (shift.size() != axes.size()) {
+    throw std::invalid_argument(msg("[roll] The shift and axes must have the same size; got shift ",
+                                    shift, " and axes ", axes, "."));
+  }
+  auto ax = normalize_axes(axes, a.ndim(), "roll", /*allow_duplicates=*/true);
+  std::vector<int64_t> total(a.ndim(), 0);
+  for (size_t i = 0; i < ax.size(); ++i) {
+    total[ax[i]] += shift[i];
+  }
+  array x = a;
+  for (int d = 0; d < a.ndim(); ++d) {
+    int64_t n = a.shape(d);
+    int64_t k = n == 0 ? 0 : ((total[d] % n) + n) % n;
+    if (k == 0) {
+      continue;
+    }
+    // The last k entries move to the front.
+    Shape start(a.ndim(), 0);
+    Shape stop = a.shape();
+    start[d] = static_cast<int32_t>(n - k);
+    array tail = slice(x, start, stop, s);
+    start[d] = 0;
+    stop[d] = static_cast<int32_t>(n - k);
+    array head = slice(x, std::move(start), std::move(stop), s);
+    x = concatenate({std::move(tail), std::move(head)}, d, s);
+  }
+  return x;
+}
+
+array roll(const array& a, int shift, StreamOrDevice s) {
+  return reshape(roll(flatten(a, s), Shape{shift}, std::vector<int>{0}, s), a.shape(), s);
+}
+
+array roll(const array& a, const Shape& shift, StreamOrDevice s) {
+  int64_t total = 0;
+  for (auto k : shift) {
+    total += k;
+  }
+  int64_t n = std::max<int64_t>(static_cast<int64_t>(a.size()), 1);
+  return roll(a, static_cast<int>(total % n), s);
+}
+
+array roll(const array& a, int shift, int axis, StreamOrDevice s) {
+  return roll(a, Shape{shift}, std::vector<int>{axis}, s);
+}
+
+array roll(const array& a, int shift, const std::vector<int>& axes, StreamOrDevice s) {
+  return roll(a, Shape(axes.size(), shift), axes, s);
+}
+
+array roll(const array& a, const Shape& shift, int axis, StreamOrDevice s) {
+  return roll(a, shift, std::vector<int>(shift.size(), axis), s);
+}
+
+namespace {
+
+array triangle(const array& x, int k, bool lower, const char* op, StreamOrDevice s) {
+  if (x.ndim() < 2) {
+    throw std::invalid_argument(
+        msg("[", op, "] The array must have at least 2 dimensions; got shape ", x.shape(), "."));
+  }
+  // Offsets past either corner change nothing; clamping keeps i + k in range.
+  int rows = x.shape(-2), cols = x.shape(-1);
+  k = std::clamp(k, -rows - 1, cols + 1);
+  // tri marks j <= i + k: the kept part of tril(k), the zeroed part of triu(k + 1).
+  array mask = tri(rows, cols, lower ? k : k - 1, bool_, s);
+  array zero(0, x.dtype());
+  return lower ? where(mask, x, zero, s) : where(mask, zero, x, s);
+}
+
+}  // namespace
+
+array tril(array x, int k, StreamOrDevice s) { return triangle(x, k, true, "tril", s); }
+array triu(array x, int k, StreamOrDevice s) { return triangle(x, k, false, "triu", s); }
+
+array diagonal(const array& a, int offset, int axis1, int axis2, StreamOrDevice s) {
+  if (a.ndim() < 2) {
+    throw std::invalid_argument(
+        msg("[diagonal] The array must have at least 2 dimensions; got shape ", a.shape(), "."));
+  }
+  int ax1 = normalize_axis(axis1, a.ndim(), "diagonal");
+  int ax2 = normalize_axis(axis2, a.ndim(), "diagonal");
+  if (ax1 == ax2) {
+    throw std::invalid_argument(msg("[diagonal] axis1 and axis2 cannot be the same axis; got ",
+                                    axis1, " and ", axis2, "."));
+  }
+  int64_t n1 = a.shape(ax1), n2 = a.shape(ax2);
+  int64_t len = offset >= 0 ? std::min(n1, n2 - offset) : std::min(n1 + offset, n2);
+  Shape shape;
+  for (int i = 0; i < a.ndim(); ++i) {
+    if (i != ax1 && i != ax2) {
+      shape.push_back(a.shape(i));
+    }
+  }
+  shape.push_back(static_cast<int32_t>(std::max<int64_t>(len, 0)));
+  return array(std::move(shape), a.dtype(),
+               std::make_shared<Diagonal>(to_stream(s), offset, ax1, ax2), {a});
+}
+
+array diag(const array& a, int k, StreamOrDevice s) {
+  if (a.ndim() == 2) {
+    return diagonal(a, k, 0, 1, s);
+  }
+  if (a.ndim() != 1) {
+    throw std::invalid_argument(
+        msg("[diag] The input must be 1-D or 2-D; got shape ", a.shape(), "."));
+  }
+  // Written into the flat matrix: the k-th diagonal is every (N + 1)-th element from `first`.
+  int64_t n = a.size();
+  int64_t k64 = k;
+  int32_t N = checked_dim(n + std::abs(k64), "diag");
+  int32_t flat_size = checked_dim(static_cast<int64_t>(N) * N, "diag");
+  array out = zeros({flat_size}, a.dtype(), s);
+  if (n > 0) {
+    int64_t first = k >= 0 ? k64 : -k64 * N;
+    int64_t last = first + (n - 1) * (N + 1);
+    out = slice_update(out, a, {static_cast<int32_t>(first)}, {static_cast<int32_t>(last + 1)},
+                       {N + 1}, s);
+  }
+  return reshape(out, {N, N}, s);
+}
+
+std::vector<array> meshgrid(const std::vector<array>& arrays, bool sparse,
+                            const std::string& indexing, StreamOrDevice s) {
+  if (indexing != "xy" && indexing != "ij") {
+    throw std::invalid_argument(
+        msg("[meshgrid] Invalid indexing value \"", indexing, "\"; expected \"xy\" or \"ij\"."));
+  }
+  size_t n = arrays.size();
+  bool swap = indexing == "xy" && n >= 2;
+  std::vector<array> out;
+  out.reserve(n);
+  for (size_t i = 0; i < n; ++i) {
+    Shape shape(n, 1);
+    shape[swap && i < 2 ? 1 - i : i] = -1;
+    out.push_back(reshape(arrays[i], std::move(shape), s));
+  }
+  return sparse ? out : broadcast_arrays(out, s);
+}
+
+array kron(const array& a, const array& b, StreamOrDevice s) {
+  size_t nd = std::max(a.ndim(), b.ndim());
+  Shape sa = left_pad_shape(a.shape(), nd);
+  Shape sb = left_pad_shape(b.shape(), nd);
+  // a as (a0, 1, a1, 1, ...) times b as (1, b0, 1, b1, ...), then merge the pairs.
+  Shape ea, eb, out;
+  for (size_t i = 0; i < nd; ++i) {
+    ea.insert(ea.end(), {sa[i], 1});
+    eb.insert(eb.end(), {1, sb[i]});
+    out.push_back(checked_dim(static_cast<int64_t>(sa[i]) * sb[i], "kron"));
+  }
+  array prod = multiply(reshape(a, std::move(ea), s), reshape(b, std::move(eb), s), s);
+  return reshape(prod, std::move(out), s);
+}
+
+array view(const array& a, const Dtype& dtype, StreamOrDevice s) {
+  if (a.dtype() == dtype) {
+    return a;
+  }
+  Shape shape = a.shape();
+  int in_size = static_cast<int>(a.itemsize());
+  int out_size = size_of(dtype);
+  if (in_size != out_size) {
+    if (a.ndim() == 0) {
+      throw std::invalid_argument(
+          msg("[view] Changing the type of a scalar is only allowed for "
+              "types with the same size; got ",
+              a.dtype(), " to ", dtype, "."));
+    }
+    if (in_size > out_size) {
+      shape.back() = checked_dim(static_cast<int64_t>(shape.back()) * (in_size / out_size), "view");
+    } else if (shape.back() % (out_size / in_size) != 0) {
+      throw std::invalid_argument(msg("[view] The last dimension of shape ", a.shape(), " of ",
+                                      a.dtype(), " must be divisible by ", out_size / in_size,
+                                      " to view it as ", dtype, "."));
+    } else {
+      shape.back() /= out_size / in_size;
+    }
+  }
+  return array(std::move(shape), dtype, std::make_shared<View>(to_stream(s), dtype), {a});
+}
+
+namespace {
+
+// Prepends 1s (and for atleast_3d of 1-D/2-D inputs, appends them) as NumPy does.
+array at_least(const array& a, int nd, StreamOrDevice s) {
+  if (a.ndim() >= nd) {
+    return a;
+  }
+  Shape shape;
+  if (nd == 3 && a.ndim() == 1) {
+    shape = {1, a.shape(0), 1};
+  } else if (nd == 3 && a.ndim() == 2) {
+    shape = {a.shape(0), a.shape(1), 1};
+  } else {
+    shape = left_pad_shape(a.shape(), nd);
+  }
+  return reshape(a, std::move(shape), s);
+}
+
+std::vector<array> at_least(const std::vector<array>& arrays, int nd, StreamOrDevice s) {
+  std::vector<array> out;
+  out.reserve(arrays.size());
+  for (auto& a : arrays) {
+    out.push_back(at_least(a, nd, s));
+  }
+  return out;
+}
+
+}  // namespace
+
+array atleast_1d(const array& a, StreamOrDevice s) { return at_least(a, 1, s); }
+std::vector<array> atleast_1d(const std::vector<array>& a, StreamOrDevice s) {
+  return at_least(a, 1, s);
+}
+array atleast_2d(const array& a, StreamOrDevice s) { return at_least(a, 2, s); }
+std::vector<array> atleast_2d(const std::vector<array>& a, StreamOrDevice s) {
+  return at_least(a, 2, s);
+}
+array atleast_3d(const array& a, StreamOrDevice s) { return at_least(a, 3, s); }
+std::vector<array> atleast_3d(const std::vector<array>& a, StreamOrDevice s) {
+  return at_least(a, 3, s);
 }
 
 }  // namespace mlx::core

@@ -2,6 +2,8 @@
 #pragma once
 
 #include <optional>
+#include <string>
+#include <utility>
 
 #include "mlx/array.h"
 #include "mlx/stream.h"
@@ -35,5 +37,85 @@ array slice(const array& a, Shape start, Shape stop, Shape strides, StreamOrDevi
 array slice(const array& a, Shape start, Shape stop, StreamOrDevice s = {});
 
 array as_strided(array a, Shape shape, Strides strides, size_t offset, StreamOrDevice s = {});
+
+// Overwrites src[start:stop:strides] (clamped like slice) with `update`, broadcast to the slice's
+// shape and converted to src's dtype.
+array slice_update(const array& src, const array& update, Shape start, Shape stop, Shape strides,
+                   StreamOrDevice s = {});
+array slice_update(const array& src, const array& update, Shape start, Shape stop,
+                   StreamOrDevice s = {});
+
+// Joins arrays along an existing axis; the result has their promoted dtype. Without an axis the
+// arrays are flattened first.
+array concatenate(std::vector<array> arrays, int axis, StreamOrDevice s = {});
+array concatenate(std::vector<array> arrays, StreamOrDevice s = {});
+inline array concat(std::vector<array> arrays, int axis, StreamOrDevice s = {}) {
+  return concatenate(std::move(arrays), axis, s);
+}
+inline array concat(std::vector<array> arrays, StreamOrDevice s = {}) {
+  return concatenate(std::move(arrays), s);
+}
+// Joins same-shaped arrays along a new axis.
+array stack(const std::vector<array>& arrays, int axis, StreamOrDevice s = {});
+array stack(const std::vector<array>& arrays, StreamOrDevice s = {});
+// The views a[..., i, ...] along `axis`.
+std::vector<array> unstack(const array& a, int axis = 0, StreamOrDevice s = {});
+
+// Views: into `num_splits` equal parts, or at `indices` (Python slice semantics).
+std::vector<array> split(const array& a, int num_splits, int axis, StreamOrDevice s = {});
+std::vector<array> split(const array& a, int num_splits, StreamOrDevice s = {});
+std::vector<array> split(const array& a, const Shape& indices, int axis, StreamOrDevice s = {});
+std::vector<array> split(const array& a, const Shape& indices, StreamOrDevice s = {});
+
+// NumPy tile and repeat.
+array tile(const array& arr, std::vector<int> reps, StreamOrDevice s = {});
+array repeat(const array& arr, int repeats, int axis, StreamOrDevice s = {});
+array repeat(const array& arr, int repeats, StreamOrDevice s = {});
+
+// Pads `axes` by low/high widths, with `pad_value` (a scalar, "constant") or with copies of the
+// edge values ("edge").
+array pad(const array& a, const std::vector<int>& axes, const Shape& low_pad_size,
+          const Shape& high_pad_size, const array& pad_value = array(0),
+          const std::string& mode = "constant", StreamOrDevice s = {});
+// One (low, high) pair per axis.
+array pad(const array& a, const std::vector<std::pair<int, int>>& pad_width,
+          const array& pad_value = array(0), const std::string& mode = "constant",
+          StreamOrDevice s = {});
+array pad(const array& a, const std::pair<int, int>& pad_width, const array& pad_value = array(0),
+          const std::string& mode = "constant", StreamOrDevice s = {});
+array pad(const array& a, int pad_width, const array& pad_value = array(0),
+          const std::string& mode = "constant", StreamOrDevice s = {});
+
+// Circular shifts. Without axes the array is rolled as if flattened; several shifts of one axis
+// add up.
+array roll(const array& a, int shift, StreamOrDevice s = {});
+array roll(const array& a, const Shape& shift, StreamOrDevice s = {});
+array roll(const array& a, int shift, int axis, StreamOrDevice s = {});
+array roll(const array& a, int shift, const std::vector<int>& axes, StreamOrDevice s = {});
+array roll(const array& a, const Shape& shift, int axis, StreamOrDevice s = {});
+array roll(const array& a, const Shape& shift, const std::vector<int>& axes, StreamOrDevice s = {});
+
+// Zero the elements above (tril) or below (triu) the k-th diagonal of the last two axes.
+array tril(array x, int k = 0, StreamOrDevice s = {});
+array triu(array x, int k = 0, StreamOrDevice s = {});
+// View of the diagonals of the (axis1, axis2) planes, appended as the last axis.
+array diagonal(const array& a, int offset = 0, int axis1 = 0, int axis2 = 1, StreamOrDevice s = {});
+// 1-D input: the square matrix with `a` on its k-th diagonal. 2-D input: its k-th diagonal.
+array diag(const array& a, int k = 0, StreamOrDevice s = {});
+
+// Coordinate grids; "xy" indexing swaps the first two output axes.
+std::vector<array> meshgrid(const std::vector<array>& arrays, bool sparse = false,
+                            const std::string& indexing = "xy", StreamOrDevice s = {});
+// Kronecker product.
+array kron(const array& a, const array& b, StreamOrDevice s = {});
+// The same bytes read as `dtype`; a different item size rescales the last axis.
+array view(const array& a, const Dtype& dtype, StreamOrDevice s = {});
+
+array atleast_1d(const array& a, StreamOrDevice s = {});
+std::vector<array> atleast_1d(const std::vector<array>& a, StreamOrDevice s = {});
+array atleast_2d(const array& a, StreamOrDevice s = {});
+std::vector<array> atleast_2d(const std::vector<array>& a, StreamOrDevice s = {});
+array atleast_3d(const array& a, StreamOrDevice s = {});
+std::vector<array> atleast_3d(const std::vector<array>& a, StreamOrDevice s = {});
 
 }  // namespace mlx::core

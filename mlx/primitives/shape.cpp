@@ -30,6 +30,31 @@ bool AsStrided::is_equivalent(const Primitive& other) const {
   return o && o->shape_ == shape_ && o->strides_ == strides_ && o->offset_ == offset_;
 }
 
+bool Concatenate::is_equivalent(const Primitive& other) const {
+  auto* o = dynamic_cast<const Concatenate*>(&other);
+  return o && o->axis_ == axis_;
+}
+std::vector<Shape> Concatenate::output_shapes(const std::vector<array>& inputs) {
+  Shape shape = inputs[0].shape();
+  shape[axis_] = 0;
+  for (auto& in : inputs) {
+    shape[axis_] += in.shape(axis_);
+  }
+  return {shape};
+}
+bool SliceUpdate::is_equivalent(const Primitive& other) const {
+  auto* o = dynamic_cast<const SliceUpdate*>(&other);
+  return o && o->start_ == start_ && o->stop_ == stop_ && o->strides_ == strides_;
+}
+bool Diagonal::is_equivalent(const Primitive& other) const {
+  auto* o = dynamic_cast<const Diagonal*>(&other);
+  return o && o->offset_ == offset_ && o->axis1_ == axis1_ && o->axis2_ == axis2_;
+}
+bool View::is_equivalent(const Primitive& other) const {
+  auto* o = dynamic_cast<const View*>(&other);
+  return o && o->dtype_ == dtype_;
+}
+
 size_t span_for_layout(const Shape& shape, const Strides& strides) {
   size_t span = 1;
   for (size_t i = 0; i < shape.size(); ++i) {

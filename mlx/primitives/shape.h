@@ -108,6 +108,76 @@ class AsStrided : public UnaryPrimitive {
   size_t offset_;
 };
 
+// Joins the inputs along `axis`, writing each into its slot of the output in one pass. The
+// inputs may differ in dtype: each is converted to the output dtype while it is copied.
+class Concatenate : public UnaryPrimitive {
+ public:
+  Concatenate(Stream stream, int axis) : UnaryPrimitive(stream), axis_(axis) {}
+  void eval_cpu(const std::vector<array>& inputs, array& out) override;
+  const char* name() const override { return "Concatenate"; }
+  bool is_equivalent(const Primitive& other) const override;
+  std::vector<Shape> output_shapes(const std::vector<array>& inputs) override;
+  int axis() const { return axis_; }
+
+ private:
+  int axis_;
+};
+
+// out = src with out[start:stop:strides] = update. The update (input 1) already has the slice's
+// shape and is converted to the source's dtype while copied; start/stop/strides are normalized
+// (start is the first index written). Writes in place when the source buffer can be donated.
+class SliceUpdate : public UnaryPrimitive {
+ public:
+  SliceUpdate(Stream stream, Shape start, Shape stop, Shape strides)
+      : UnaryPrimitive(stream),
+        start_(std::move(start)),
+        stop_(std::move(stop)),
+        strides_(std::move(strides)) {}
+  void eval_cpu(const std::vector<array>& inputs, array& out) override;
+  const char* name() const override { return "SliceUpdate"; }
+  bool is_equivalent(const Primitive& other) const override;
+  std::vector<Shape> output_shapes(const std::vector<array>& inputs) override {
+    return {inputs[0].shape()};
+  }
+  const Shape& start() const { return start_; }
+  const Shape& stop() const { return stop_; }
+  const Shape& strides() const { return strides_; }
+
+ private:
+  Shape start_;
+  Shape stop_;
+  Shape strides_;
+};
+
+// View of the diagonal of the (axis1, axis2) planes, as the last output axis. Works on any input
+// layout without copying.
+class Diagonal : public UnaryPrimitive {
+ public:
+  Diagonal(Stream stream, int offset, int axis1, int axis2)
+      : UnaryPrimitive(stream), offset_(offset), axis1_(axis1), axis2_(axis2) {}
+  void eval_cpu(const std::vector<array>& inputs, array& out) override;
+  const char* name() const override { return "Diagonal"; }
+  bool is_equivalent(const Primitive& other) const override;
+
+ private:
+  int offset_;
+  int axis1_;
+  int axis2_;
+};
+
+// Reinterprets the input's bytes as the output dtype. A view when the layout allows it (same
+// item size, or a row-contiguous, suitably aligned input); otherwise a contiguous copy first.
+class View : public UnaryPrimitive {
+ public:
+  View(Stream stream, Dtype dtype) : UnaryPrimitive(stream), dtype_(dtype) {}
+  void eval_cpu(const std::vector<array>& inputs, array& out) override;
+  const char* name() const override { return "View"; }
+  bool is_equivalent(const Primitive& other) const override;
+
+ private:
+  Dtype dtype_;
+};
+
 // Layout facts about a strided view, computed from its shape and strides.
 array::Flags flags_for_layout(const Shape& shape, const Strides& strides);
 // Elements between the lowest and highest addressed element, inclusive.

@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "mlx/backend/cpu/copy.h"
+#include "mlx/backend/cpu/shape_copy.h"
 
 namespace mlx::core {
 
@@ -68,7 +69,8 @@ void Copy::eval_cpu(const std::vector<array>& inputs, array& out) {
   if (in.flags().row_contiguous && in.data_size() == in.size()) {
     out.copy_shared_buffer(in);
   } else {
-    cpu::copy_to_contiguous(in, out);
+    out.set_data(allocator::malloc(out.nbytes()));
+    cpu::copy_block(in, in.strides(), 0, out, out.strides(), 0, in.shape());
   }
 }
 
@@ -98,7 +100,9 @@ void Reshape::eval_cpu(const std::vector<array>& inputs, array& out) {
     set_view(in, out, *strides);
     return;
   }
-  cpu::copy_to_contiguous(in, out);
+  // Copy in the input's shape: the output's row-major order is the input's.
+  out.set_data(allocator::malloc(out.nbytes()));
+  cpu::copy_block(in, in.strides(), 0, out, row_major_strides(in.shape()), 0, in.shape());
 }
 
 void Transpose::eval_cpu(const std::vector<array>& inputs, array& out) {
@@ -127,6 +131,47 @@ void Slice::eval_cpu(const std::vector<array>& inputs, array& out) {
 
 void AsStrided::eval_cpu(const std::vector<array>& inputs, array& out) {
   set_view(inputs[0], out, strides_, static_cast<int64_t>(offset_));
+}
+
+void Diagonal::eval_cpu(const std::vector<array>& inputs, array& out) {
+  const array& in = inputs[0];
+  if (out.size() == 0) {
+    out.set_data(allocator::malloc(0));
+    return;
+  }
+  // Stepping along the diagonal moves one step along both axes.
+  Strides strides;
+  for (int i = 0; i < in.ndim(); ++i) {
+    if (i != axis1_ && i != axis2_) {
+      strides.push_back(in.strides()[i]);
+    }
+  }
+  strides.push_back(in.strides()[axis1_] + in.strides()[axis2_]);
+  int64_t offset = offset_ >= 0 ? offset_ * in.strides()[axis2_]
+                                : -static_cast<int64_t>(offset_) * in.strides()[axis1_];
+  set_view(in, out, strides, offset);
+}
+
+void View::eval_cpu(const std::vector<array>& inputs, array& out) {
+  const array& in = inputs[0];
+  if (in.itemsize() == out.itemsize()) {
+    out.copy_shared_buffer(in);
+    return;
+  }
+  if (out.size() == 0) {
+    out.set_data(allocator::malloc(0));
+    return;
+  }
+  // Elements of the new size must not straddle rows or start misaligned.
+  bool aligned = reinterpret_cast<uintptr_t>(in.data<void>()) % out.itemsize() == 0;
+  if (in.flags().row_contiguous && aligned) {
+    set_view(in, out, row_major_strides(out.shape()));
+    return;
+  }
+  array dense(in.shape(), in.dtype(), nullptr, {});
+  dense.set_data(allocator::malloc(dense.nbytes()));
+  cpu::copy_block(in, in.strides(), 0, dense, dense.strides(), 0, in.shape());
+  set_view(dense, out, row_major_strides(out.shape()));
 }
 
 }  // namespace mlx::core
