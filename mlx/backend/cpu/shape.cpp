@@ -5,7 +5,6 @@
 #include <optional>
 
 #include "mlx/backend/cpu/copy.h"
-#include "mlx/backend/cpu/shape_copy.h"
 
 namespace mlx::core {
 
@@ -70,7 +69,7 @@ void Copy::eval_cpu(const std::vector<array>& inputs, array& out) {
     out.copy_shared_buffer(in);
   } else {
     out.set_data(allocator::malloc(out.nbytes()));
-    cpu::copy_block(in, in.strides(), 0, out, out.strides(), 0, in.shape());
+    cpu::copy_strided(in, in.strides(), 0, out, out.strides(), 0, in.shape());
   }
 }
 
@@ -102,7 +101,7 @@ void Reshape::eval_cpu(const std::vector<array>& inputs, array& out) {
   }
   // Copy in the input's shape: the output's row-major order is the input's.
   out.set_data(allocator::malloc(out.nbytes()));
-  cpu::copy_block(in, in.strides(), 0, out, row_major_strides(in.shape()), 0, in.shape());
+  cpu::copy_strided(in, in.strides(), 0, out, row_major_strides(in.shape()), 0, in.shape());
 }
 
 void Transpose::eval_cpu(const std::vector<array>& inputs, array& out) {
@@ -170,7 +169,7 @@ void View::eval_cpu(const std::vector<array>& inputs, array& out) {
   }
   array dense(in.shape(), in.dtype(), nullptr, {});
   dense.set_data(allocator::malloc(dense.nbytes()));
-  cpu::copy_block(in, in.strides(), 0, dense, dense.strides(), 0, in.shape());
+  cpu::copy_strided(in, in.strides(), 0, dense, dense.strides(), 0, in.shape());
   set_view(dense, out, row_major_strides(out.shape()));
 }
 
