@@ -115,24 +115,27 @@ array full_like(const array& a, array vals, StreamOrDevice s) {
   return full(a.shape(), std::move(vals), a.dtype(), s);
 }
 
-array tri(int n, int m, int k, Dtype type, StreamOrDevice s) {
+namespace {
+// compare(column, row + k) over an n x m grid, as `dtype`.
+array diagonal_mask(const char* op, int n, int m, int k, Dtype dtype, bool lower,
+                    StreamOrDevice s) {
   if (n < 0 || m < 0) {
     throw std::invalid_argument(
-        msg("[tri] n and m must be non-negative, got ", n, " and ", m, "."));
+        msg("[", op, "] n and m must be non-negative, got ", n, " and ", m, "."));
   }
   array rows = reshape(arange(0, n, s), {n, 1}, s);
   array cols = reshape(arange(0, m, s), {1, m}, s);
-  return astype(less_equal(cols, add(rows, array(k), s), s), type, s);
+  array shifted = add(rows, array(k), s);
+  return astype(lower ? less_equal(cols, shifted, s) : equal(cols, shifted, s), dtype, s);
+}
+}  // namespace
+
+array tri(int n, int m, int k, Dtype type, StreamOrDevice s) {
+  return diagonal_mask("tri", n, m, k, type, true, s);
 }
 
 array eye(int n, int m, int k, Dtype dtype, StreamOrDevice s) {
-  if (n < 0 || m < 0) {
-    throw std::invalid_argument(
-        msg("[eye] n and m must be non-negative, got ", n, " and ", m, "."));
-  }
-  array rows = reshape(arange(0, n, s), {n, 1}, s);
-  array cols = reshape(arange(0, m, s), {1, m}, s);
-  return astype(equal(cols, add(rows, array(k), s), s), dtype, s);
+  return diagonal_mask("eye", n, m, k, dtype, false, s);
 }
 
 array identity(int n, Dtype dtype, StreamOrDevice s) { return eye(n, n, 0, dtype, s); }

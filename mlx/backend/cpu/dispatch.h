@@ -56,23 +56,13 @@ decltype(auto) dispatch_int(Dtype dt, const char* op, F&& f) {
 // Every dtype but complex.
 template <typename F>
 decltype(auto) dispatch_real(Dtype dt, const char* op, F&& f) {
-  switch (dt.val) {
-    MLX_DISPATCH_CASE(bool_, bool)
-    MLX_DISPATCH_CASE(uint8, uint8_t)
-    MLX_DISPATCH_CASE(uint16, uint16_t)
-    MLX_DISPATCH_CASE(uint32, uint32_t)
-    MLX_DISPATCH_CASE(uint64, uint64_t)
-    MLX_DISPATCH_CASE(int8, int8_t)
-    MLX_DISPATCH_CASE(int16, int16_t)
-    MLX_DISPATCH_CASE(int32, int32_t)
-    MLX_DISPATCH_CASE(int64, int64_t)
-    MLX_DISPATCH_CASE(float16, float16_t)
-    MLX_DISPATCH_CASE(bfloat16, bfloat16_t)
-    MLX_DISPATCH_CASE(float32, float)
-    MLX_DISPATCH_CASE(float64, double)
-    default:
-      unsupported_dtype(op, dt);
+  if (dt == bool_) {
+    return f.template operator()<bool>();
   }
+  if (is_floating_point(dt)) {
+    return dispatch_float(dt, op, std::forward<F>(f));
+  }
+  return dispatch_int(dt, op, std::forward<F>(f));
 }
 
 template <typename F>

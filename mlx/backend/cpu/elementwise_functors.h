@@ -192,38 +192,22 @@ struct Square {
   }
 };
 
-struct Floor {
-  template <typename T>
-  T operator()(T x) const {
-    if constexpr (is_float_v<T>) {
-      return T(std::floor(static_cast<std::conditional_t<is_half_v<T>, float, T>>(x)));
-    } else {
-      return x;
-    }
-  }
-};
-
-struct Ceil {
-  template <typename T>
-  T operator()(T x) const {
-    if constexpr (is_float_v<T>) {
-      return T(std::ceil(static_cast<std::conditional_t<is_half_v<T>, float, T>>(x)));
-    } else {
-      return x;
-    }
-  }
-};
-
-struct Trunc {
-  template <typename T>
-  T operator()(T x) const {
-    if constexpr (is_float_v<T>) {
-      return T(std::trunc(static_cast<std::conditional_t<is_half_v<T>, float, T>>(x)));
-    } else {
-      return x;
-    }
-  }
-};
+// Rounding of real floats; integers are already whole.
+#define MLX_ROUNDING_FN(NAME, FN)                                                 \
+  struct NAME {                                                                   \
+    template <typename T>                                                         \
+    T operator()(T x) const {                                                     \
+      if constexpr (is_float_v<T>) {                                              \
+        return T(FN(static_cast<std::conditional_t<is_half_v<T>, float, T>>(x))); \
+      } else {                                                                    \
+        return x;                                                                 \
+      }                                                                           \
+    }                                                                             \
+  };
+MLX_ROUNDING_FN(Floor, std::floor)
+MLX_ROUNDING_FN(Ceil, std::ceil)
+MLX_ROUNDING_FN(Trunc, std::trunc)
+#undef MLX_ROUNDING_FN
 
 // Round half to even, as NumPy.
 struct Round {
