@@ -1,0 +1,489 @@
+// The CPU reduction engine (templates; instantiated by reduce.cpp and reduce_minmax.cpp).
+//
+// The input's dimensions are made positive-strided, stripped of size-1 dimensions, ordered by
+// decreasing stride, merged where contiguous, and split into kept and reduced dimensions.
+// Then one of two engines runs:
+//  - row: the innermost dimension is reduced. Each output folds spans of that dimension with
+//    many independent accumulator lanes (vectorized for unit stride, strided otherwise).
+//    Reduce-all and reduce-last-axis are its one-output and many-output cases; when there
+//    are fewer outputs than threads, each output's spans are split across threads.
+//  - column: the innermost dimension is kept and unit-stride (e.g. reducing leading axes of
+//    a row-major array). Whole rows are accumulated into a lane buffer with vector ops, in
+//    column chunks; with few chunks the rows are split across threads instead.
+// Float32 sums run in float lanes that are flushed into doubles every few thousand elements
+// (or every kRowBlock rows), which keeps them accurate to about 1e-7 at full speed.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <type_traits>
+#include <vector>
+
+#include "mlx/array.h"
+#include "mlx/backend/cpu/copy.h"
+#include "mlx/backend/cpu/dispatch.h"
+#include "mlx/backend/cpu/reduce_utils.h"
+#include "mlx/backend/cpu/thread_pool.h"
+#include "mlx/primitives/reduction.h"
+
+namespace mlx::core::cpu {
+
+// ---------------------------------------------------------------------------------------
+// Operations. V: the type accumulator lanes hold; P: the type partial results combine in.
+// apply() is a template so that the same rule combines lanes (V) and partials (P).
+
+template <typename V_>
+struct SumOp {
+  using V = V_;
+  using P = std::conditional_t<std::is_same_v<V, float>, double, V>;
+  static V init() { return V(0); }
+  template <typename T>
+  static T apply(T a, T b) {
+    return a + b;
+  }
+};
+
+template <typename V_>
+struct ProdOp {
+  using V = V_;
+  using P = V;
+  static V init() { return V(1); }
+  template <typename T>
+  static T apply(T a, T b) {
+    if constexpr (std::is_same_v<T, bool>) {
+      return a & b;
+    } else {
+      return a * b;
+    }
+  }
+};
+
+template <typename V>
+constexpr V lowest_value() {
+  if constexpr (std::is_same_v<V, complex64_t>) {
+    constexpr float inf = std::numeric_limits<float>::infinity();
+    return complex64_t(-inf, -inf);
+  } else if constexpr (std::is_floating_point_v<V>) {
+    return -std::numeric_limits<V>::infinity();
+  } else {
+    return std::numeric_limits<V>::lowest();
+  }
+}
+
+template <typename V>
+constexpr V highest_value() {
+  if constexpr (std::is_same_v<V, complex64_t>) {
+    constexpr float inf = std::numeric_limits<float>::infinity();
+    return complex64_t(inf, inf);
+  } else if constexpr (std::is_floating_point_v<V>) {
+    return std::numeric_limits<V>::infinity();
+  } else {
+    return std::numeric_limits<V>::max();
+  }
+}
+
+// Max and min propagate NaN: once a lane holds NaN it keeps it.
+template <typename V_>
+struct MaxOp {
+  using V = V_;
+  using P = V;
+  static V init() { return lowest_value<V>(); }
+  template <typename T>
+  static T apply(T a, T b) {
+    if constexpr (std::is_floating_point_v<T>) {
+      return (b > a || b != b) ? b : a;
+    } else {
+      return b > a ? b : a;
+    }
+  }
+};
+
+template <typename V_>
+struct MinOp {
+  using V = V_;
+  using P = V;
+  static V init() { return highest_value<V>(); }
+  template <typename T>
+  static T apply(T a, T b) {
+    if constexpr (std::is_floating_point_v<T>) {
+      return (b < a || b != b) ? b : a;
+    } else {
+      return b < a ? b : a;
+    }
+  }
+};
+
+struct AndOp {
+  using V = bool;
+  using P = bool;
+  static bool init() { return true; }
+  template <typename T>
+  static T apply(T a, T b) {
+    return a & b;
+  }
+};
+
+struct OrOp {
+  using V = bool;
+  using P = bool;
+  static bool init() { return false; }
+  template <typename T>
+  static T apply(T a, T b) {
+    return a | b;
+  }
+};
+
+// An element as an accumulator value (logical ops test for non-zero).
+template <typename V, typename T>
+inline V load(T x) {
+  if constexpr (std::is_same_v<V, bool>) {
+    return x != T(0);
+  } else {
+    return static_cast<V>(x);
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// Spans.
+
+// Enough independent lanes to fill 8 AVX registers.
+template <typename V>
+constexpr int kLanes = std::max<int>(8, 256 / static_cast<int>(sizeof(V)));
+// Elements folded into lanes between flushes into the partial (bounds float32 sum error).
+inline constexpr int64_t kBlock = 2048;
+// Rows accumulated into column lanes between flushes.
+inline constexpr int64_t kRowBlock = 64;
+// Column lanes per chunk in the column engine.
+inline constexpr int64_t kColumnChunk = 512;
+// Narrower kept innermost dimensions reduce through the row engine instead.
+inline constexpr int64_t kMinColumnWidth = 16;
+
+template <typename Op, typename T>
+inline void fold_into_lanes(typename Op::V* acc, const T* x, int64_t n) {
+  using V = typename Op::V;
+  constexpr int U = kLanes<V>;
+  int64_t i = 0;
+  for (; i + U <= n; i += U) {
+    for (int j = 0; j < U; ++j) {
+      acc[j] = Op::apply(acc[j], load<V>(x[i + j]));
+    }
+  }
+  for (int j = 0; i < n; ++i, ++j) {
+    acc[j] = Op::apply(acc[j], load<V>(x[i]));
+  }
+}
+
+// Folds n contiguous elements.
+template <typename Op, typename In>
+typename Op::P reduce_span(const In* x, int64_t n) {
+  using V = typename Op::V;
+  using P = typename Op::P;
+  constexpr int U = kLanes<V>;
+  if (n < U) {
+    V acc = Op::init();
+    for (int64_t i = 0; i < n; ++i) {
+      acc = Op::apply(acc, load<V>(static_cast<compute_t<In>>(x[i])));
+    }
+    return static_cast<P>(acc);
+  }
+  P total = static_cast<P>(Op::init());
+  alignas(64) V acc[U];
+  for (int64_t b = 0; b < n; b += kBlock) {
+    int64_t m = std::min(kBlock, n - b);
+    std::fill(acc, acc + U, Op::init());
+    if constexpr (is_half_v<In>) {
+      alignas(64) float buf[kBlock];
+      to_float(x + b, buf, m);
+      fold_into_lanes<Op>(acc, buf, m);
+    } else {
+      fold_into_lanes<Op>(acc, x + b, m);
+    }
+    for (int w = U / 2; w > 0; w /= 2) {
+      for (int j = 0; j < w; ++j) {
+        acc[j] = Op::apply(acc[j], acc[j + w]);
+      }
+    }
+    total = Op::apply(total, static_cast<P>(acc[0]));
+  }
+  return total;
+}
+
+// Folds n elements `stride` apart.
+template <typename Op, typename In>
+typename Op::P reduce_span_strided(const In* x, int64_t n, int64_t stride) {
+  using V = typename Op::V;
+  using P = typename Op::P;
+  P total = static_cast<P>(Op::init());
+  for (int64_t b = 0; b < n; b += kBlock) {
+    int64_t e = std::min(n, b + kBlock);
+    V acc[4] = {Op::init(), Op::init(), Op::init(), Op::init()};
+    int64_t i = b;
+    for (; i + 4 <= e; i += 4) {
+      for (int k = 0; k < 4; ++k) {
+        acc[k] = Op::apply(acc[k], load<V>(static_cast<compute_t<In>>(x[(i + k) * stride])));
+      }
+    }
+    for (; i < e; ++i) {
+      acc[0] = Op::apply(acc[0], load<V>(static_cast<compute_t<In>>(x[i * stride])));
+    }
+    V r = Op::apply(Op::apply(acc[0], acc[1]), Op::apply(acc[2], acc[3]));
+    total = Op::apply(total, static_cast<P>(r));
+  }
+  return total;
+}
+
+// Splits [0, n) into chunks of at least `grain` across threads, folds each with
+// fn(begin, end) -> P, and combines the results in order.
+template <typename Op, typename F>
+typename Op::P parallel_fold(int64_t n, int64_t grain, F&& fn) {
+  using P = typename Op::P;
+  int64_t chunks = std::clamp<int64_t>(n / std::max<int64_t>(grain, 1), 1, 4 * num_threads());
+  if (chunks == 1) {
+    return fn(int64_t{0}, n);
+  }
+  // Not std::vector: vector<bool> packs bits, which threads cannot write independently.
+  std::unique_ptr<P[]> parts(new P[chunks]);
+  parallel_for(chunks, 1, [&](int64_t c0, int64_t c1) {
+    for (int64_t c = c0; c < c1; ++c) {
+      parts[c] = fn(n * c / chunks, n * (c + 1) / chunks);
+    }
+  });
+  P r = parts[0];
+  for (int64_t c = 1; c < chunks; ++c) {
+    r = Op::apply(r, parts[c]);
+  }
+  return r;
+}
+
+// ---------------------------------------------------------------------------------------
+// Layout.
+
+struct ReducePlan {
+  Shape kshape;  // kept dimensions, outer to inner
+  Strides kin, kout;
+  Shape rshape;  // reduced dimensions, outer to inner
+  Strides rin;
+  int64_t in_offset = 0;  // where iteration starts once negative strides are flipped
+  int64_t out_offset = 0;
+};
+
+ReducePlan make_reduce_plan(const array& in, const array& out, const std::vector<int>& axes);
+
+inline int64_t product(const Shape& s) {
+  int64_t n = 1;
+  for (auto d : s) {
+    n *= d;
+  }
+  return n;
+}
+
+// ---------------------------------------------------------------------------------------
+// Engines.
+
+template <typename Op, typename In, typename Out>
+void reduce_rows(const In* src, Out* dst, const ReducePlan& p) {
+  using P = typename Op::P;
+  const int64_t len = p.rshape.back();
+  const int64_t stride = p.rin.back();
+  const Shape mshape(p.rshape.begin(), p.rshape.end() - 1);
+  const std::array<Strides, 1> mstrides{Strides(p.rin.begin(), p.rin.end() - 1)};
+  const int64_t spans = product(mshape);
+  const int64_t outputs = product(p.kshape);
+  const std::array<Strides, 2> kstrides{p.kin, p.kout};
+
+  auto span = [&](const In* x, int64_t n) {
+    return stride == 1 ? reduce_span<Op>(x, n) : reduce_span_strided<Op>(x, n, stride);
+  };
+  // Folds spans [m0, m1) of the output whose first element is x.
+  auto fold_spans = [&](const In* x, int64_t m0, int64_t m1) {
+    P acc = static_cast<P>(Op::init());
+    Walker<1> w(mshape, mstrides, m0);
+    for (int64_t m = m0; m < m1; ++m, w.next()) {
+      acc = Op::apply(acc, span(x + w.offset(), len));
+    }
+    return acc;
+  };
+
+  const int64_t per_output = spans * len * static_cast<int64_t>(sizeof(In));
+  const int threads = num_threads();
+  if (outputs >= 2 * threads || per_output * outputs < 4 * kParallelBytes) {
+    int64_t grain = std::max<int64_t>(1, kParallelBytes / std::max<int64_t>(per_output, 1));
+    parallel_for(outputs, grain, [&](int64_t o0, int64_t o1) {
+      Walker<2> w(p.kshape, kstrides, o0);
+      for (int64_t o = o0; o < o1; ++o, w.next()) {
+        dst[w.offset(1)] = cast_value<Out>(fold_spans(src + w.offset(0), 0, spans));
+      }
+    });
+    return;
+  }
+  // Few large outputs: split each one's work across threads.
+  Walker<2> w(p.kshape, kstrides);
+  for (int64_t o = 0; o < outputs; ++o, w.next()) {
+    const In* x = src + w.offset(0);
+    P r;
+    if (spans > 1) {
+      int64_t grain = std::max<int64_t>(1, kParallelBytes / (len * sizeof(In)));
+      r = parallel_fold<Op>(spans, grain,
+                            [&](int64_t m0, int64_t m1) { return fold_spans(x, m0, m1); });
+    } else {
+      r = parallel_fold<Op>(len, kParallelBytes / sizeof(In),
+                            [&](int64_t b, int64_t e) { return span(x + b * stride, e - b); });
+    }
+    dst[w.offset(1)] = cast_value<Out>(r);
+  }
+}
+
+// lanes[j] op= rows[r][j] for n rows of w elements, four rows per pass over the lanes.
+template <typename Op, typename T>
+inline void add_rows(typename Op::V* lanes, const T* const* rows, int n, int64_t w) {
+  using V = typename Op::V;
+  if (n == 4) {
+    const T *r0 = rows[0], *r1 = rows[1], *r2 = rows[2], *r3 = rows[3];
+    for (int64_t j = 0; j < w; ++j) {
+      V a = Op::apply(load<V>(r0[j]), load<V>(r1[j]));
+      V b = Op::apply(load<V>(r2[j]), load<V>(r3[j]));
+      lanes[j] = Op::apply(lanes[j], Op::apply(a, b));
+    }
+    return;
+  }
+  for (int r = 0; r < n; ++r) {
+    const T* row = rows[r];
+    for (int64_t j = 0; j < w; ++j) {
+      lanes[j] = Op::apply(lanes[j], load<V>(row[j]));
+    }
+  }
+}
+
+template <typename Op, typename In, typename Out>
+void reduce_columns(const In* src, Out* dst, const ReducePlan& p) {
+  using V = typename Op::V;
+  using P = typename Op::P;
+  const int64_t width = p.kshape.back();
+  const int64_t out_step = p.kout.back();
+  const Shape oshape(p.kshape.begin(), p.kshape.end() - 1);
+  const std::array<Strides, 2> ostrides{Strides(p.kin.begin(), p.kin.end() - 1),
+                                        Strides(p.kout.begin(), p.kout.end() - 1)};
+  const std::array<Strides, 1> rstrides{p.rin};
+  const int64_t outer = product(oshape);
+  const int64_t rows = product(p.rshape);
+  const int64_t chunks = (width + kColumnChunk - 1) / kColumnChunk;
+
+  // part[j] op= column j of rows [m0, m1), for the w columns starting at x.
+  auto accumulate = [&](const In* x, int64_t m0, int64_t m1, int64_t w, P* part) {
+    alignas(64) V lanes[kColumnChunk];
+    Walker<1> rw(p.rshape, rstrides, m0);
+    for (int64_t b = m0; b < m1; b += kRowBlock) {
+      int64_t e = std::min(m1, b + kRowBlock);
+      std::fill(lanes, lanes + w, Op::init());
+      for (int64_t m = b; m < e;) {
+        int n = static_cast<int>(std::min<int64_t>(4, e - m));
+        if constexpr (is_half_v<In>) {
+          alignas(64) float buf[4][kColumnChunk];
+          const float* rows4[4];
+          for (int r = 0; r < n; ++r, rw.next()) {
+            to_float(x + rw.offset(), buf[r], w);
+            rows4[r] = buf[r];
+          }
+          add_rows<Op>(lanes, rows4, n, w);
+        } else {
+          const In* rows4[4];
+          for (int r = 0; r < n; ++r, rw.next()) {
+            rows4[r] = x + rw.offset();
+          }
+          add_rows<Op>(lanes, rows4, n, w);
+        }
+        m += n;
+      }
+      for (int64_t j = 0; j < w; ++j) {
+        part[j] = Op::apply(part[j], static_cast<P>(lanes[j]));
+      }
+    }
+  };
+  auto chunk_width = [&](int64_t c) { return std::min(kColumnChunk, width - c * kColumnChunk); };
+
+  const int64_t tasks = outer * chunks;
+  const int64_t task_bytes = rows * std::min(width, kColumnChunk) * sizeof(In);
+  const int threads = num_threads();
+  if (tasks >= 2 * threads || task_bytes * tasks < 4 * kParallelBytes) {
+    int64_t grain = std::max<int64_t>(1, kParallelBytes / std::max<int64_t>(task_bytes, 1));
+    parallel_for(tasks, grain, [&](int64_t t0, int64_t t1) {
+      P part[kColumnChunk];
+      for (int64_t t = t0; t < t1; ++t) {
+        int64_t o = t / chunks, c = t % chunks, w = chunk_width(c);
+        Walker<2> ow(oshape, ostrides, o);
+        std::fill(part, part + w, static_cast<P>(Op::init()));
+        accumulate(src + ow.offset(0) + c * kColumnChunk, 0, rows, w, part);
+        Out* d = dst + ow.offset(1) + c * kColumnChunk * out_step;
+        for (int64_t j = 0; j < w; ++j) {
+          d[j * out_step] = cast_value<Out>(part[j]);
+        }
+      }
+    });
+    return;
+  }
+  // Few column chunks: split the rows across threads, each with its own partials.
+  const int64_t row_grain =
+      std::max<int64_t>(1, kParallelBytes / (outer * width * static_cast<int64_t>(sizeof(In))));
+  const int64_t parts_n = std::clamp<int64_t>(rows / row_grain, 1, 4 * threads);
+  const int64_t per_part = outer * width;
+  std::unique_ptr<P[]> parts(new P[parts_n * per_part]);
+  std::fill(parts.get(), parts.get() + parts_n * per_part, static_cast<P>(Op::init()));
+  parallel_for(parts_n, 1, [&](int64_t q0, int64_t q1) {
+    for (int64_t q = q0; q < q1; ++q) {
+      int64_t m0 = rows * q / parts_n, m1 = rows * (q + 1) / parts_n;
+      Walker<2> ow(oshape, ostrides);
+      for (int64_t o = 0; o < outer; ++o, ow.next()) {
+        for (int64_t c = 0; c < chunks; ++c) {
+          P* part = parts.get() + q * per_part + o * width + c * kColumnChunk;
+          accumulate(src + ow.offset(0) + c * kColumnChunk, m0, m1, chunk_width(c), part);
+        }
+      }
+    }
+  });
+  Walker<2> ow(oshape, ostrides);
+  for (int64_t o = 0; o < outer; ++o, ow.next()) {
+    Out* d = dst + ow.offset(1);
+    for (int64_t j = 0; j < width; ++j) {
+      P r = parts[o * width + j];
+      for (int64_t q = 1; q < parts_n; ++q) {
+        r = Op::apply(r, parts[q * per_part + o * width + j]);
+      }
+      d[j * out_step] = cast_value<Out>(r);
+    }
+  }
+}
+
+// Reduces `axes` of `in` into `out` (keepdims shape), allocating out.
+template <typename Op, typename In, typename Out>
+void reduce(const array& in, array& out, const std::vector<int>& axes) {
+  out.set_data(allocator::malloc(out.nbytes()));
+  if (out.size() == 0) {
+    return;
+  }
+  Out* dst = out.data<Out>();
+  if (in.size() == 0) {
+    std::fill(dst, dst + out.size(), cast_value<Out>(static_cast<typename Op::P>(Op::init())));
+    return;
+  }
+  ReducePlan p = make_reduce_plan(in, out, axes);
+  if (p.rshape.empty()) {
+    // Only size-1 axes are reduced: the output is the input, converted.
+    copy_strided(in, in.strides(), 0, out, out.strides(), 0, in.shape());
+    return;
+  }
+  const In* src = in.data<In>() + p.in_offset;
+  dst += p.out_offset;
+  if (!p.kshape.empty() && p.kin.back() == 1 && p.kshape.back() >= kMinColumnWidth) {
+    reduce_columns<Op, In, Out>(src, dst, p);
+  } else {
+    reduce_rows<Op, In, Out>(src, dst, p);
+  }
+}
+
+// Max / Min reductions (reduce_minmax.cpp).
+void reduce_min_max(const array& in, array& out, Reduce::ReduceType type,
+                    const std::vector<int>& axes);
+
+}  // namespace mlx::core::cpu

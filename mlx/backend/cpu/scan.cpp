@@ -1,0 +1,181 @@
+// Cumulative reductions along one axis. When a unit-stride dimension other than the scanned
+// axis exists, whole rows are scanned at once with vector ops (column mode); otherwise each
+// line along the axis is scanned on its own. Lines / column chunks run in parallel.
+#include <cmath>
+
+#include "mlx/backend/cpu/reduce.h"
+#include "mlx/backend/cpu/strided.h"
+
+namespace mlx::core {
+
+namespace {
+
+using namespace cpu;
+
+// log(exp(a) + exp(b)) without overflow; -inf is the identity.
+template <typename V_>
+struct LogAddExpOp {
+  using V = V_;
+  using P = V;
+  static V init() { return -std::numeric_limits<V>::infinity(); }
+  template <typename T>
+  static T apply(T a, T b) {
+    if (a != a || b != b) {
+      return a + b;
+    }
+    T hi = a > b ? a : b;
+    T lo = a > b ? b : a;
+    if (lo == -std::numeric_limits<T>::infinity() || hi == std::numeric_limits<T>::infinity()) {
+      return hi;
+    }
+    return hi + std::log1p(std::exp(lo - hi));
+  }
+};
+
+struct ScanParams {
+  int64_t n;  // length of the axis
+  int64_t in_stride, out_stride;
+  bool reverse, inclusive;
+};
+
+// Scans one line: n elements `in_stride` apart into elements `out_stride` apart.
+template <typename Op, typename In, typename Out>
+void scan_line(const In* x, Out* y, const ScanParams& sp) {
+  using V = typename Op::V;
+  V acc = Op::init();
+  for (int64_t k = 0; k < sp.n; ++k) {
+    int64_t i = sp.reverse ? sp.n - 1 - k : k;
+    V v = load<V>(static_cast<compute_t<In>>(x[i * sp.in_stride]));
+    if (sp.inclusive) {
+      acc = Op::apply(acc, v);
+      y[i * sp.out_stride] = cast_value<Out>(acc);
+    } else {
+      y[i * sp.out_stride] = cast_value<Out>(acc);
+      acc = Op::apply(acc, v);
+    }
+  }
+}
+
+// Scans w unit-stride columns at once.
+template <typename Op, typename In, typename Out>
+void scan_columns(const In* x, Out* y, int64_t w, const ScanParams& sp) {
+  using V = typename Op::V;
+  alignas(64) V acc[kColumnChunk];
+  alignas(64) V row[kColumnChunk];
+  std::fill(acc, acc + w, Op::init());
+  for (int64_t k = 0; k < sp.n; ++k) {
+    int64_t i = sp.reverse ? sp.n - 1 - k : k;
+    const In* src = x + i * sp.in_stride;
+    Out* dst = y + i * sp.out_stride;
+    if constexpr (is_half_v<In>) {
+      to_float(src, row, w);
+    } else {
+      for (int64_t j = 0; j < w; ++j) {
+        row[j] = load<V>(src[j]);
+      }
+    }
+    if (sp.inclusive) {
+      for (int64_t j = 0; j < w; ++j) {
+        acc[j] = Op::apply(acc[j], row[j]);
+      }
+    }
+    if constexpr (is_half_v<Out>) {
+      from_float(acc, dst, w);
+    } else {
+      for (int64_t j = 0; j < w; ++j) {
+        dst[j] = static_cast<Out>(acc[j]);
+      }
+    }
+    if (!sp.inclusive) {
+      for (int64_t j = 0; j < w; ++j) {
+        acc[j] = Op::apply(acc[j], row[j]);
+      }
+    }
+  }
+}
+
+template <typename Op, typename In, typename Out>
+void scan(const array& in, array& out, int axis, bool reverse, bool inclusive) {
+  out.set_data(allocator::malloc(out.nbytes()));
+  if (out.size() == 0) {
+    return;
+  }
+  ScanParams sp{in.shape(axis), in.strides()[axis], out.strides()[axis], reverse, inclusive};
+  Shape shape;
+  Strides in_strides, out_strides;
+  for (int d = 0; d < in.ndim(); ++d) {
+    if (d != axis) {
+      shape.push_back(in.shape(d));
+      in_strides.push_back(in.strides()[d]);
+      out_strides.push_back(out.strides()[d]);
+    }
+  }
+  auto layout = collapse_dims<2>(shape, {in_strides, out_strides});
+  const In* src = in.data<In>();
+  Out* dst = out.data<Out>();
+  const int64_t width = layout.shape.back();
+  const int64_t line_bytes = sp.n * static_cast<int64_t>(sizeof(Out));
+
+  if (layout.strides[0].back() == 1 && layout.strides[1].back() == 1 && width >= kMinColumnWidth &&
+      sp.in_stride != 1) {
+    const int64_t chunks = (width + kColumnChunk - 1) / kColumnChunk;
+    Shape oshape(layout.shape.begin(), layout.shape.end() - 1);
+    std::array<Strides, 2> ostrides{
+        Strides(layout.strides[0].begin(), layout.strides[0].end() - 1),
+        Strides(layout.strides[1].begin(), layout.strides[1].end() - 1)};
+    int64_t grain =
+        std::max<int64_t>(1, kParallelBytes / (line_bytes * std::min(width, kColumnChunk)));
+    parallel_for(num_rows(layout.shape) * chunks, grain, [&](int64_t t0, int64_t t1) {
+      for (int64_t t = t0; t < t1; ++t) {
+        int64_t o = t / chunks, c0 = (t % chunks) * kColumnChunk;
+        Walker<2> w(oshape, ostrides, o);
+        scan_columns<Op>(src + w.offset(0) + c0, dst + w.offset(1) + c0,
+                         std::min(kColumnChunk, width - c0), sp);
+      }
+    });
+    return;
+  }
+  const std::array<Strides, 2> lstrides{layout.strides[0], layout.strides[1]};
+  parallel_for(product(layout.shape), std::max<int64_t>(1, kParallelBytes / line_bytes),
+               [&](int64_t o0, int64_t o1) {
+                 Walker<2> w(layout.shape, lstrides, o0);
+                 for (int64_t o = o0; o < o1; ++o, w.next()) {
+                   scan_line<Op>(src + w.offset(0), dst + w.offset(1), sp);
+                 }
+               });
+}
+
+}  // namespace
+
+void Scan::eval_cpu(const std::vector<array>& inputs, array& out) {
+  const array& in = inputs[0];
+  auto run = [&]<template <typename> class Op>(const char* name) {
+    dispatch_all(in.dtype(), name, [&]<typename T>() {
+      using V = compute_t<T>;
+      if constexpr (std::is_same_v<T, bool>) {
+        // A cumulative sum of booleans counts in int32 (as MLX); other bool scans stay bool.
+        if (out.dtype() == int32) {
+          return scan<Op<int32_t>, bool, int32_t>(in, out, axis_, reverse_, inclusive_);
+        }
+      }
+      scan<Op<V>, T, T>(in, out, axis_, reverse_, inclusive_);
+    });
+  };
+  switch (type_) {
+    case Sum:
+      return run.template operator()<SumOp>("cumsum");
+    case Prod:
+      return run.template operator()<ProdOp>("cumprod");
+    case Max:
+      return run.template operator()<MaxOp>("cummax");
+    case Min:
+      return run.template operator()<MinOp>("cummin");
+    case LogAddExp:
+      dispatch_float(in.dtype(), "logcumsumexp", [&]<typename T>() {
+        scan<LogAddExpOp<compute_t<T>>, T, T>(in, out, axis_, reverse_, inclusive_);
+      });
+      return;
+  }
+}
+
+}  // namespace mlx::core
