@@ -334,27 +334,40 @@ void reduce_rows(const In* src, Out* dst, const ReducePlan& p) {
     dst[w.offset(1)] = cast_value<Out>(r);
   }
 }
-
-// lanes[j] op= rows[r][j] for n rows of w elements, four rows per pass over the lanes.
+// lanes[j] op= rows[r][j] for n <= 4 rows of w elements, four rows per pass over the lanes.
 template <typename Op, typename T>
 inline void add_rows(typename Op::V* lanes, const T* const* rows, int n, int64_t w) {
   using V = typename Op::V;
-  if (n == 4) {
+  if constexpr (is_half_v<T>) {
+    alignas(64) float buf[4][kColumnChunk];
+    const float* conv[4] = {buf[0], buf[1], buf[2], buf[3]};
+    for (int64_t c = 0; c < w; c += kColumnChunk) {
+      int64_t cw = std::min(kColumnChunk, w - c);
+      for (int r = 0; r < n; ++r) {
+        to_float(rows[r] + c, buf[r], cw);
+      }
+      add_rows<Op>(lanes + c, conv, n, cw);
+    }
+  } else if (n == 4) {
     const T *r0 = rows[0], *r1 = rows[1], *r2 = rows[2], *r3 = rows[3];
     for (int64_t j = 0; j < w; ++j) {
       V a = Op::apply(load<V>(r0[j]), load<V>(r1[j]));
       V b = Op::apply(load<V>(r2[j]), load<V>(r3[j]));
       lanes[j] = Op::apply(lanes[j], Op::apply(a, b));
     }
-    return;
-  }
-  for (int r = 0; r < n; ++r) {
-    const T* row = rows[r];
-    for (int64_t j = 0; j < w; ++j) {
-      lanes[j] = Op::apply(lanes[j], load<V>(row[j]));
+  } else {
+    for (int r = 0; r < n; ++r) {
+      const T* row = rows[r];
+      for (int64_t j = 0; j < w; ++j) {
+        lanes[j] = Op::apply(lanes[j], load<V>(row[j]));
+      }
     }
   }
 }
+
+// Outputs up to this many are reduced by splitting the rows across threads (each thread
+// streams a contiguous block and keeps partial results for every output).
+inline constexpr int64_t kMaxRowSplitOutputs = 65536;
 
 template <typename Op, typename In, typename Out>
 void reduce_columns(const In* src, Out* dst, const ReducePlan& p) {
@@ -368,32 +381,21 @@ void reduce_columns(const In* src, Out* dst, const ReducePlan& p) {
   const std::array<Strides, 1> rstrides{p.rin};
   const int64_t outer = product(oshape);
   const int64_t rows = product(p.rshape);
-  const int64_t chunks = (width + kColumnChunk - 1) / kColumnChunk;
 
-  // part[j] op= column j of rows [m0, m1), for the w columns starting at x.
-  auto accumulate = [&](const In* x, int64_t m0, int64_t m1, int64_t w, P* part) {
-    alignas(64) V lanes[kColumnChunk];
+  // part[j] op= column j of rows [m0, m1), for the w columns starting at x, accumulating
+  // kRowBlock rows at a time in `lanes` (w values).
+  auto accumulate = [&](const In* x, int64_t m0, int64_t m1, int64_t w, V* lanes, P* part) {
     Walker<1> rw(p.rshape, rstrides, m0);
     for (int64_t b = m0; b < m1; b += kRowBlock) {
       int64_t e = std::min(m1, b + kRowBlock);
       std::fill(lanes, lanes + w, Op::init());
       for (int64_t m = b; m < e;) {
         int n = static_cast<int>(std::min<int64_t>(4, e - m));
-        if constexpr (is_half_v<In>) {
-          alignas(64) float buf[4][kColumnChunk];
-          const float* rows4[4];
-          for (int r = 0; r < n; ++r, rw.next()) {
-            to_float(x + rw.offset(), buf[r], w);
-            rows4[r] = buf[r];
-          }
-          add_rows<Op>(lanes, rows4, n, w);
-        } else {
-          const In* rows4[4];
-          for (int r = 0; r < n; ++r, rw.next()) {
-            rows4[r] = x + rw.offset();
-          }
-          add_rows<Op>(lanes, rows4, n, w);
+        const In* rows4[4];
+        for (int r = 0; r < n; ++r, rw.next()) {
+          rows4[r] = x + rw.offset();
         }
+        add_rows<Op>(lanes, rows4, n, w);
         m += n;
       }
       for (int64_t j = 0; j < w; ++j) {
@@ -401,57 +403,65 @@ void reduce_columns(const In* src, Out* dst, const ReducePlan& p) {
       }
     }
   };
-  auto chunk_width = [&](int64_t c) { return std::min(kColumnChunk, width - c * kColumnChunk); };
+  auto write = [&](Out* d, const P* part, int64_t w) {
+    for (int64_t j = 0; j < w; ++j) {
+      d[j * out_step] = cast_value<Out>(part[j]);
+    }
+  };
 
-  const int64_t tasks = outer * chunks;
-  const int64_t task_bytes = rows * std::min(width, kColumnChunk) * sizeof(In);
   const int threads = num_threads();
-  if (tasks >= 2 * threads || task_bytes * tasks < 4 * kParallelBytes) {
+  const int64_t chunks = (width + kColumnChunk - 1) / kColumnChunk;
+  const int64_t tasks = outer * chunks;
+  const int64_t outputs = outer * width;
+  const int64_t total_bytes = rows * outputs * static_cast<int64_t>(sizeof(In));
+  const bool small = total_bytes < 4 * kParallelBytes;
+  const bool split_rows =
+      !small && rows >= 2 &&
+      ((outputs <= kMaxRowSplitOutputs && rows >= 2 * threads) || tasks < 2 * threads);
+  if (!split_rows) {
+    // Independent column chunks in parallel, each over all rows.
+    int64_t task_bytes = rows * std::min(width, kColumnChunk) * sizeof(In);
     int64_t grain = std::max<int64_t>(1, kParallelBytes / std::max<int64_t>(task_bytes, 1));
     parallel_for(tasks, grain, [&](int64_t t0, int64_t t1) {
+      alignas(64) V lanes[kColumnChunk];
       P part[kColumnChunk];
       for (int64_t t = t0; t < t1; ++t) {
-        int64_t o = t / chunks, c = t % chunks, w = chunk_width(c);
+        int64_t o = t / chunks, c0 = (t % chunks) * kColumnChunk;
+        int64_t w = std::min(kColumnChunk, width - c0);
         Walker<2> ow(oshape, ostrides, o);
         std::fill(part, part + w, static_cast<P>(Op::init()));
-        accumulate(src + ow.offset(0) + c * kColumnChunk, 0, rows, w, part);
-        Out* d = dst + ow.offset(1) + c * kColumnChunk * out_step;
-        for (int64_t j = 0; j < w; ++j) {
-          d[j * out_step] = cast_value<Out>(part[j]);
-        }
+        accumulate(src + ow.offset(0) + c0, 0, rows, w, lanes, part);
+        write(dst + ow.offset(1) + c0 * out_step, part, w);
       }
     });
     return;
   }
-  // Few column chunks: split the rows across threads, each with its own partials.
+  // Rows split across threads, each with partials for every output, combined in order.
   const int64_t row_grain =
-      std::max<int64_t>(1, kParallelBytes / (outer * width * static_cast<int64_t>(sizeof(In))));
-  const int64_t parts_n = std::clamp<int64_t>(rows / row_grain, 1, 4 * threads);
-  const int64_t per_part = outer * width;
-  std::unique_ptr<P[]> parts(new P[parts_n * per_part]);
-  std::fill(parts.get(), parts.get() + parts_n * per_part, static_cast<P>(Op::init()));
+      std::max<int64_t>(1, kParallelBytes / (outputs * static_cast<int64_t>(sizeof(In))));
+  const int64_t parts_n = std::clamp<int64_t>(rows / row_grain, 1, threads);
+  // Not std::vector: vector<bool> packs bits, which threads cannot write independently.
+  std::unique_ptr<P[]> parts(new P[parts_n * outputs]);
+  std::fill(parts.get(), parts.get() + parts_n * outputs, static_cast<P>(Op::init()));
   parallel_for(parts_n, 1, [&](int64_t q0, int64_t q1) {
+    std::unique_ptr<V[]> lanes(new V[width]);
     for (int64_t q = q0; q < q1; ++q) {
       int64_t m0 = rows * q / parts_n, m1 = rows * (q + 1) / parts_n;
       Walker<2> ow(oshape, ostrides);
       for (int64_t o = 0; o < outer; ++o, ow.next()) {
-        for (int64_t c = 0; c < chunks; ++c) {
-          P* part = parts.get() + q * per_part + o * width + c * kColumnChunk;
-          accumulate(src + ow.offset(0) + c * kColumnChunk, m0, m1, chunk_width(c), part);
-        }
+        accumulate(src + ow.offset(0), m0, m1, width, lanes.get(),
+                   parts.get() + q * outputs + o * width);
       }
     }
   });
+  for (int64_t q = 1; q < parts_n; ++q) {
+    for (int64_t i = 0; i < outputs; ++i) {
+      parts[i] = Op::apply(parts[i], parts[q * outputs + i]);
+    }
+  }
   Walker<2> ow(oshape, ostrides);
   for (int64_t o = 0; o < outer; ++o, ow.next()) {
-    Out* d = dst + ow.offset(1);
-    for (int64_t j = 0; j < width; ++j) {
-      P r = parts[o * width + j];
-      for (int64_t q = 1; q < parts_n; ++q) {
-        r = Op::apply(r, parts[q * per_part + o * width + j]);
-      }
-      d[j * out_step] = cast_value<Out>(r);
-    }
+    write(dst + ow.offset(1), parts.get() + o * width, width);
   }
 }
 

@@ -43,11 +43,33 @@ struct Best {
   uint32_t index;
 };
 
+// Unit-stride spans are scanned in blocks: a vectorized max / min of the block, and only when
+// it beats the best so far, a search for its first occurrence.
+inline constexpr int64_t kArgBlock = 1024;
+
 // Best of n elements `stride` apart, the first being element `first` of its axis.
 template <bool kMax, typename T>
 Best<compute_t<T>> arg_span(const T* x, int64_t n, int64_t stride, int64_t first) {
   using V = compute_t<T>;
   Best<V> b{static_cast<V>(x[0]), static_cast<uint32_t>(first)};
+  if (stride == 1) {
+    using Op = std::conditional_t<kMax, MaxOp<V>, MinOp<V>>;
+    for (int64_t s = 0; s < n; s += kArgBlock) {
+      int64_t m = std::min(kArgBlock, n - s);
+      V bm = reduce_span<Op>(x + s, m);
+      if (better<kMax>(bm, b.value)) {
+        bool nan = bm != bm;
+        for (int64_t i = 0; i < m; ++i) {
+          V v = static_cast<V>(x[s + i]);
+          if (nan ? v != v : v == bm) {
+            b = {bm, static_cast<uint32_t>(first + s + i)};
+            break;
+          }
+        }
+      }
+    }
+    return b;
+  }
   for (int64_t i = 1; i < n; ++i) {
     V v = static_cast<V>(x[i * stride]);
     if (better<kMax>(v, b.value)) {
