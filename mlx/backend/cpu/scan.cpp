@@ -2,6 +2,7 @@
 // axis exists, whole rows are scanned at once with vector ops (column mode); otherwise each
 // line along the axis is scanned on its own. Lines / column chunks run in parallel.
 #include <cmath>
+#include <memory>
 
 #include "mlx/backend/cpu/reduce.h"
 #include "mlx/backend/cpu/strided.h"
@@ -60,39 +61,44 @@ void scan_line(const In* x, Out* y, const ScanParams& sp) {
 template <typename Op, typename In, typename Out>
 void scan_columns(const In* x, Out* y, int64_t w, const ScanParams& sp) {
   using V = typename Op::V;
-  alignas(64) V acc[kColumnChunk];
-  alignas(64) V row[kColumnChunk];
-  std::fill(acc, acc + w, Op::init());
-  for (int64_t k = 0; k < sp.n; ++k) {
-    int64_t i = sp.reverse ? sp.n - 1 - k : k;
-    const In* src = x + i * sp.in_stride;
-    Out* dst = y + i * sp.out_stride;
+  std::unique_ptr<V[]> acc(new V[w]);
+  std::unique_ptr<float[]> row(is_half_v<In> ? new float[w] : nullptr);
+  std::fill(acc.get(), acc.get() + w, Op::init());
+  auto add_row = [&](const In* src) {
     if constexpr (is_half_v<In>) {
-      to_float(src, row, w);
-    } else {
-      for (int64_t j = 0; j < w; ++j) {
-        row[j] = load<V>(src[j]);
-      }
-    }
-    if (sp.inclusive) {
+      to_float(src, row.get(), w);
       for (int64_t j = 0; j < w; ++j) {
         acc[j] = Op::apply(acc[j], row[j]);
       }
+    } else {
+      for (int64_t j = 0; j < w; ++j) {
+        acc[j] = Op::apply(acc[j], load<V>(src[j]));
+      }
     }
+  };
+  auto store_row = [&](Out* dst) {
     if constexpr (is_half_v<Out>) {
-      from_float(acc, dst, w);
+      from_float(acc.get(), dst, w);
     } else {
       for (int64_t j = 0; j < w; ++j) {
         dst[j] = static_cast<Out>(acc[j]);
       }
     }
-    if (!sp.inclusive) {
-      for (int64_t j = 0; j < w; ++j) {
-        acc[j] = Op::apply(acc[j], row[j]);
-      }
+  };
+  for (int64_t k = 0; k < sp.n; ++k) {
+    int64_t i = sp.reverse ? sp.n - 1 - k : k;
+    if (sp.inclusive) {
+      add_row(x + i * sp.in_stride);
+      store_row(y + i * sp.out_stride);
+    } else {
+      store_row(y + i * sp.out_stride);
+      add_row(x + i * sp.in_stride);
     }
   }
 }
+
+// Widest column chunks for the scans: long contiguous row pieces stream well.
+inline constexpr int64_t kMaxScanChunk = 16384;
 
 template <typename Op, typename In, typename Out>
 void scan(const array& in, array& out, int axis, bool reverse, bool inclusive) {
@@ -118,19 +124,23 @@ void scan(const array& in, array& out, int axis, bool reverse, bool inclusive) {
 
   if (layout.strides[0].back() == 1 && layout.strides[1].back() == 1 && width >= kMinColumnWidth &&
       sp.in_stride != 1) {
-    const int64_t chunks = (width + kColumnChunk - 1) / kColumnChunk;
+    const int64_t outer = num_rows(layout.shape);
+    // As wide as possible while still giving every thread a chunk.
+    const int64_t splits = (num_threads() + outer - 1) / outer;
+    const int64_t chunk = std::clamp<int64_t>((width + splits - 1) / splits,
+                                              std::min(width, kColumnChunk), kMaxScanChunk);
+    const int64_t chunks = (width + chunk - 1) / chunk;
     Shape oshape(layout.shape.begin(), layout.shape.end() - 1);
     std::array<Strides, 2> ostrides{
         Strides(layout.strides[0].begin(), layout.strides[0].end() - 1),
         Strides(layout.strides[1].begin(), layout.strides[1].end() - 1)};
-    int64_t grain =
-        std::max<int64_t>(1, kParallelBytes / (line_bytes * std::min(width, kColumnChunk)));
-    parallel_for(num_rows(layout.shape) * chunks, grain, [&](int64_t t0, int64_t t1) {
+    int64_t grain = std::max<int64_t>(1, kParallelBytes / (line_bytes * chunk));
+    parallel_for(outer * chunks, grain, [&](int64_t t0, int64_t t1) {
       for (int64_t t = t0; t < t1; ++t) {
-        int64_t o = t / chunks, c0 = (t % chunks) * kColumnChunk;
+        int64_t o = t / chunks, c0 = (t % chunks) * chunk;
         Walker<2> w(oshape, ostrides, o);
         scan_columns<Op>(src + w.offset(0) + c0, dst + w.offset(1) + c0,
-                         std::min(kColumnChunk, width - c0), sp);
+                         std::min(chunk, width - c0), sp);
       }
     });
     return;
