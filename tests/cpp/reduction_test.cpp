@@ -356,6 +356,10 @@ TEST(Reduction, Complex) {
       array({std::complex<float>(1, 5), std::complex<float>(2, -1), std::complex<float>(2, 3)}));
   eval(mx);
   EXPECT_EQ(mx.data<complex64_t>()[0], complex64_t(2, 3));
+  // Logical reductions test both parts for non-zero.
+  array c01({std::complex<float>(0, 1), std::complex<float>(2, 0)});
+  EXPECT_TRUE(all(c01).item<bool>());
+  EXPECT_FALSE(any(array({std::complex<float>(0, 0)})).item<bool>());
   EXPECT_THROW(var(x), std::invalid_argument);
   EXPECT_THROW(logsumexp(x), std::invalid_argument);
   EXPECT_THROW(softmax(x), std::invalid_argument);

@@ -89,9 +89,10 @@ void reduce_arithmetic(const array& in, array& out, const std::vector<int>& axes
   });
 }
 
-template <typename Op>
+template <template <typename> class Op>
 void reduce_logical(const array& in, array& out, const std::vector<int>& axes, const char* name) {
-  dispatch_all(in.dtype(), name, [&]<typename T>() { reduce<Op, T, bool>(in, out, axes); });
+  dispatch_all(in.dtype(), name,
+               [&]<typename T>() { reduce<Op<logical_lane_t<T>>, T, bool>(in, out, axes); });
 }
 
 }  // namespace

@@ -115,33 +115,50 @@ struct MinOp {
   }
 };
 
+// Logical reductions hold 0 / 1 in lanes as wide as the input elements, so that the
+// non-zero test vectorizes.
+template <typename V_>
 struct AndOp {
-  using V = bool;
-  using P = bool;
-  static bool init() { return true; }
+  using V = V_;
+  using P = V;
+  static V init() { return V(1); }
   template <typename T>
   static T apply(T a, T b) {
     return a & b;
   }
 };
 
+template <typename V_>
 struct OrOp {
-  using V = bool;
-  using P = bool;
-  static bool init() { return false; }
+  using V = V_;
+  using P = V;
+  static V init() { return V(0); }
   template <typename T>
   static T apply(T a, T b) {
     return a | b;
   }
 };
 
-// An element as an accumulator value (logical ops test for non-zero).
-template <typename V, typename T>
-inline V load(T x) {
-  if constexpr (std::is_same_v<V, bool>) {
-    return x != T(0);
+template <typename T>
+using logical_lane_t = std::conditional_t<
+    sizeof(compute_t<T>) == 8, uint64_t,
+    std::conditional_t<sizeof(compute_t<T>) == 4, uint32_t,
+                       std::conditional_t<sizeof(compute_t<T>) == 2, uint16_t, uint8_t>>>;
+
+template <typename Op>
+inline constexpr bool is_logical_v = false;
+template <typename V>
+inline constexpr bool is_logical_v<AndOp<V>> = true;
+template <typename V>
+inline constexpr bool is_logical_v<OrOp<V>> = true;
+
+// An element as a lane value of Op (logical ops test for non-zero).
+template <typename Op, typename T>
+inline typename Op::V load(T x) {
+  if constexpr (is_logical_v<Op>) {
+    return static_cast<typename Op::V>(x != T(0));
   } else {
-    return static_cast<V>(x);
+    return static_cast<typename Op::V>(x);
   }
 }
 
@@ -167,11 +184,11 @@ inline void fold_into_lanes(typename Op::V* acc, const T* x, int64_t n) {
   int64_t i = 0;
   for (; i + U <= n; i += U) {
     for (int j = 0; j < U; ++j) {
-      acc[j] = Op::apply(acc[j], load<V>(x[i + j]));
+      acc[j] = Op::apply(acc[j], load<Op>(x[i + j]));
     }
   }
   for (int j = 0; i < n; ++i, ++j) {
-    acc[j] = Op::apply(acc[j], load<V>(x[i]));
+    acc[j] = Op::apply(acc[j], load<Op>(x[i]));
   }
 }
 
@@ -184,7 +201,7 @@ typename Op::P reduce_span(const In* x, int64_t n) {
   if (n < U) {
     V acc = Op::init();
     for (int64_t i = 0; i < n; ++i) {
-      acc = Op::apply(acc, load<V>(static_cast<compute_t<In>>(x[i])));
+      acc = Op::apply(acc, load<Op>(static_cast<compute_t<In>>(x[i])));
     }
     return static_cast<P>(acc);
   }
@@ -222,11 +239,11 @@ typename Op::P reduce_span_strided(const In* x, int64_t n, int64_t stride) {
     int64_t i = b;
     for (; i + 4 <= e; i += 4) {
       for (int k = 0; k < 4; ++k) {
-        acc[k] = Op::apply(acc[k], load<V>(static_cast<compute_t<In>>(x[(i + k) * stride])));
+        acc[k] = Op::apply(acc[k], load<Op>(static_cast<compute_t<In>>(x[(i + k) * stride])));
       }
     }
     for (; i < e; ++i) {
-      acc[0] = Op::apply(acc[0], load<V>(static_cast<compute_t<In>>(x[i * stride])));
+      acc[0] = Op::apply(acc[0], load<Op>(static_cast<compute_t<In>>(x[i * stride])));
     }
     V r = Op::apply(Op::apply(acc[0], acc[1]), Op::apply(acc[2], acc[3]));
     total = Op::apply(total, static_cast<P>(r));
@@ -351,15 +368,15 @@ inline void add_rows(typename Op::V* lanes, const T* const* rows, int n, int64_t
   } else if (n == 4) {
     const T *r0 = rows[0], *r1 = rows[1], *r2 = rows[2], *r3 = rows[3];
     for (int64_t j = 0; j < w; ++j) {
-      V a = Op::apply(load<V>(r0[j]), load<V>(r1[j]));
-      V b = Op::apply(load<V>(r2[j]), load<V>(r3[j]));
+      V a = Op::apply(load<Op>(r0[j]), load<Op>(r1[j]));
+      V b = Op::apply(load<Op>(r2[j]), load<Op>(r3[j]));
       lanes[j] = Op::apply(lanes[j], Op::apply(a, b));
     }
   } else {
     for (int r = 0; r < n; ++r) {
       const T* row = rows[r];
       for (int64_t j = 0; j < w; ++j) {
-        lanes[j] = Op::apply(lanes[j], load<V>(row[j]));
+        lanes[j] = Op::apply(lanes[j], load<Op>(row[j]));
       }
     }
   }

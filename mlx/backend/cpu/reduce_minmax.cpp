@@ -117,6 +117,9 @@ void arg_reduce(const array& in, array& out, int axis) {
   }
   const int64_t n = in.shape(axis);
   const int64_t stride = in.strides()[axis];
+  if (n == 0) {
+    throw std::invalid_argument("[argreduce] Cannot reduce a zero-size axis.");
+  }
   // The other dimensions, collapsed, with input and output strides.
   Shape shape;
   Strides in_strides, out_strides;
