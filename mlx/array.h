@@ -35,9 +35,9 @@ constexpr Dtype default_dtype_of() {
 
 class array {
  public:
-  template <typename T, typename = std::enable_if_t<std::is_arithmetic_v<T> ||
-                                                    std::is_same_v<T, float16_t> ||
-                                                    std::is_same_v<T, bfloat16_t>>>
+  template <typename T,
+            typename = std::enable_if_t<std::is_arithmetic_v<T> || std::is_same_v<T, float16_t> ||
+                                        std::is_same_v<T, bfloat16_t>>>
   explicit array(T val, Dtype dtype = default_dtype_of<T>()) : array(Shape{}, dtype) {
     init_from(&val, dtype_of<T>());
   }
@@ -73,12 +73,10 @@ class array {
   }
 
   // Wraps memory that is already allocated; `deleter` releases it.
-  array(allocator::Buffer data, Shape shape, Dtype dtype,
-        Deleter deleter = allocator::free);
+  array(allocator::Buffer data, Shape shape, Dtype dtype, Deleter deleter = allocator::free);
 
   // An unevaluated array produced by `primitive` from `inputs`.
-  array(Shape shape, Dtype dtype, std::shared_ptr<Primitive> primitive,
-        std::vector<array> inputs);
+  array(Shape shape, Dtype dtype, std::shared_ptr<Primitive> primitive, std::vector<array> inputs);
   // The sibling outputs of one multi-output primitive.
   static std::vector<array> make_arrays(std::vector<Shape> shapes, const std::vector<Dtype>& dtypes,
                                         const std::shared_ptr<Primitive>& primitive,
@@ -174,10 +172,9 @@ class array {
   void set_data(allocator::Buffer buffer, size_t data_size, Strides strides, Flags flags,
                 Deleter deleter = allocator::free);
   // Makes this array a view of `other`'s buffer, starting `offset` elements further on.
-  void copy_shared_buffer(const array& other, const Strides& strides, Flags flags,
-                          size_t data_size, int64_t offset = 0);
+  void copy_shared_buffer(const array& other, const Strides& strides, Flags flags, size_t data_size,
+                          int64_t offset = 0);
   void copy_shared_buffer(const array& other);
-
 
  private:
   array(Shape shape, Dtype dtype);  // allocates row-contiguous storage

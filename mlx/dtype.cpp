@@ -32,11 +32,11 @@ constexpr Dtype::Val kPromote[kNumDtypes][kNumDtypes] = {
     {c64, c64, c64, c64, c64, c64, c64, c64, c64, c64, c64, c64, c64, c64},
 };
 
-constexpr Dtype kAll[kNumDtypes] = {bool_, uint8,   uint16,  uint32, uint64,  int8,     int16,
-                                    int32, int64,   float16, float32, float64, bfloat16, complex64};
+constexpr Dtype kAll[kNumDtypes] = {bool_, uint8, uint16,  uint32,  uint64,  int8,     int16,
+                                    int32, int64, float16, float32, float64, bfloat16, complex64};
 
-const char* kNames[kNumDtypes] = {"bool",    "uint8",   "uint16",  "uint32",   "uint64",
-                                  "int8",    "int16",   "int32",   "int64",    "float16",
+const char* kNames[kNumDtypes] = {"bool",    "uint8",   "uint16",   "uint32",   "uint64",
+                                  "int8",    "int16",   "int32",    "int64",    "float16",
                                   "float32", "float64", "bfloat16", "complex64"};
 
 Dtype from_val(Dtype::Val v) { return kAll[static_cast<int>(v)]; }
@@ -126,8 +126,8 @@ Dtype dtype_from_name(const std::string& name) {
 std::ostream& operator<<(std::ostream& os, Dtype dt) { return os << dtype_name(dt); }
 
 std::ostream& operator<<(std::ostream& os, DtypeCategory cat) {
-  static const char* names[] = {"complexfloating", "floating",        "inexact", "signedinteger",
-                                "unsignedinteger", "integer",         "number",  "generic"};
+  static const char* names[] = {"complexfloating", "floating", "inexact", "signedinteger",
+                                "unsignedinteger", "integer",  "number",  "generic"};
   return os << names[static_cast<int>(cat)];
 }
 
@@ -176,15 +176,33 @@ void fill_iinfo(iinfo& info) {
 
 iinfo::iinfo(Dtype dt) : dtype(dt) {
   switch (dt.val) {
-    case Dtype::Val::uint8: fill_iinfo<uint8_t>(*this); break;
-    case Dtype::Val::uint16: fill_iinfo<uint16_t>(*this); break;
-    case Dtype::Val::uint32: fill_iinfo<uint32_t>(*this); break;
-    case Dtype::Val::uint64: fill_iinfo<uint64_t>(*this); break;
-    case Dtype::Val::int8: fill_iinfo<int8_t>(*this); break;
-    case Dtype::Val::int16: fill_iinfo<int16_t>(*this); break;
-    case Dtype::Val::int32: fill_iinfo<int32_t>(*this); break;
-    case Dtype::Val::int64: fill_iinfo<int64_t>(*this); break;
-    case Dtype::Val::bool_: fill_iinfo<bool>(*this); break;
+    case Dtype::Val::uint8:
+      fill_iinfo<uint8_t>(*this);
+      break;
+    case Dtype::Val::uint16:
+      fill_iinfo<uint16_t>(*this);
+      break;
+    case Dtype::Val::uint32:
+      fill_iinfo<uint32_t>(*this);
+      break;
+    case Dtype::Val::uint64:
+      fill_iinfo<uint64_t>(*this);
+      break;
+    case Dtype::Val::int8:
+      fill_iinfo<int8_t>(*this);
+      break;
+    case Dtype::Val::int16:
+      fill_iinfo<int16_t>(*this);
+      break;
+    case Dtype::Val::int32:
+      fill_iinfo<int32_t>(*this);
+      break;
+    case Dtype::Val::int64:
+      fill_iinfo<int64_t>(*this);
+      break;
+    case Dtype::Val::bool_:
+      fill_iinfo<bool>(*this);
+      break;
     default:
       throw std::invalid_argument("[iinfo] dtype " + dtype_name(dt) +
                                   " is not an integer type; use finfo for floating types.");

@@ -104,9 +104,9 @@ Dtype dtype_from_name(const std::string& name);
 // The C++ type of a dtype value and the dtype of a C++ type.
 template <typename T>
 struct TypeToDtype;
-#define MLX_TYPE_TO_DTYPE(T, DT) \
-  template <>                    \
-  struct TypeToDtype<T> {        \
+#define MLX_TYPE_TO_DTYPE(T, DT)       \
+  template <>                          \
+  struct TypeToDtype<T> {              \
     static constexpr Dtype value = DT; \
   };
 MLX_TYPE_TO_DTYPE(bool, bool_)

@@ -1,7 +1,41 @@
 // Fused composites with dedicated kernels (mlx::core::fast).
 #pragma once
 
+#include <optional>
+#include <string>
+
 #include "mlx/array.h"
 #include "mlx/stream.h"
 
-namespace mlx::core::fast {}  // namespace mlx::core::fast
+namespace mlx::core::fast {
+
+// x * rsqrt(mean(x^2, -1) + eps) * weight over the last axis.
+array rms_norm(const array& x, const std::optional<array>& weight, float eps,
+               StreamOrDevice s = {});
+
+// (x - mean) * rsqrt(var + eps) * weight + bias over the last axis.
+array layer_norm(const array& x, const std::optional<array>& weight,
+                 const std::optional<array>& bias, float eps, StreamOrDevice s = {});
+
+// Rotary positional encoding of the first `dims` features of x: (B, ..., T, D), position
+// (offset + t) * scale along T. Frequencies base^(-2i/dims), or 1 / freqs[i] when freqs is
+// given (then base must be empty). `traditional` rotates consecutive pairs, otherwise the
+// two halves of the rotated features. An array offset is a scalar or one entry per batch.
+array rope(const array& x, int dims, bool traditional, std::optional<float> base, float scale,
+           int offset, const std::optional<array>& freqs = std::nullopt, StreamOrDevice s = {});
+array rope(const array& x, int dims, bool traditional, std::optional<float> base, float scale,
+           const array& offset, const std::optional<array>& freqs = std::nullopt,
+           StreamOrDevice s = {});
+
+// softmax(scale * q @ k^T + mask) @ v for q: (B, N_q, T_q, D), k: (B, N_kv, T_kv, D),
+// v: (B, N_kv, T_kv, D_v), N_q a multiple of N_kv (grouped-query attention). mask_mode is
+// "" (no mask, or mask_arr when given), "causal" (query i sees keys up to
+// i + T_kv - T_q) or "array" (mask_arr: boolean keep-mask or additive, broadcastable to
+// (B, N_q, T_q, T_kv)). sinks (N_q,) add a per-head logit to each softmax denominator.
+// Rows that see no key (and have no sink) are NaN.
+array scaled_dot_product_attention(const array& queries, const array& keys, const array& values,
+                                   const float scale, const std::string& mask_mode = "",
+                                   std::optional<array> mask_arr = {},
+                                   const std::optional<array>& sinks = {}, StreamOrDevice s = {});
+
+}  // namespace mlx::core::fast

@@ -27,8 +27,8 @@ std::string to_string(const Shape& shape) {
 
 int normalize_axis(int axis, int ndim, const char* op) {
   if (axis < -ndim || axis >= ndim) {
-    throw std::invalid_argument(msg("[", op, "] Axis ", axis,
-                                    " is out of bounds for array with ", ndim, " dimensions."));
+    throw std::invalid_argument(
+        msg("[", op, "] Axis ", axis, " is out of bounds for array with ", ndim, " dimensions."));
   }
   return axis < 0 ? axis + ndim : axis;
 }

@@ -115,10 +115,9 @@ Buffer CachingAllocator::malloc(size_t requested) {
     stats_.peak_memory = stats_.active_memory;
   }
   if (memory_debug_ || (cache_debug_ && hit)) {
-    std::fprintf(stderr, "[memory:%s] malloc %s for %s -> block %s (%s), active %s\n",
-                 system_.name, format_bytes(requested).c_str(), op_name(),
-                 format_bytes(block_size).c_str(), hit ? "cache hit" : "system",
-                 format_bytes(stats_.active_memory).c_str());
+    std::fprintf(stderr, "[memory:%s] malloc %s for %s -> block %s (%s), active %s\n", system_.name,
+                 format_bytes(requested).c_str(), op_name(), format_bytes(block_size).c_str(),
+                 hit ? "cache hit" : "system", format_bytes(stats_.active_memory).c_str());
   }
   return Buffer(block);
 }

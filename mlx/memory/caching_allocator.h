@@ -13,8 +13,8 @@
 namespace mlx::core::allocator {
 
 struct SystemMemory {
-  const char* name;                         // "cpu", "cuda", ... for messages
-  void* (*malloc)(size_t size);             // nullptr on failure, never throws
+  const char* name;              // "cpu", "cuda", ... for messages
+  void* (*malloc)(size_t size);  // nullptr on failure, never throws
   void (*free)(void* block, size_t size);
 };
 

@@ -21,14 +21,14 @@ size_t set_wired_limit(size_t limit);
 void clear_cache();
 
 struct MemoryStats {
-  size_t active_memory = 0;     // bytes of blocks handed out and not yet freed
-  size_t peak_memory = 0;       // max of active_memory since the last reset
-  size_t cache_memory = 0;      // bytes of freed blocks kept for reuse
+  size_t active_memory = 0;  // bytes of blocks handed out and not yet freed
+  size_t peak_memory = 0;    // max of active_memory since the last reset
+  size_t cache_memory = 0;   // bytes of freed blocks kept for reuse
   size_t memory_limit = 0;
   size_t cache_limit = 0;
-  size_t num_system_allocs = 0; // calls to the system allocator
+  size_t num_system_allocs = 0;  // calls to the system allocator
   size_t num_system_frees = 0;
-  size_t cache_hits = 0;        // requests served from the cache
+  size_t cache_hits = 0;  // requests served from the cache
   size_t cache_misses = 0;
   size_t active_requested = 0;  // bytes asked for by live buffers (<= active_memory)
   size_t total_requested = 0;   // cumulative bytes asked for

@@ -37,7 +37,9 @@ array arange(double start, double stop, Dtype dtype, StreamOrDevice s) {
 array arange(double start, double stop, StreamOrDevice s) {
   return arange(start, stop, 1.0, float32, s);
 }
-array arange(double stop, Dtype dtype, StreamOrDevice s) { return arange(0.0, stop, 1.0, dtype, s); }
+array arange(double stop, Dtype dtype, StreamOrDevice s) {
+  return arange(0.0, stop, 1.0, dtype, s);
+}
 array arange(double stop, StreamOrDevice s) { return arange(0.0, stop, 1.0, float32, s); }
 array arange(int start, int stop, int step, StreamOrDevice s) {
   return arange(static_cast<double>(start), static_cast<double>(stop), static_cast<double>(step),
@@ -69,11 +71,13 @@ array astype(array a, Dtype dtype, StreamOrDevice s) {
     return a;
   }
   Shape shape = a.shape();
-  return array(std::move(shape), dtype, std::make_shared<AsType>(to_stream(s), dtype), {std::move(a)});
+  return array(std::move(shape), dtype, std::make_shared<AsType>(to_stream(s), dtype),
+               {std::move(a)});
 }
 
 array contiguous(array a, bool allow_col_major, StreamOrDevice s) {
-  if (a.is_available() && (a.flags().row_contiguous || (allow_col_major && a.flags().col_contiguous)) &&
+  if (a.is_available() &&
+      (a.flags().row_contiguous || (allow_col_major && a.flags().col_contiguous)) &&
       a.data_size() == a.size()) {
     return a;
   }
@@ -113,7 +117,8 @@ array full_like(const array& a, array vals, StreamOrDevice s) {
 
 array tri(int n, int m, int k, Dtype type, StreamOrDevice s) {
   if (n < 0 || m < 0) {
-    throw std::invalid_argument(msg("[tri] n and m must be non-negative, got ", n, " and ", m, "."));
+    throw std::invalid_argument(
+        msg("[tri] n and m must be non-negative, got ", n, " and ", m, "."));
   }
   array rows = reshape(arange(0, n, s), {n, 1}, s);
   array cols = reshape(arange(0, m, s), {1, m}, s);
@@ -122,7 +127,8 @@ array tri(int n, int m, int k, Dtype type, StreamOrDevice s) {
 
 array eye(int n, int m, int k, Dtype dtype, StreamOrDevice s) {
   if (n < 0 || m < 0) {
-    throw std::invalid_argument(msg("[eye] n and m must be non-negative, got ", n, " and ", m, "."));
+    throw std::invalid_argument(
+        msg("[eye] n and m must be non-negative, got ", n, " and ", m, "."));
   }
   array rows = reshape(arange(0, n, s), {n, 1}, s);
   array cols = reshape(arange(0, m, s), {1, m}, s);

@@ -22,8 +22,7 @@ array unary(UnaryOp op, const array& a, Dtype out_dtype, StreamOrDevice s) {
 // Applies a float math op, converting integer inputs to float32 first.
 array float_unary(UnaryOp op, const array& a, StreamOrDevice s, bool allow_complex = true) {
   if (!allow_complex && is_complex(a.dtype())) {
-    throw std::invalid_argument(
-        msg("[", unary_op_name(op), "] Not supported for complex inputs."));
+    throw std::invalid_argument(msg("[", unary_op_name(op), "] Not supported for complex inputs."));
   }
   Dtype t = at_least_float(a.dtype());
   return unary(op, astype(a, t, s), t, s);
@@ -39,14 +38,12 @@ array binary(BinaryOp op, const array& a, const array& b, Dtype in_dtype, Dtype 
                {std::move(x), std::move(y)});
 }
 
-array arithmetic(BinaryOp op, const array& a, const array& b, const char* name,
-                 StreamOrDevice s) {
+array arithmetic(BinaryOp op, const array& a, const array& b, const char* name, StreamOrDevice s) {
   Dtype t = promote_types(a.dtype(), b.dtype());
   return binary(op, a, b, t, t, name, s);
 }
 
-array comparison(BinaryOp op, const array& a, const array& b, const char* name,
-                 StreamOrDevice s) {
+array comparison(BinaryOp op, const array& a, const array& b, const char* name, StreamOrDevice s) {
   return binary(op, a, b, promote_types(a.dtype(), b.dtype()), bool_, name, s);
 }
 
@@ -54,7 +51,8 @@ array integer_binary(BinaryOp op, const array& a, const array& b, const char* na
                      StreamOrDevice s) {
   Dtype t = promote_types(a.dtype(), b.dtype());
   if (is_inexact(t)) {
-    throw std::invalid_argument(msg("[", name, "] Only integer and boolean inputs are supported; got ",
+    throw std::invalid_argument(msg("[", name,
+                                    "] Only integer and boolean inputs are supported; got ",
                                     a.dtype(), " and ", b.dtype(), "."));
   }
   return binary(op, a, b, t, t, name, s);
@@ -120,12 +118,20 @@ array arctan(const array& a, StreamOrDevice s) { return float_unary(UnaryOp::Arc
 array sinh(const array& a, StreamOrDevice s) { return float_unary(UnaryOp::Sinh, a, s); }
 array cosh(const array& a, StreamOrDevice s) { return float_unary(UnaryOp::Cosh, a, s); }
 array tanh(const array& a, StreamOrDevice s) { return float_unary(UnaryOp::Tanh, a, s); }
-array arcsinh(const array& a, StreamOrDevice s) { return float_unary(UnaryOp::ArcSinh, a, s, false); }
-array arccosh(const array& a, StreamOrDevice s) { return float_unary(UnaryOp::ArcCosh, a, s, false); }
-array arctanh(const array& a, StreamOrDevice s) { return float_unary(UnaryOp::ArcTanh, a, s, false); }
+array arcsinh(const array& a, StreamOrDevice s) {
+  return float_unary(UnaryOp::ArcSinh, a, s, false);
+}
+array arccosh(const array& a, StreamOrDevice s) {
+  return float_unary(UnaryOp::ArcCosh, a, s, false);
+}
+array arctanh(const array& a, StreamOrDevice s) {
+  return float_unary(UnaryOp::ArcTanh, a, s, false);
+}
 array erf(const array& a, StreamOrDevice s) { return float_unary(UnaryOp::Erf, a, s, false); }
 array erfinv(const array& a, StreamOrDevice s) { return float_unary(UnaryOp::ErfInv, a, s, false); }
-array sigmoid(const array& a, StreamOrDevice s) { return float_unary(UnaryOp::Sigmoid, a, s, false); }
+array sigmoid(const array& a, StreamOrDevice s) {
+  return float_unary(UnaryOp::Sigmoid, a, s, false);
+}
 
 array degrees(const array& a, StreamOrDevice s) {
   Dtype t = at_least_float(a.dtype());
@@ -173,8 +179,8 @@ array operator!(const array& a) { return logical_not(a); }
 
 array bitwise_invert(const array& a, StreamOrDevice s) {
   if (is_inexact(a.dtype())) {
-    throw std::invalid_argument(msg("[bitwise_invert] Only integer and boolean inputs are supported; got ",
-                                    a.dtype(), "."));
+    throw std::invalid_argument(msg(
+        "[bitwise_invert] Only integer and boolean inputs are supported; got ", a.dtype(), "."));
   }
   return unary(UnaryOp::BitwiseInvert, a, a.dtype(), s);
 }
@@ -216,7 +222,8 @@ array add(const array& a, const array& b, StreamOrDevice s) {
 }
 array subtract(const array& a, const array& b, StreamOrDevice s) {
   if (a.dtype() == bool_ && b.dtype() == bool_) {
-    throw std::invalid_argument("[subtract] Boolean subtraction is not supported; use logical_xor.");
+    throw std::invalid_argument(
+        "[subtract] Boolean subtraction is not supported; use logical_xor.");
   }
   return arithmetic(BinaryOp::Subtract, a, b, "subtract", s);
 }
@@ -249,8 +256,7 @@ std::vector<array> divmod(const array& a, const array& b, StreamOrDevice s) {
   Shape shape = broadcast_shapes(a.shape(), b.shape(), "divmod");
   array x = broadcast_to(astype(a, t, s), shape, s);
   array y = broadcast_to(astype(b, t, s), shape, s);
-  return array::make_arrays({shape, shape}, {t, t}, std::make_shared<DivMod>(to_stream(s)),
-                            {x, y});
+  return array::make_arrays({shape, shape}, {t, t}, std::make_shared<DivMod>(to_stream(s)), {x, y});
 }
 array power(const array& a, const array& b, StreamOrDevice s) {
   return arithmetic(BinaryOp::Power, a, b, "power", s);

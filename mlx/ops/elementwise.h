@@ -98,15 +98,15 @@ array isclose(const array& a, const array& b, double rtol = 1e-5, double atol = 
               bool equal_nan = false, StreamOrDevice s = {});
 
 // Operators; scalars on either side become arrays of their default dtype.
-#define MLX_BINARY_OPERATOR(OP, FN)                                          \
-  array operator OP(const array& a, const array& b);                        \
-  template <typename T>                                                      \
-  array operator OP(T a, const array& b) {                                   \
-    return FN(array(a), b);                                                  \
-  }                                                                          \
-  template <typename T>                                                      \
-  array operator OP(const array& a, T b) {                                   \
-    return FN(a, array(b));                                                  \
+#define MLX_BINARY_OPERATOR(OP, FN)                  \
+  array operator OP(const array& a, const array& b); \
+  template <typename T>                              \
+  array operator OP(T a, const array& b) {           \
+    return FN(array(a), b);                          \
+  }                                                  \
+  template <typename T>                              \
+  array operator OP(const array& a, T b) {           \
+    return FN(a, array(b));                          \
   }
 MLX_BINARY_OPERATOR(+, add)
 MLX_BINARY_OPERATOR(-, subtract)

@@ -44,15 +44,16 @@ array reshape(const array& a, Shape shape, StreamOrDevice s) {
       }
       infer = static_cast<int>(i);
     } else if (shape[i] < 0) {
-      throw std::invalid_argument(msg("[reshape] Invalid dimension ", shape[i], " in ", shape, "."));
+      throw std::invalid_argument(
+          msg("[reshape] Invalid dimension ", shape[i], " in ", shape, "."));
     } else {
       known *= shape[i];
     }
   }
   if (infer >= 0) {
     if (known == 0 || a.size() % known != 0) {
-      throw std::invalid_argument(
-          msg("[reshape] Cannot infer the shape of an array of size ", a.size(), " from ", shape, "."));
+      throw std::invalid_argument(msg("[reshape] Cannot infer the shape of an array of size ",
+                                      a.size(), " from ", shape, "."));
     }
     shape[infer] = static_cast<int32_t>(a.size() / known);
     known = a.size();
@@ -110,8 +111,8 @@ array unflatten(const array& a, int axis, Shape shape, StreamOrDevice s) {
   }
   if (infer >= 0) {
     if (known == 0 || a.shape(axis) % known != 0) {
-      throw std::invalid_argument(msg("[unflatten] Cannot infer ", shape, " for axis size ",
-                                      a.shape(axis), "."));
+      throw std::invalid_argument(
+          msg("[unflatten] Cannot infer ", shape, " for axis size ", a.shape(axis), "."));
     }
     shape[infer] = static_cast<int32_t>(a.shape(axis) / known);
     known *= shape[infer];
@@ -218,8 +219,8 @@ array slice(const array& a, Shape start, Shape stop, Shape strides, StreamOrDevi
   int nd = a.ndim();
   if (static_cast<int>(start.size()) != nd || static_cast<int>(stop.size()) != nd ||
       static_cast<int>(strides.size()) != nd) {
-    throw std::invalid_argument(msg("[slice] Invalid number of indices or strides for array with ",
-                                    nd, " dimensions."));
+    throw std::invalid_argument(
+        msg("[slice] Invalid number of indices or strides for array with ", nd, " dimensions."));
   }
   Shape shape(nd);
   bool identity = true;
@@ -231,13 +232,16 @@ array slice(const array& a, Shape start, Shape stop, Shape strides, StreamOrDevi
     }
     // Python slice clamping.
     auto clamp = [&](int64_t v, bool is_start) -> int64_t {
-      if (v < 0) v += n;
-      if (st > 0) return std::clamp<int64_t>(v, 0, n);
+      if (v < 0)
+        v += n;
+      if (st > 0)
+        return std::clamp<int64_t>(v, 0, n);
       return std::clamp<int64_t>(v, -1, n - 1);
     };
     int64_t b = clamp(start[i], true);
     int64_t e = clamp(stop[i], false);
-    int64_t len = st > 0 ? (e > b ? (e - b + st - 1) / st : 0) : (b > e ? (b - e - st - 1) / (-st) : 0);
+    int64_t len =
+        st > 0 ? (e > b ? (e - b + st - 1) / st : 0) : (b > e ? (b - e - st - 1) / (-st) : 0);
     start[i] = static_cast<int32_t>(len > 0 ? b : 0);
     stop[i] = static_cast<int32_t>(e);
     shape[i] = static_cast<int32_t>(len);
@@ -246,10 +250,10 @@ array slice(const array& a, Shape start, Shape stop, Shape strides, StreamOrDevi
   if (identity) {
     return a;
   }
-  return array(std::move(shape), a.dtype(),
-               std::make_shared<Slice>(to_stream(s), std::move(start), std::move(stop),
-                                       std::move(strides)),
-               {a});
+  return array(
+      std::move(shape), a.dtype(),
+      std::make_shared<Slice>(to_stream(s), std::move(start), std::move(stop), std::move(strides)),
+      {a});
 }
 
 array slice(const array& a, Shape start, Shape stop, StreamOrDevice s) {
@@ -259,8 +263,8 @@ array slice(const array& a, Shape start, Shape stop, StreamOrDevice s) {
 
 array as_strided(array a, Shape shape, Strides strides, size_t offset, StreamOrDevice s) {
   if (shape.size() != strides.size()) {
-    throw std::invalid_argument(msg("[as_strided] Shape ", shape, " and strides ", strides,
-                                    " must have the same length."));
+    throw std::invalid_argument(
+        msg("[as_strided] Shape ", shape, " and strides ", strides, " must have the same length."));
   }
   a = contiguous(std::move(a), false, s);
   auto p = std::make_shared<AsStrided>(to_stream(s), shape, std::move(strides), offset);

@@ -59,7 +59,8 @@ class Reshape : public UnaryPrimitive {
 
 class Transpose : public UnaryPrimitive {
  public:
-  Transpose(Stream stream, std::vector<int> axes) : UnaryPrimitive(stream), axes_(std::move(axes)) {}
+  Transpose(Stream stream, std::vector<int> axes)
+      : UnaryPrimitive(stream), axes_(std::move(axes)) {}
   void eval_cpu(const std::vector<array>& inputs, array& out) override;
   const char* name() const override { return "Transpose"; }
   bool is_equivalent(const Primitive& other) const override;
@@ -93,7 +94,10 @@ class Slice : public UnaryPrimitive {
 class AsStrided : public UnaryPrimitive {
  public:
   AsStrided(Stream stream, Shape shape, Strides strides, size_t offset)
-      : UnaryPrimitive(stream), shape_(std::move(shape)), strides_(std::move(strides)), offset_(offset) {}
+      : UnaryPrimitive(stream),
+        shape_(std::move(shape)),
+        strides_(std::move(strides)),
+        offset_(offset) {}
   void eval_cpu(const std::vector<array>& inputs, array& out) override;
   const char* name() const override { return "AsStrided"; }
   bool is_equivalent(const Primitive& other) const override;

@@ -54,20 +54,21 @@ void reset_outputs(std::vector<array>& outs) {
   }
 }
 
-// Runs one node; afterwards the node forgets its inputs so they can be freed.
+// Runs one node; afterwards the node forgets its inputs so they can be freed. On failure the
+// outputs go back to unscheduled so that a later eval can retry.
 void run_node(array& node) {
   Primitive& prim = node.primitive();
   auto& inputs = node.inputs();
-  for (auto& in : inputs) {
-    in.wait();
-    if (in.status() != array::Status::available) {
-      throw std::runtime_error(
-          msg("[eval] An input of ", prim.name(), " could not be evaluated."));
-    }
-  }
   std::vector<array> outs = node.outputs();
-  allocator::set_current_op(prim.name());
   try {
+    for (auto& in : inputs) {
+      in.wait();
+      if (in.status() != array::Status::available) {
+        throw std::runtime_error(
+            msg("[eval] An input of ", prim.name(), " could not be evaluated."));
+      }
+    }
+    allocator::set_current_op(prim.name());
     if (prim.stream().device.type == Device::cpu) {
       prim.eval_cpu(inputs, outs);
     } else {
@@ -99,8 +100,7 @@ void eval_impl(std::vector<array> outputs, bool sync) {
       o.set_status(array::Status::scheduled);
     }
     scheduler::enqueue(
-        stream,
-        [node = std::move(node)]() mutable { run_node(node); },
+        stream, [node = std::move(node)]() mutable { run_node(node); },
         [&outs](Event e) {
           for (auto& o : outs) {
             o.attach_event(e);

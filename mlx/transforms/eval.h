@@ -11,12 +11,14 @@ void eval(std::vector<array> outputs);
 // Submits the same work to the streams' workers and returns at once.
 void async_eval(std::vector<array> outputs);
 
-template <typename... Arrays, typename = std::enable_if_t<(std::is_same_v<std::decay_t<Arrays>, array> && ...)>>
+template <typename... Arrays,
+          typename = std::enable_if_t<(std::is_same_v<std::decay_t<Arrays>, array> && ...)>>
 void eval(Arrays&&... outputs) {
   eval(std::vector<array>{std::forward<Arrays>(outputs)...});
 }
 
-template <typename... Arrays, typename = std::enable_if_t<(std::is_same_v<std::decay_t<Arrays>, array> && ...)>>
+template <typename... Arrays,
+          typename = std::enable_if_t<(std::is_same_v<std::decay_t<Arrays>, array> && ...)>>
 void async_eval(Arrays&&... outputs) {
   async_eval(std::vector<array>{std::forward<Arrays>(outputs)...});
 }

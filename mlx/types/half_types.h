@@ -67,41 +67,39 @@ inline uint16_t float_to_bfloat_bits(float f) {
   return static_cast<uint16_t>(x >> 16);
 }
 
-inline float bfloat_bits_to_float(uint16_t b) {
-  return bits_float(static_cast<uint32_t>(b) << 16);
-}
+inline float bfloat_bits_to_float(uint16_t b) { return bits_float(static_cast<uint32_t>(b) << 16); }
 
 }  // namespace detail
 
-#define MLX_HALF_LIKE_TYPE(NAME, TO_BITS, FROM_BITS)                                     \
-  struct NAME {                                                                          \
-    uint16_t bits_;                                                                      \
-    NAME() = default;                                                                    \
-    static constexpr NAME from_bits(uint16_t b) {                                        \
-      NAME h{};                                                                          \
-      h.bits_ = b;                                                                       \
-      return h;                                                                          \
-    }                                                                                    \
-    NAME(float f) : bits_(detail::TO_BITS(f)) {}                                         \
-    NAME(double f) : bits_(detail::TO_BITS(static_cast<float>(f))) {}                    \
-    template <typename T, typename = std::enable_if_t<std::is_integral_v<T>>>            \
-    NAME(T v) : bits_(detail::TO_BITS(static_cast<float>(v))) {}                         \
-    operator float() const { return detail::FROM_BITS(bits_); }                          \
-    NAME& operator+=(NAME o) { return *this = NAME(float(*this) + float(o)); }           \
-    NAME& operator-=(NAME o) { return *this = NAME(float(*this) - float(o)); }           \
-    NAME& operator*=(NAME o) { return *this = NAME(float(*this) * float(o)); }           \
-    NAME& operator/=(NAME o) { return *this = NAME(float(*this) / float(o)); }           \
-    NAME operator-() const { return from_bits(bits_ ^ 0x8000u); }                        \
-  };                                                                                     \
-  inline NAME operator+(NAME a, NAME b) { return NAME(float(a) + float(b)); }            \
-  inline NAME operator-(NAME a, NAME b) { return NAME(float(a) - float(b)); }            \
-  inline NAME operator*(NAME a, NAME b) { return NAME(float(a) * float(b)); }            \
-  inline NAME operator/(NAME a, NAME b) { return NAME(float(a) / float(b)); }            \
-  inline bool operator==(NAME a, NAME b) { return float(a) == float(b); }                \
-  inline bool operator!=(NAME a, NAME b) { return float(a) != float(b); }                \
-  inline bool operator<(NAME a, NAME b) { return float(a) < float(b); }                  \
-  inline bool operator>(NAME a, NAME b) { return float(a) > float(b); }                  \
-  inline bool operator<=(NAME a, NAME b) { return float(a) <= float(b); }                \
+#define MLX_HALF_LIKE_TYPE(NAME, TO_BITS, FROM_BITS)                           \
+  struct NAME {                                                                \
+    uint16_t bits_;                                                            \
+    NAME() = default;                                                          \
+    static constexpr NAME from_bits(uint16_t b) {                              \
+      NAME h{};                                                                \
+      h.bits_ = b;                                                             \
+      return h;                                                                \
+    }                                                                          \
+    NAME(float f) : bits_(detail::TO_BITS(f)) {}                               \
+    NAME(double f) : bits_(detail::TO_BITS(static_cast<float>(f))) {}          \
+    template <typename T, typename = std::enable_if_t<std::is_integral_v<T>>>  \
+    NAME(T v) : bits_(detail::TO_BITS(static_cast<float>(v))) {}               \
+    operator float() const { return detail::FROM_BITS(bits_); }                \
+    NAME& operator+=(NAME o) { return *this = NAME(float(*this) + float(o)); } \
+    NAME& operator-=(NAME o) { return *this = NAME(float(*this) - float(o)); } \
+    NAME& operator*=(NAME o) { return *this = NAME(float(*this) * float(o)); } \
+    NAME& operator/=(NAME o) { return *this = NAME(float(*this) / float(o)); } \
+    NAME operator-() const { return from_bits(bits_ ^ 0x8000u); }              \
+  };                                                                           \
+  inline NAME operator+(NAME a, NAME b) { return NAME(float(a) + float(b)); }  \
+  inline NAME operator-(NAME a, NAME b) { return NAME(float(a) - float(b)); }  \
+  inline NAME operator*(NAME a, NAME b) { return NAME(float(a) * float(b)); }  \
+  inline NAME operator/(NAME a, NAME b) { return NAME(float(a) / float(b)); }  \
+  inline bool operator==(NAME a, NAME b) { return float(a) == float(b); }      \
+  inline bool operator!=(NAME a, NAME b) { return float(a) != float(b); }      \
+  inline bool operator<(NAME a, NAME b) { return float(a) < float(b); }        \
+  inline bool operator>(NAME a, NAME b) { return float(a) > float(b); }        \
+  inline bool operator<=(NAME a, NAME b) { return float(a) <= float(b); }      \
   inline bool operator>=(NAME a, NAME b) { return float(a) >= float(b); }
 
 MLX_HALF_LIKE_TYPE(float16_t, float_to_half_bits, half_bits_to_float)

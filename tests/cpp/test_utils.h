@@ -45,9 +45,12 @@ inline array random_array(const Shape& shape, Dtype dtype = float32, double lo =
 
 // Default tolerances by dtype for results computed in that dtype.
 inline double default_rtol(Dtype t) {
-  if (t == float16) return 2e-3;
-  if (t == bfloat16) return 1.6e-2;
-  if (t == float64) return 1e-12;
+  if (t == float16)
+    return 2e-3;
+  if (t == bfloat16)
+    return 1.6e-2;
+  if (t == float64)
+    return 1e-12;
   return 1e-5;
 }
 
@@ -55,8 +58,10 @@ inline double default_rtol(Dtype t) {
 inline void expect_close(const array& actual, const std::vector<double>& expected,
                          const Shape& shape, double rtol = -1, double atol = -1) {
   ASSERT_EQ(actual.shape(), shape);
-  if (rtol < 0) rtol = default_rtol(actual.dtype());
-  if (atol < 0) atol = rtol;
+  if (rtol < 0)
+    rtol = default_rtol(actual.dtype());
+  if (atol < 0)
+    atol = rtol;
   auto got = to_vector(actual);
   ASSERT_EQ(got.size(), expected.size());
   for (size_t i = 0; i < got.size(); ++i) {
@@ -71,13 +76,13 @@ inline void expect_close(const array& actual, const std::vector<double>& expecte
   }
 }
 
-inline void expect_close(const array& actual, const std::vector<double>& expected,
-                         double rtol = -1, double atol = -1) {
+inline void expect_close(const array& actual, const std::vector<double>& expected, double rtol = -1,
+                         double atol = -1) {
   expect_close(actual, expected, actual.shape(), rtol, atol);
 }
 
-inline constexpr Dtype kAllDtypes[] = {bool_,   uint8,   uint16,  uint32, uint64,
-                                       int8,    int16,   int32,   int64,  float16,
+inline constexpr Dtype kAllDtypes[] = {bool_,   uint8,   uint16,   uint32,   uint64,
+                                       int8,    int16,   int32,    int64,    float16,
                                        float32, float64, bfloat16, complex64};
 inline constexpr Dtype kFloatDtypes[] = {float16, bfloat16, float32, float64};
 

@@ -37,8 +37,8 @@ void Binary::eval_cpu(const std::vector<array>& inputs, array& out) {
   const array& b = inputs[1];
   const char* n = name();
   switch (op_) {
-#define CASE(OP, TYPES)  \
-  case BinaryOp::OP:     \
+#define CASE(OP, TYPES) \
+  case BinaryOp::OP:    \
     return run<fn::OP, TYPES>(a, b, out, n);
     CASE(Add, Types::all)
     CASE(Subtract, Types::all)
@@ -78,8 +78,8 @@ namespace {
 template <typename T>
 void select_loop(const array& cond, const array& x, const array& y, array& out) {
   out.set_data(allocator::malloc(out.nbytes()));
-  auto layout = collapse_dims<4>(out.shape(), {cond.strides(), x.strides(), y.strides(),
-                                               out.strides()});
+  auto layout =
+      collapse_dims<4>(out.shape(), {cond.strides(), x.strides(), y.strides(), out.strides()});
   int64_t rows = num_rows(layout.shape);
   int64_t len = layout.shape.back();
   int64_t sc = layout.strides[0].back(), sx = layout.strides[1].back(),
@@ -108,9 +108,8 @@ void Select::eval_cpu(const std::vector<array>& inputs, array& out) {
     out.set_data(allocator::malloc(0));
     return;
   }
-  dispatch_by_size(out.itemsize(), "where", [&]<typename T>() {
-    select_loop<T>(inputs[0], inputs[1], inputs[2], out);
-  });
+  dispatch_by_size(out.itemsize(), "where",
+                   [&]<typename T>() { select_loop<T>(inputs[0], inputs[1], inputs[2], out); });
 }
 
 }  // namespace mlx::core

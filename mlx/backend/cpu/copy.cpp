@@ -52,9 +52,8 @@ void convert_contiguous(const void* src, Dtype src_dtype, void* dst, Dtype dst_d
     const From* s = static_cast<const From*>(src);
     To* d = static_cast<To*>(dst);
     int64_t grain = kParallelBytes / static_cast<int64_t>(sizeof(To) + sizeof(From));
-    parallel_for(static_cast<int64_t>(n), grain, [&](int64_t b, int64_t e) {
-      convert_row(s + b, 1, d + b, 1, e - b);
-    });
+    parallel_for(static_cast<int64_t>(n), grain,
+                 [&](int64_t b, int64_t e) { convert_row(s + b, 1, d + b, 1, e - b); });
   });
 }
 
@@ -90,12 +89,7 @@ void copy_to_contiguous(const array& in, array& out) {
   if (in_place && in.dtype() == out.dtype()) {
     return;
   }
-  copy_strided(in, in.strides(), 0, out, out.strides(), 0, in.shape());
-}
-
-void fill(const array& value, array& out) {
-  out.set_data(allocator::malloc(out.nbytes()));
-  copy_strided(value, Strides(out.ndim(), 0), 0, out, out.strides(), 0, out.shape());
+  copy_strided(in, in.strides(), 0, out, row_major_strides(in.shape()), 0, in.shape());
 }
 
 }  // namespace mlx::core::cpu

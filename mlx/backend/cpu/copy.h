@@ -18,7 +18,4 @@ void copy_to_contiguous(const array& in, array& out);
 void copy_strided(const array& src, const Strides& src_strides, int64_t src_offset, array& dst,
                   const Strides& dst_strides, int64_t dst_offset, const Shape& shape);
 
-// Fills every element of `out` (allocated here) with the single value in `value`.
-void fill(const array& value, array& out);
-
 }  // namespace mlx::core::cpu

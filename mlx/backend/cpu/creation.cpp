@@ -1,10 +1,14 @@
+#include "mlx/primitives/creation.h"
+
 #include "mlx/backend/cpu/copy.h"
 #include "mlx/backend/cpu/dispatch.h"
-#include "mlx/primitives/creation.h"
 
 namespace mlx::core {
 
-void Full::eval_cpu(const std::vector<array>& inputs, array& out) { cpu::fill(inputs[0], out); }
+// The input is the fill value already broadcast to the output shape.
+void Full::eval_cpu(const std::vector<array>& inputs, array& out) {
+  cpu::copy_to_contiguous(inputs[0], out);
+}
 
 void Arange::eval_cpu(const std::vector<array>&, array& out) {
   out.set_data(allocator::malloc(out.nbytes()));

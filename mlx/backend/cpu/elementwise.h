@@ -25,18 +25,17 @@ inline void set_dense_output_like(const array& like, array& out,
                like.strides(), like.flags());
 }
 
-template <typename In, typename Out, typename Op>
-void unary_loop(const array& in, array& out, Op op) {
+// Applies `apply_run(src, src_stride, dst, n)` over every run of elements: the whole dense
+// span split across threads, or each row of a strided layout.
+template <typename In, typename Out, typename RunFn>
+void unary_runs(const array& in, array& out, RunFn apply_run) {
   if (is_dense(in)) {
     set_dense_output_like(in, out, {&in});
     const In* src = in.data<In>();
     Out* dst = out.data<Out>();
     int64_t n = static_cast<int64_t>(in.data_size());
-    parallel_for(n, kParallelBytes / sizeof(Out), [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i) {
-        dst[i] = op(src[i]);
-      }
-    });
+    parallel_for(n, kParallelBytes / sizeof(Out),
+                 [&](int64_t b, int64_t e) { apply_run(src + b, int64_t(1), dst + b, e - b); });
     return;
   }
   out.set_data(allocator::malloc(out.nbytes()));
@@ -49,13 +48,38 @@ void unary_loop(const array& in, array& out, Op op) {
   parallel_for(rows, std::max<int64_t>(1, kParallelBytes / (len * sizeof(Out) + 1)),
                [&](int64_t r0, int64_t r1) {
                  for_each_row(layout, r0, r1, [&](const std::array<int64_t, 2>& off) {
-                   const In* s = src + off[0];
-                   Out* d = dst + off[1];
-                   for (int64_t i = 0; i < len; ++i) {
-                     d[i] = op(s[i * s_in]);
-                   }
+                   apply_run(src + off[0], s_in, dst + off[1], len);
                  });
                });
+}
+
+template <typename In, typename Out, typename Op>
+void unary_loop(const array& in, array& out, Op op) {
+  unary_runs<In, Out>(in, out, [op](const In* s, int64_t stride, Out* d, int64_t n) {
+    if (stride == 1) {
+      for (int64_t i = 0; i < n; ++i)
+        d[i] = op(s[i]);
+    } else {
+      for (int64_t i = 0; i < n; ++i)
+        d[i] = op(s[i * stride]);
+    }
+  });
+}
+
+// float32 ops with a vectorized bulk kernel: contiguous runs go to `bulk`, strided rows
+// fall back to the scalar functor.
+template <typename Op>
+void unary_loop_bulk(const array& in, array& out, void (*bulk)(const float*, float*, int64_t),
+                     Op op) {
+  unary_runs<float, float>(in, out,
+                           [bulk, op](const float* s, int64_t stride, float* d, int64_t n) {
+                             if (stride == 1) {
+                               bulk(s, d, n);
+                             } else {
+                               for (int64_t i = 0; i < n; ++i)
+                                 d[i] = op(s[i * stride]);
+                             }
+                           });
 }
 
 template <typename In, typename Out, typename Op>
@@ -80,16 +104,19 @@ void binary_loop(const array& a, const array& b, array& out, Op op) {
   } else if (a_scalar && is_dense(b)) {
     In x = pa[0];
     dense_run(b, [&](Out* dst, int64_t s, int64_t e) {
-      for (int64_t i = s; i < e; ++i) dst[i] = op(x, pb[i]);
+      for (int64_t i = s; i < e; ++i)
+        dst[i] = op(x, pb[i]);
     });
   } else if (b_scalar && is_dense(a)) {
     In y = pb[0];
     dense_run(a, [&](Out* dst, int64_t s, int64_t e) {
-      for (int64_t i = s; i < e; ++i) dst[i] = op(pa[i], y);
+      for (int64_t i = s; i < e; ++i)
+        dst[i] = op(pa[i], y);
     });
   } else if (is_dense(a) && is_dense(b) && a.strides() == b.strides()) {
     dense_run(a, [&](Out* dst, int64_t s, int64_t e) {
-      for (int64_t i = s; i < e; ++i) dst[i] = op(pa[i], pb[i]);
+      for (int64_t i = s; i < e; ++i)
+        dst[i] = op(pa[i], pb[i]);
     });
   } else {
     out.set_data(allocator::malloc(out.nbytes()));
@@ -106,13 +133,17 @@ void binary_loop(const array& a, const array& b, array& out, Op op) {
                      const In* y = pb + off[1];
                      Out* d = dst + off[2];
                      if (sa == 1 && sb == 1) {
-                       for (int64_t i = 0; i < len; ++i) d[i] = op(x[i], y[i]);
+                       for (int64_t i = 0; i < len; ++i)
+                         d[i] = op(x[i], y[i]);
                      } else if (sa == 0 && sb == 1) {
-                       for (int64_t i = 0; i < len; ++i) d[i] = op(x[0], y[i]);
+                       for (int64_t i = 0; i < len; ++i)
+                         d[i] = op(x[0], y[i]);
                      } else if (sa == 1 && sb == 0) {
-                       for (int64_t i = 0; i < len; ++i) d[i] = op(x[i], y[0]);
+                       for (int64_t i = 0; i < len; ++i)
+                         d[i] = op(x[i], y[0]);
                      } else {
-                       for (int64_t i = 0; i < len; ++i) d[i] = op(x[i * sa], y[i * sb]);
+                       for (int64_t i = 0; i < len; ++i)
+                         d[i] = op(x[i * sa], y[i * sb]);
                      }
                    });
                  });

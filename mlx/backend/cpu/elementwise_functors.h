@@ -18,25 +18,28 @@ template <typename T>
 inline constexpr bool is_float_v = std::is_floating_point_v<T> || is_half_v<T>;
 
 // Applies a float-domain function to any floating type (halves go through float).
-#define MLX_FLOAT_FN(NAME, EXPR)                  \
-  struct NAME {                                   \
-    template <typename T>                         \
-    T operator()(T x_) const {                    \
-      if constexpr (is_half_v<T>) {               \
-        float x = static_cast<float>(x_);         \
-        return T(EXPR);                           \
-      } else {                                    \
-        auto x = x_;                              \
-        return static_cast<T>(EXPR);              \
-      }                                           \
-    }                                             \
+#define MLX_FLOAT_FN(NAME, EXPR)          \
+  struct NAME {                           \
+    template <typename T>                 \
+    T operator()(T x_) const {            \
+      if constexpr (is_half_v<T>) {       \
+        float x = static_cast<float>(x_); \
+        return T(EXPR);                   \
+      } else {                            \
+        auto x = x_;                      \
+        return static_cast<T>(EXPR);      \
+      }                                   \
+    }                                     \
   };
 
 inline float erfinv_impl(float a) {
   // Giles' single-precision approximation refined by two Newton steps.
-  if (std::isnan(a) || a < -1.0f || a > 1.0f) return std::numeric_limits<float>::quiet_NaN();
-  if (a == 1.0f) return std::numeric_limits<float>::infinity();
-  if (a == -1.0f) return -std::numeric_limits<float>::infinity();
+  if (std::isnan(a) || a < -1.0f || a > 1.0f)
+    return std::numeric_limits<float>::quiet_NaN();
+  if (a == 1.0f)
+    return std::numeric_limits<float>::infinity();
+  if (a == -1.0f)
+    return -std::numeric_limits<float>::infinity();
   double x = a;
   double w = -std::log((1.0 - x) * (1.0 + x));
   double p;
@@ -72,8 +75,10 @@ inline float erfinv_impl(float a) {
 }
 
 inline double erfinv_impl(double a) {
-  if (std::isnan(a) || a < -1.0 || a > 1.0) return std::numeric_limits<double>::quiet_NaN();
-  if (a == 1.0 || a == -1.0) return a * std::numeric_limits<double>::infinity();
+  if (std::isnan(a) || a < -1.0 || a > 1.0)
+    return std::numeric_limits<double>::quiet_NaN();
+  if (a == 1.0 || a == -1.0)
+    return a * std::numeric_limits<double>::infinity();
   double y = erfinv_impl(static_cast<float>(a));
   for (int i = 0; i < 3; ++i) {
     double err = std::erf(y) - a;
@@ -257,7 +262,9 @@ struct BitwiseInvert {
 };
 
 struct Conjugate {
-  complex64_t operator()(complex64_t x) const { return std::conj(static_cast<std::complex<float>>(x)); }
+  complex64_t operator()(complex64_t x) const {
+    return std::conj(static_cast<std::complex<float>>(x));
+  }
 };
 struct Real {
   float operator()(complex64_t x) const { return x.real(); }
@@ -266,23 +273,23 @@ struct Imag {
   float operator()(complex64_t x) const { return x.imag(); }
 };
 
-#define MLX_FLOAT_PREDICATE(NAME, EXPR)       \
-  struct NAME {                               \
-    template <typename T>                     \
-    bool operator()(T x_) const {             \
-      if constexpr (is_float_v<T>) {          \
+#define MLX_FLOAT_PREDICATE(NAME, EXPR)                                       \
+  struct NAME {                                                               \
+    template <typename T>                                                     \
+    bool operator()(T x_) const {                                             \
+      if constexpr (is_float_v<T>) {                                          \
         auto x = static_cast<std::conditional_t<is_half_v<T>, float, T>>(x_); \
-        return EXPR;                          \
-      } else if constexpr (is_complex_v<T>) { \
-        auto r = x_.real(), i = x_.imag();    \
-        auto x = r;                           \
-        bool a = EXPR;                        \
-        x = i;                                \
-        return a || (EXPR);                   \
-      } else {                                \
-        return false;                         \
-      }                                       \
-    }                                         \
+        return EXPR;                                                          \
+      } else if constexpr (is_complex_v<T>) {                                 \
+        auto r = x_.real(), i = x_.imag();                                    \
+        auto x = r;                                                           \
+        bool a = EXPR;                                                        \
+        x = i;                                                                \
+        return a || (EXPR);                                                   \
+      } else {                                                                \
+        return false;                                                         \
+      }                                                                       \
+    }                                                                         \
   };
 MLX_FLOAT_PREDICATE(IsNaN, std::isnan(x))
 MLX_FLOAT_PREDICATE(IsInf, std::isinf(x))
@@ -308,8 +315,10 @@ struct IsFinite {
 struct Add {
   template <typename T>
   T operator()(T a, T b) const {
-    if constexpr (std::is_same_v<T, bool>) return a || b;
-    else return T(a + b);
+    if constexpr (std::is_same_v<T, bool>)
+      return a || b;
+    else
+      return T(a + b);
   }
 };
 struct Subtract {
@@ -321,8 +330,10 @@ struct Subtract {
 struct Multiply {
   template <typename T>
   T operator()(T a, T b) const {
-    if constexpr (std::is_same_v<T, bool>) return a && b;
-    else return T(a * b);
+    if constexpr (std::is_same_v<T, bool>)
+      return a && b;
+    else
+      return T(a * b);
   }
 };
 struct Divide {
@@ -339,13 +350,16 @@ struct Remainder {
     if constexpr (std::is_same_v<T, bool>) {
       return false;
     } else if constexpr (std::is_integral_v<T>) {
-      if (b == 0) return 0;
+      if (b == 0)
+        return 0;
       if constexpr (std::is_signed_v<T>) {
-        if (b == -1) return 0;  // INT_MIN % -1 traps
+        if (b == -1)
+          return 0;  // INT_MIN % -1 traps
       }
       T r = a % b;
       if constexpr (std::is_signed_v<T>) {
-        if (r != 0 && ((r < 0) != (b < 0))) r += b;
+        if (r != 0 && ((r < 0) != (b < 0)))
+          r += b;
       }
       return r;
     } else if constexpr (is_complex_v<T>) {
@@ -354,7 +368,8 @@ struct Remainder {
       using C = std::conditional_t<is_half_v<T>, float, T>;
       C x = static_cast<C>(a), y = static_cast<C>(b);
       C r = std::fmod(x, y);
-      if (r != 0 && ((r < 0) != (y < 0))) r += y;
+      if (r != 0 && ((r < 0) != (y < 0)))
+        r += y;
       return T(r);
     }
   }
@@ -366,13 +381,16 @@ struct FloorDivide {
     if constexpr (std::is_same_v<T, bool>) {
       return a && b;
     } else if constexpr (std::is_integral_v<T>) {
-      if (b == 0) return 0;
+      if (b == 0)
+        return 0;
       if constexpr (std::is_signed_v<T>) {
-        if (b == -1) return T(0 - static_cast<std::make_unsigned_t<T>>(a));  // INT_MIN / -1 traps
+        if (b == -1)
+          return T(0 - static_cast<std::make_unsigned_t<T>>(a));  // INT_MIN / -1 traps
       }
       T q = a / b;
       if constexpr (std::is_signed_v<T>) {
-        if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
+        if ((a % b != 0) && ((a < 0) != (b < 0)))
+          --q;
       }
       return q;
     } else {
@@ -388,11 +406,13 @@ struct Power {
     if constexpr (std::is_integral_v<T>) {
       // Exponentiation by squaring; negative exponents give 0 (except base +-1).
       if constexpr (std::is_signed_v<T>) {
-        if (b < 0) return a == 1 ? 1 : (a == -1 ? ((b & 1) ? -1 : 1) : 0);
+        if (b < 0)
+          return a == 1 ? 1 : (a == -1 ? ((b & 1) ? -1 : 1) : 0);
       }
       T result = 1;
       while (b) {
-        if (b & 1) result *= a;
+        if (b & 1)
+          result *= a;
         a *= a;
         b >>= 1;
       }
@@ -411,8 +431,10 @@ struct Maximum {
   template <typename T>
   T operator()(T a, T b) const {
     if constexpr (is_float_v<T>) {
-      if (std::isnan(static_cast<float>(a))) return a;
-      if (std::isnan(static_cast<float>(b))) return b;
+      if (std::isnan(static_cast<float>(a)))
+        return a;
+      if (std::isnan(static_cast<float>(b)))
+        return b;
     }
     return a > b ? a : b;
   }
@@ -421,19 +443,21 @@ struct Minimum {
   template <typename T>
   T operator()(T a, T b) const {
     if constexpr (is_float_v<T>) {
-      if (std::isnan(static_cast<float>(a))) return a;
-      if (std::isnan(static_cast<float>(b))) return b;
+      if (std::isnan(static_cast<float>(a)))
+        return a;
+      if (std::isnan(static_cast<float>(b)))
+        return b;
     }
     return a < b ? a : b;
   }
 };
 
-#define MLX_COMPARE(NAME, OP)              \
-  struct NAME {                            \
-    template <typename T>                  \
-    bool operator()(T a, T b) const {      \
-      return a OP b;                       \
-    }                                      \
+#define MLX_COMPARE(NAME, OP)         \
+  struct NAME {                       \
+    template <typename T>             \
+    bool operator()(T a, T b) const { \
+      return a OP b;                  \
+    }                                 \
   };
 MLX_COMPARE(Equal, ==)
 MLX_COMPARE(NotEqual, !=)
@@ -475,9 +499,11 @@ struct LogAddExp {
   T operator()(T a_, T b_) const {
     using C = std::conditional_t<is_half_v<T>, float, T>;
     C a = static_cast<C>(a_), b = static_cast<C>(b_);
-    if (std::isnan(a) || std::isnan(b)) return T(a + b);
+    if (std::isnan(a) || std::isnan(b))
+      return T(a + b);
     C m = a > b ? a : b;
-    if (std::isinf(m)) return T(m);  // avoids inf - inf
+    if (std::isinf(m))
+      return T(m);  // avoids inf - inf
     C d = a > b ? b - a : a - b;
     return T(m + std::log1p(std::exp(d)));
   }
@@ -491,12 +517,12 @@ struct ArcTan2 {
   }
 };
 
-#define MLX_BITWISE(NAME, OP)          \
-  struct NAME {                        \
-    template <typename T>              \
-    T operator()(T a, T b) const {     \
-      return T(a OP b);                \
-    }                                  \
+#define MLX_BITWISE(NAME, OP)      \
+  struct NAME {                    \
+    template <typename T>          \
+    T operator()(T a, T b) const { \
+      return T(a OP b);            \
+    }                              \
   };
 MLX_BITWISE(BitwiseAnd, &)
 MLX_BITWISE(BitwiseOr, |)
@@ -511,7 +537,8 @@ struct LeftShift {
       return a && !b;
     } else {
       using U = std::make_unsigned_t<T>;
-      if (b < 0 || static_cast<uint64_t>(b) >= sizeof(T) * 8) return 0;
+      if (b < 0 || static_cast<uint64_t>(b) >= sizeof(T) * 8)
+        return 0;
       return static_cast<T>(static_cast<U>(a) << b);
     }
   }
@@ -522,7 +549,8 @@ struct RightShift {
     if constexpr (std::is_same_v<T, bool>) {
       return a && !b;
     } else {
-      if (b < 0 || static_cast<uint64_t>(b) >= sizeof(T) * 8) return a < 0 ? T(-1) : T(0);
+      if (b < 0 || static_cast<uint64_t>(b) >= sizeof(T) * 8)
+        return a < 0 ? T(-1) : T(0);
       return static_cast<T>(a >> b);
     }
   }

@@ -1,9 +1,10 @@
 // CPU evaluation of the layout primitives: views share the input buffer; copies go through
 // the copy kernels.
+#include "mlx/primitives/shape.h"
+
 #include <optional>
 
 #include "mlx/backend/cpu/copy.h"
-#include "mlx/primitives/shape.h"
 
 namespace mlx::core {
 

@@ -1,6 +1,7 @@
 #include "mlx/backend/cpu/dispatch.h"
 #include "mlx/backend/cpu/elementwise.h"
 #include "mlx/backend/cpu/elementwise_functors.h"
+#include "mlx/backend/cpu/simd/vmath.h"
 #include "mlx/primitives/elementwise.h"
 
 namespace mlx::core {
@@ -11,8 +12,49 @@ using namespace cpu;
 
 enum class Types { all, real, inexact, floats, ints, complex_only };
 
+// The vectorized float32 kernel of an op, or nullptr.
+template <typename Op>
+constexpr void (*bulk_kernel())(const float*, float*, int64_t) {
+#define BULK(OP, FN)                          \
+  if constexpr (std::is_same_v<Op, fn::OP>) { \
+    return simd::FN;                          \
+  }
+  BULK(Exp, exp)
+  BULK(Expm1, expm1)
+  BULK(Log, log)
+  BULK(Log1p, log1p)
+  BULK(Log2, log2)
+  BULK(Log10, log10)
+  BULK(Sin, sin)
+  BULK(Cos, cos)
+  BULK(Tan, tan)
+  BULK(Tanh, tanh)
+  BULK(Sigmoid, sigmoid)
+  BULK(Erf, erf)
+  BULK(ErfInv, erfinv)
+  BULK(Sinh, sinh)
+  BULK(Cosh, cosh)
+  BULK(ArcTan, atan)
+  BULK(ArcSin, asin)
+  BULK(ArcCos, acos)
+  BULK(ArcSinh, asinh)
+  BULK(ArcCosh, acosh)
+  BULK(ArcTanh, atanh)
+  BULK(Sqrt, sqrt)
+  BULK(Rsqrt, rsqrt)
+#undef BULK
+  return nullptr;
+}
+
 template <typename Op, Types types>
 void run_same_type(const array& in, array& out, const char* name) {
+  constexpr auto bulk = bulk_kernel<Op>();
+  if constexpr (bulk != nullptr) {
+    if (in.dtype() == float32) {
+      unary_loop_bulk(in, out, bulk, Op{});
+      return;
+    }
+  }
   auto body = [&]<typename T>() { unary_loop<T, T>(in, out, Op{}); };
   if constexpr (types == Types::all) {
     dispatch_all(in.dtype(), name, body);
@@ -44,8 +86,8 @@ void Unary::eval_cpu(const std::vector<array>& inputs, array& out) {
   const array& in = inputs[0];
   const char* n = name();
   switch (op_) {
-#define SAME(OP, TYPES)                               \
-  case UnaryOp::OP:                                   \
+#define SAME(OP, TYPES) \
+  case UnaryOp::OP:     \
     return run_same_type<fn::OP, TYPES>(in, out, n);
     SAME(Abs, Types::all)
     SAME(Negative, Types::all)

@@ -1,6 +1,6 @@
-#include <cuda_runtime.h>
-
 #include "mlx/backend/gpu/device_info.h"
+
+#include <cuda_runtime.h>
 
 namespace mlx::core::gpu {
 

@@ -13,11 +13,13 @@
 
 #pragma once
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <utility>
 
 #if defined(__AVX2__) && defined(__FMA__)
 #include <immintrin.h>
@@ -76,6 +78,11 @@ inline VecF load_partial(const float* p, int n) {
 inline void store_partial(float* p, VecF a, int n) {
   _mm256_maskstore_ps(p, detail::tail_mask(n), a.v);
 }
+
+// Non-temporal store to a 32-byte aligned p: bypasses the cache, for outputs too
+// large to stay in it. Call stream_fence() before other threads read the data.
+inline void store_stream(float* p, VecF a) { _mm256_stream_ps(p, a.v); }
+inline void stream_fence() { _mm_sfence(); }
 
 inline VecF operator+(VecF a, VecF b) { return _mm256_add_ps(a.v, b.v); }
 inline VecF operator-(VecF a, VecF b) { return _mm256_sub_ps(a.v, b.v); }
@@ -151,7 +158,9 @@ template <int N>
 inline VecI sra(VecI a) {
   return _mm256_srai_epi32(a.v, N);
 }
-inline MaskF operator==(VecI a, VecI b) { return {_mm256_castsi256_ps(_mm256_cmpeq_epi32(a.v, b.v))}; }
+inline MaskF operator==(VecI a, VecI b) {
+  return {_mm256_castsi256_ps(_mm256_cmpeq_epi32(a.v, b.v))};
+}
 
 }  // namespace detail
 
@@ -161,7 +170,8 @@ struct VecF {
   float v[kWidth];
   VecF() = default;
   VecF(float x) {
-    for (float& e : v) e = x;
+    for (float& e : v)
+      e = x;
   }
 };
 
@@ -175,32 +185,37 @@ struct VecI {
   int32_t v[kWidth];
   VecI() = default;
   VecI(int32_t x) {
-    for (int32_t& e : v) e = x;
+    for (int32_t& e : v)
+      e = x;
   }
 };
 
 template <class F>
 inline VecF map(VecF a, F f) {
   VecF r;
-  for (int i = 0; i < kWidth; ++i) r.v[i] = f(a.v[i]);
+  for (int i = 0; i < kWidth; ++i)
+    r.v[i] = f(a.v[i]);
   return r;
 }
 template <class F>
 inline VecF map(VecF a, VecF b, F f) {
   VecF r;
-  for (int i = 0; i < kWidth; ++i) r.v[i] = f(a.v[i], b.v[i]);
+  for (int i = 0; i < kWidth; ++i)
+    r.v[i] = f(a.v[i], b.v[i]);
   return r;
 }
 template <class F>
 inline MaskF cmp(VecF a, VecF b, F f) {
   MaskF r;
-  for (int i = 0; i < kWidth; ++i) r.m[i] = f(a.v[i], b.v[i]);
+  for (int i = 0; i < kWidth; ++i)
+    r.m[i] = f(a.v[i], b.v[i]);
   return r;
 }
 template <class F>
 inline VecI imap(VecI a, VecI b, F f) {
   VecI r;
-  for (int i = 0; i < kWidth; ++i) r.v[i] = f(a.v[i], b.v[i]);
+  for (int i = 0; i < kWidth; ++i)
+    r.v[i] = f(a.v[i], b.v[i]);
   return r;
 }
 
@@ -225,27 +240,48 @@ inline VecF load(const float* p) {
 inline void store(float* p, VecF a) { std::memcpy(p, a.v, sizeof(a.v)); }
 inline VecF load_partial(const float* p, int n) {
   VecF r(0.0f);
-  for (int i = 0; i < n && i < kWidth; ++i) r.v[i] = p[i];
+  for (int i = 0; i < n && i < kWidth; ++i)
+    r.v[i] = p[i];
   return r;
 }
 inline void store_partial(float* p, VecF a, int n) {
-  for (int i = 0; i < n && i < kWidth; ++i) p[i] = a.v[i];
+  for (int i = 0; i < n && i < kWidth; ++i)
+    p[i] = a.v[i];
 }
+inline void store_stream(float* p, VecF a) { store(p, a); }
+inline void stream_fence() {}
 
-inline VecF operator+(VecF a, VecF b) { return detail::map(a, b, [](float x, float y) { return x + y; }); }
-inline VecF operator-(VecF a, VecF b) { return detail::map(a, b, [](float x, float y) { return x - y; }); }
-inline VecF operator*(VecF a, VecF b) { return detail::map(a, b, [](float x, float y) { return x * y; }); }
-inline VecF operator/(VecF a, VecF b) { return detail::map(a, b, [](float x, float y) { return x / y; }); }
-inline VecF operator-(VecF a) { return detail::map(a, [](float x) { return -x; }); }
+inline VecF operator+(VecF a, VecF b) {
+  return detail::map(a, b, [](float x, float y) { return x + y; });
+}
+inline VecF operator-(VecF a, VecF b) {
+  return detail::map(a, b, [](float x, float y) { return x - y; });
+}
+inline VecF operator*(VecF a, VecF b) {
+  return detail::map(a, b, [](float x, float y) { return x * y; });
+}
+inline VecF operator/(VecF a, VecF b) {
+  return detail::map(a, b, [](float x, float y) { return x / y; });
+}
+inline VecF operator-(VecF a) {
+  return detail::map(a, [](float x) { return -x; });
+}
 inline VecF fma(VecF a, VecF b, VecF c) {
   VecF r;
-  for (int i = 0; i < kWidth; ++i) r.v[i] = detail::fma1(a.v[i], b.v[i], c.v[i]);
+  for (int i = 0; i < kWidth; ++i)
+    r.v[i] = detail::fma1(a.v[i], b.v[i], c.v[i]);
   return r;
 }
 inline VecF fnma(VecF a, VecF b, VecF c) { return fma(-a, b, c); }
-inline VecF min(VecF a, VecF b) { return detail::map(a, b, [](float x, float y) { return x < y ? x : y; }); }
-inline VecF max(VecF a, VecF b) { return detail::map(a, b, [](float x, float y) { return x > y ? x : y; }); }
-inline VecF abs(VecF a) { return detail::map(a, [](float x) { return std::fabs(x); }); }
+inline VecF min(VecF a, VecF b) {
+  return detail::map(a, b, [](float x, float y) { return x < y ? x : y; });
+}
+inline VecF max(VecF a, VecF b) {
+  return detail::map(a, b, [](float x, float y) { return x > y ? x : y; });
+}
+inline VecF abs(VecF a) {
+  return detail::map(a, [](float x) { return std::fabs(x); });
+}
 inline VecF copysign(VecF mag, VecF sgn) {
   return detail::map(mag, sgn, [](float x, float y) { return std::copysign(x, y); });
 }
@@ -257,49 +293,70 @@ inline VecF round(VecF a) {
     return m < 0x1p23f ? std::copysign((m + 0x1p23f) - 0x1p23f, x) : x;
   });
 }
-inline VecF sqrt(VecF a) { return detail::map(a, [](float x) { return std::sqrt(x); }); }
+inline VecF sqrt(VecF a) {
+  return detail::map(a, [](float x) { return std::sqrt(x); });
+}
 
-inline MaskF operator==(VecF a, VecF b) { return detail::cmp(a, b, [](float x, float y) { return x == y; }); }
-inline MaskF operator!=(VecF a, VecF b) { return detail::cmp(a, b, [](float x, float y) { return x != y; }); }
-inline MaskF operator<(VecF a, VecF b) { return detail::cmp(a, b, [](float x, float y) { return x < y; }); }
-inline MaskF operator<=(VecF a, VecF b) { return detail::cmp(a, b, [](float x, float y) { return x <= y; }); }
-inline MaskF operator>(VecF a, VecF b) { return detail::cmp(a, b, [](float x, float y) { return x > y; }); }
-inline MaskF operator>=(VecF a, VecF b) { return detail::cmp(a, b, [](float x, float y) { return x >= y; }); }
+inline MaskF operator==(VecF a, VecF b) {
+  return detail::cmp(a, b, [](float x, float y) { return x == y; });
+}
+inline MaskF operator!=(VecF a, VecF b) {
+  return detail::cmp(a, b, [](float x, float y) { return x != y; });
+}
+inline MaskF operator<(VecF a, VecF b) {
+  return detail::cmp(a, b, [](float x, float y) { return x < y; });
+}
+inline MaskF operator<=(VecF a, VecF b) {
+  return detail::cmp(a, b, [](float x, float y) { return x <= y; });
+}
+inline MaskF operator>(VecF a, VecF b) {
+  return detail::cmp(a, b, [](float x, float y) { return x > y; });
+}
+inline MaskF operator>=(VecF a, VecF b) {
+  return detail::cmp(a, b, [](float x, float y) { return x >= y; });
+}
 inline MaskF is_nan(VecF a) { return a != a; }
 inline MaskF operator&(MaskF a, MaskF b) {
   MaskF r;
-  for (int i = 0; i < kWidth; ++i) r.m[i] = a.m[i] && b.m[i];
+  for (int i = 0; i < kWidth; ++i)
+    r.m[i] = a.m[i] && b.m[i];
   return r;
 }
 inline MaskF operator|(MaskF a, MaskF b) {
   MaskF r;
-  for (int i = 0; i < kWidth; ++i) r.m[i] = a.m[i] || b.m[i];
+  for (int i = 0; i < kWidth; ++i)
+    r.m[i] = a.m[i] || b.m[i];
   return r;
 }
 inline MaskF operator~(MaskF a) {
-  for (bool& e : a.m) e = !e;
+  for (bool& e : a.m)
+    e = !e;
   return a;
 }
 inline bool any(MaskF a) {
   for (bool e : a.m)
-    if (e) return true;
+    if (e)
+      return true;
   return false;
 }
 inline bool all(MaskF a) {
   for (bool e : a.m)
-    if (!e) return false;
+    if (!e)
+      return false;
   return true;
 }
 inline VecF select(MaskF m, VecF a, VecF b) {
   for (int i = 0; i < kWidth; ++i)
-    if (m.m[i]) b.v[i] = a.v[i];
+    if (m.m[i])
+      b.v[i] = a.v[i];
   return b;
 }
 
 // Same pairwise order as the AVX2 path so both give identical sums.
 inline float hsum(VecF a) {
   float s[4];
-  for (int i = 0; i < 4; ++i) s[i] = a.v[i] + a.v[i + 4];
+  for (int i = 0; i < 4; ++i)
+    s[i] = a.v[i] + a.v[i + 4];
   float s0 = s[0] + s[2], s1 = s[1] + s[3];
   return s0 + s1;
 }
@@ -307,7 +364,8 @@ inline float hsum(VecF a) {
 inline float hmax(VecF a) {
   float m = a.v[0];
   for (float e : a.v) {
-    if (e != e) return std::numeric_limits<float>::quiet_NaN();
+    if (e != e)
+      return std::numeric_limits<float>::quiet_NaN();
     m = e > m ? e : m;
   }
   return m;
@@ -317,12 +375,14 @@ namespace detail {
 
 inline VecI as_int(VecF a) {
   VecI r;
-  for (int i = 0; i < kWidth; ++i) r.v[i] = std::bit_cast<int32_t>(a.v[i]);
+  for (int i = 0; i < kWidth; ++i)
+    r.v[i] = std::bit_cast<int32_t>(a.v[i]);
   return r;
 }
 inline VecF as_float(VecI a) {
   VecF r;
-  for (int i = 0; i < kWidth; ++i) r.v[i] = std::bit_cast<float>(a.v[i]);
+  for (int i = 0; i < kWidth; ++i)
+    r.v[i] = std::bit_cast<float>(a.v[i]);
   return r;
 }
 inline VecI to_int(VecF a) {
@@ -336,7 +396,8 @@ inline VecI to_int(VecF a) {
 }
 inline VecF to_float(VecI a) {
   VecF r;
-  for (int i = 0; i < kWidth; ++i) r.v[i] = static_cast<float>(a.v[i]);
+  for (int i = 0; i < kWidth; ++i)
+    r.v[i] = static_cast<float>(a.v[i]);
   return r;
 }
 // Integer lanes wrap like the hardware; unsigned arithmetic keeps that defined.
@@ -350,22 +411,31 @@ inline VecI operator-(VecI a, VecI b) {
     return static_cast<int32_t>(static_cast<uint32_t>(x) - static_cast<uint32_t>(y));
   });
 }
-inline VecI operator&(VecI a, VecI b) { return imap(a, b, [](int32_t x, int32_t y) { return x & y; }); }
-inline VecI operator^(VecI a, VecI b) { return imap(a, b, [](int32_t x, int32_t y) { return x ^ y; }); }
-inline VecI max(VecI a, VecI b) { return imap(a, b, [](int32_t x, int32_t y) { return x > y ? x : y; }); }
+inline VecI operator&(VecI a, VecI b) {
+  return imap(a, b, [](int32_t x, int32_t y) { return x & y; });
+}
+inline VecI operator^(VecI a, VecI b) {
+  return imap(a, b, [](int32_t x, int32_t y) { return x ^ y; });
+}
+inline VecI max(VecI a, VecI b) {
+  return imap(a, b, [](int32_t x, int32_t y) { return x > y ? x : y; });
+}
 template <int N>
 inline VecI shl(VecI a) {
-  for (int32_t& e : a.v) e = static_cast<int32_t>(static_cast<uint32_t>(e) << N);
+  for (int32_t& e : a.v)
+    e = static_cast<int32_t>(static_cast<uint32_t>(e) << N);
   return a;
 }
 template <int N>
 inline VecI sra(VecI a) {
-  for (int32_t& e : a.v) e >>= N;
+  for (int32_t& e : a.v)
+    e >>= N;
   return a;
 }
 inline MaskF operator==(VecI a, VecI b) {
   MaskF r;
-  for (int i = 0; i < kWidth; ++i) r.m[i] = a.v[i] == b.v[i];
+  for (int i = 0; i < kWidth; ++i)
+    r.m[i] = a.v[i] == b.v[i];
   return r;
 }
 
@@ -396,11 +466,40 @@ inline constexpr float kPiO4 = 0.785398185f, kPiO4Lo = -2.18556941e-08f;
 inline constexpr float kPiO2 = 1.57079637f, kPiO2Lo = -4.37113883e-08f;
 inline constexpr float kPi = 3.14159274f, kPiLo = -8.74227766e-08f;
 
-// c0 + c1 x + c2 x^2 + ... by Horner's rule, unrolled at compile time.
+// c0 + c1 x + c2 x^2 + ... by Horner's rule, unrolled at compile time. Most
+// accurate for wide arguments.
 inline VecF horner(VecF, float c0) { return VecF(c0); }
 template <class... Cs>
 inline VecF horner(VecF x, float c0, Cs... cs) {
   return fma(horner(x, cs...), x, VecF(c0));
+}
+
+// The same polynomial by Estrin's scheme: pair up c[2i] + c[2i+1] x, then recurse
+// in x^2. A dependency chain of log2(n) fmas instead of n lets more loop
+// iterations overlap; used where |x| < 1 keeps it as accurate as Horner.
+template <size_t N>
+inline VecF estrin_array(VecF x, const VecF (&c)[N]);
+
+template <size_t N, size_t... I>
+inline VecF estrin_level(VecF x, const VecF (&c)[N], std::index_sequence<I...>) {
+  const VecF q[] = {
+      (2 * I + 1 < N ? fma(c[std::min(2 * I + 1, N - 1)], x, c[2 * I]) : c[2 * I])...};
+  return estrin_array(x * x, q);
+}
+
+template <size_t N>
+inline VecF estrin_array(VecF x, const VecF (&c)[N]) {
+  if constexpr (N == 1) {
+    return c[0];
+  } else {
+    return estrin_level(x, c, std::make_index_sequence<(N + 1) / 2>());
+  }
+}
+
+template <class... Cs>
+inline VecF estrin(VecF x, Cs... cs) {
+  const VecF c[] = {VecF(cs)...};
+  return estrin_array(x, c);
 }
 
 // 2^n for integer lanes n in [-126, 127].
@@ -411,8 +510,8 @@ inline VecF flip_sign_if_bit1(VecF a, VecI q) { return as_float(as_int(a) ^ shl<
 
 // e^r - 1 for |r| <= ln2/2 (+ rounding slack); relative error 2.5e-10.
 inline VecF expm1_poly(VecF r) {
-  VecF p = horner(r, 0.5f, 0.166666657f, 0.041666355f, 0.00833339058f, 0.00139410421f,
-                  0.000198459107f);
+  VecF p =
+      estrin(r, 0.5f, 0.166666657f, 0.041666355f, 0.00833339058f, 0.00139410421f, 0.000198459107f);
   return fma(r * r, p, r);
 }
 
@@ -431,10 +530,16 @@ inline VecF exp_scaled(VecF x, int shift) {
   VecF n;
   VecF r = exp_reduce(x, n);
   VecF p = expm1_poly(r) + 1.0f;
-  // Scale in two steps so that subnormal and overflowing results round once.
   VecI k = to_int(n) + VecI(shift);
-  VecI k1 = sra<1>(k);
-  return p * pow2i(k1) * pow2i(k - k1);
+  // For |x| <= 86 the result is normal: add k to the exponent of p.
+  VecF res = as_float(as_int(p) + shl<23>(k));
+  MaskF extreme = ~(abs(x) <= VecF(86.0f));
+  if (any(extreme)) {
+    // Scale in two steps so that subnormal and overflowing results round once.
+    VecI k1 = sra<1>(k);
+    res = select(extreme, p * pow2i(k1) * pow2i(k - k1), res);
+  }
+  return res;
 }
 
 // Splits finite x > 0 (subnormals included) into m * 2^e, m in [sqrt(1/2), sqrt(2)).
@@ -449,7 +554,7 @@ inline VecF frexp_sqrt2(VecF x, VecF& e) {
 
 // log1p(f) - f for f in [sqrt(1/2)-1, sqrt(2)-1]: -f^2/2 + f^3 P(f), P relative error 6e-9.
 inline VecF log1p_tail(VecF f) {
-  VecF p = horner(f, 0.333333313f, -0.250008374f, 0.200012922f, -0.166227639f, 0.14199695f,
+  VecF p = estrin(f, 0.333333313f, -0.250008374f, 0.200012922f, -0.166227639f, 0.14199695f,
                   -0.131641895f, 0.127791196f, -0.0764610097f);
   VecF f2 = f * f;
   return fma(f2 * f, p, f2 * -0.5f);
@@ -462,34 +567,50 @@ inline VecF log_special(VecF t, VecF res) {
   return select(t >= VecF(0.0f), res, VecF(kNaN));
 }
 
-// sin(r) for |r| <= 0.81, z = r^2; relative error 7e-12.
-inline VecF sin_poly(VecF r, VecF z) {
-  VecF p = horner(z, -0.166666672f, 0.00833332818f, -0.000198390553f, 2.71573185e-06f);
-  return fma(r * z, p, r);
+// The trig kernels take the reduced argument as r + r_lo (r_lo a fraction of an
+// ulp of r); dropping r_lo would cost up to an ulp in sin/cos and two in tan.
+
+// sin(r + r_lo) for |r| <= 0.81, z = r^2; the polynomial's relative error is 7e-12.
+inline VecF sin_poly(VecF r, VecF r_lo, VecF z) {
+  VecF p = estrin(z, -0.166666672f, 0.00833332818f, -0.000198390553f, 2.71573185e-06f);
+  // r_lo enters scaled by cos(r) ~ 1 - z/2.
+  return r + fma(r * z, p, fnma(z * 0.5f, r_lo, r_lo));
 }
 
-// cos(r) for |r| <= 0.81, z = r^2; relative error 1.6e-10.
-inline VecF cos_poly(VecF z) {
-  VecF q = horner(z, 0.0416666418f, -0.00138871069f, 2.44094808e-05f);
-  return fma(z, fma(z, q, VecF(-0.5f)), VecF(1.0f));
+// cos(r + r_lo) for |r| <= 0.81, z = r^2; the polynomial's relative error is 1.6e-10.
+// t = 1 - z/2 is formed with the rounding errors of z and t added back.
+inline VecF cos_poly(VecF r, VecF r_lo, VecF z) {
+  VecF q = estrin(z, 0.0416666418f, -0.00138871069f, 2.44094808e-05f);
+  VecF h = z * 0.5f;
+  VecF t = 1.0f - h;
+  VecF low = fma(fma(r, r, -z), VecF(-0.5f), (1.0f - t) - h);
+  low = fnma(r, r_lo, low);  // - sin(r) r_lo
+  return t + fma(z * z, q, low);
 }
 
 }  // namespace detail
 
-// Above this |x| the inline Cody-Waite reduction loses accuracy; such lanes
-// (and inf/NaN) are computed with the scalar double libm instead.
+// Above this |x| the inline reduction loses accuracy; such lanes (and inf/NaN)
+// are computed with the scalar double libm instead.
 inline constexpr float kTrigReduceMax = 131072.0f;
 
 namespace detail {
 
-// x = q pi/2 + r, |r| <= 0.81, for |x| <= kTrigReduceMax. pi/2 is split in
-// three floats; with fused steps each product k * Pi is exact, so the error is
-// only the final roundings plus k * 1e-23.
-inline VecF trig_reduce(VecF x, VecI& q) {
-  VecF k = round(x * 0.636619747f);
-  VecF r = fnma(k, VecF(1.57079637f), x);
-  r = fnma(k, VecF(-4.37113883e-08f), r);
-  r = fnma(k, VecF(-1.71512451e-15f), r);
+// x = q pi/2 + r + r_lo, |r| <= 0.81, for |x| <= kTrigReduceMax, with pi/2 split
+// in three floats kPiO2 + kPiO2Lo + kPiO2Lo2. x - k kPiO2 is exact (fused, and k
+// has at most 17 bits); the rounding of the next step is recovered exactly
+// (product error by fma, sum error by TwoSum), so r + r_lo keeps the reduced
+// argument to far beyond float precision.
+inline VecF trig_reduce(VecF x, VecI& q, VecF& r_lo) {
+  constexpr float kTwoOverPi = 0.636619747f, kPiO2Lo2 = -1.71512451e-15f;
+  VecF k = round(x * kTwoOverPi);
+  VecF r1 = fnma(k, VecF(kPiO2), x);
+  VecF w = k * kPiO2Lo;
+  VecF w_lo = fma(k, VecF(kPiO2Lo), -w);
+  VecF r = r1 - w;
+  VecF b = r - r1;
+  VecF err = (r1 - (r - b)) - (w + b);
+  r_lo = fnma(k, VecF(kPiO2Lo2), err - w_lo);
   q = to_int(k);
   return r;
 }
@@ -502,7 +623,8 @@ template <class F>
   store(rs, res);
   store(ms, select(mask, VecF(1.0f), VecF(0.0f)));
   for (int i = 0; i < kWidth; ++i)
-    if (ms[i] != 0.0f) rs[i] = static_cast<float>(f(static_cast<double>(xs[i])));
+    if (ms[i] != 0.0f)
+      rs[i] = static_cast<float>(f(static_cast<double>(xs[i])));
   return load(rs);
 }
 
@@ -511,34 +633,34 @@ inline MaskF trig_needs_scalar(VecF x) { return ~(abs(x) <= VecF(kTrigReduceMax)
 // sin(x) when quadrant_offset = 0, cos(x) when it is 1.
 inline VecF sin_cos(VecF x, int quadrant_offset) {
   VecI q;
-  VecF r = trig_reduce(x, q);
+  VecF r_lo;
+  VecF r = trig_reduce(x, q, r_lo);
   q = q + VecI(quadrant_offset);
   VecF z = r * r;
-  VecF res = select((q & VecI(1)) == VecI(1), cos_poly(z), sin_poly(r, z));
+  VecF res = select((q & VecI(1)) == VecI(1), cos_poly(r, r_lo, z), sin_poly(r, r_lo, z));
   return flip_sign_if_bit1(res, q);
 }
 
-// Odd polynomial atan(t) for |t| <= tan(pi/8); relative error 7e-10.
+// Odd polynomial atan(t) for |t| <= 1/2; relative error 2.5e-10.
 inline VecF atan_poly(VecF t) {
   VecF z = t * t;
-  VecF p = horner(z, -0.333333164f, 0.199984685f, -0.142434791f, 0.105933949f, -0.0607710853f);
+  VecF p = estrin(z, -0.333333284f, 0.199994892f, -0.14272061f, 0.109408185f, -0.079834044f,
+                  0.0387134925f);
   return fma(t * z, p, t);
 }
 
-// asin(s) for s in [0, 0.5], z = s^2; relative error 2.8e-10.
-inline VecF asin_poly(VecF s, VecF z) {
-  VecF p = horner(z, 0.166666597f, 0.0750050396f, 0.0445169546f, 0.0318077244f, 0.0144385835f,
-                  0.0375164822f);
-  return fma(s * z, p, s);
-}
-
-// Shared reduction of asin/acos: returns asin(s) and whether |x| <= 1/2. For
-// |x| > 1/2, asin|x| = pi/2 - 2 asin(s) with s = sqrt((1-|x|)/2) (exact argument).
-inline VecF asin_reduce(VecF a, MaskF& small) {
+// Shared by asin/acos: returns s and corr with asin(s) = s + corr, where s = |x|
+// if |x| <= 1/2 (`small`), else s = sqrt((1 - |x|) / 2) (exact argument) and
+// asin|x| = pi/2 - 2 asin(s). Keeping s + corr unrounded saves an ulp after the
+// doubling. The polynomial's relative error is 2.8e-10.
+inline VecF asin_reduce(VecF a, MaskF& small, VecF& corr) {
   small = a <= VecF(0.5f);
   VecF z = select(small, a * a, (1.0f - a) * 0.5f);
   VecF s = select(small, a, sqrt(z));
-  return asin_poly(s, z);
+  corr = s * z *
+         estrin(z, 0.166666597f, 0.0750050396f, 0.0445169546f, 0.0318077244f, 0.0144385835f,
+                0.0375164822f);
+  return s;
 }
 
 }  // namespace detail
@@ -605,44 +727,61 @@ inline VecF log1p(VecF x) {
 }
 
 inline VecF sin(VecF x) {
-  VecF res = detail::sin_cos(x, 0);
+  // The select keeps the sign of -0, which the polynomial's additions lose.
+  VecF res = select(x == VecF(0.0f), x, detail::sin_cos(x, 0));
   MaskF big = detail::trig_needs_scalar(x);
-  if (any(big)) res = detail::scalar_lanes(x, res, big, [](double v) { return std::sin(v); });
+  if (any(big))
+    res = detail::scalar_lanes(x, res, big, [](double v) { return std::sin(v); });
   return res;
 }
 
 inline VecF cos(VecF x) {
   VecF res = detail::sin_cos(x, 1);
   MaskF big = detail::trig_needs_scalar(x);
-  if (any(big)) res = detail::scalar_lanes(x, res, big, [](double v) { return std::cos(v); });
+  if (any(big))
+    res = detail::scalar_lanes(x, res, big, [](double v) { return std::cos(v); });
   return res;
 }
 
 inline VecF tan(VecF x) {
   using namespace detail;
   VecI q;
-  VecF r = trig_reduce(x, q);
+  VecF r_lo;
+  VecF r = trig_reduce(x, q, r_lo);
   VecF z = r * r;
-  VecF s = sin_poly(r, z), c = cos_poly(z);
+  VecF s = sin_poly(r, r_lo, z), c = cos_poly(r, r_lo, z);
   // tan = s / c in even quadrants, -c / s in odd ones.
   MaskF odd = (q & VecI(1)) == VecI(1);
   VecF res = select(odd, -c, s) / select(odd, s, c);
+  res = select(x == VecF(0.0f), x, res);
   MaskF big = trig_needs_scalar(x);
-  if (any(big)) res = scalar_lanes(x, res, big, [](double v) { return std::tan(v); });
+  if (any(big))
+    res = scalar_lanes(x, res, big, [](double v) { return std::tan(v); });
   return res;
 }
 
 inline VecF tanh(VecF x) {
-  // tanh|x| = em / (em + 2) with em = expm1(2|x|); above 9.1 it rounds to 1.
   VecF a = min(VecF(10.0f), abs(x));
+  // |x| < 0.625: odd polynomial, relative error 1.6e-10. Above, em / (em + 2) with
+  // em = expm1(2|x|); past 9.1 that rounds to 1.
+  VecF z = a * a;
+  VecF small = fma(a * z,
+                   detail::estrin(z, -0.333333313f, 0.133332059f, -0.0539467633f, 0.0217007026f,
+                                  -0.0081773987f, 0.00214296184f),
+                   a);
   VecF em = expm1(a + a);
-  return copysign(em / (em + 2.0f), x);
+  return copysign(select(a < VecF(0.625f), small, em / (em + 2.0f)), x);
 }
 
 inline VecF sigmoid(VecF x) {
   // With e = exp(-|x|) nothing overflows: 1 / (1 + e) for x >= 0, e / (1 + e) below.
   VecF e = exp(-abs(x));
-  return select(x >= VecF(0.0f), VecF(1.0f), e) / (e + 1.0f);
+  VecF d = e + 1.0f;
+  VecF de = (1.0f - d) + e;  // rounding error of d (exact: Fast2Sum, e <= 1)
+  MaskF pos = x >= VecF(0.0f);
+  VecF q = select(pos, VecF(1.0f), e) / d;
+  // q (1 - de / d), using 1/d = q for x >= 0 and 1/d = 1 - q below.
+  return fnma(q, de * select(pos, q, 1.0f - q), q);
 }
 
 inline VecF erf(VecF x) {
@@ -651,8 +790,8 @@ inline VecF erf(VecF x) {
   // |x| < 1: x (c0 + x^2 Q(x^2)), relative error 1.3e-9; c0 = 2/sqrt(pi) carries a low
   // part because its float rounding alone would cost most of an ulp.
   VecF z = a * a;
-  VecF q = horner(z, -0.376126289f, 0.112836175f, -0.0268549155f, 0.00519016245f,
-                  -0.000802481838f, 7.89869518e-05f);
+  VecF q = horner(z, -0.376126289f, 0.112836175f, -0.0268549155f, 0.00519016245f, -0.000802481838f,
+                  7.89869518e-05f);
   VecF small = fma(a, VecF(1.12837923f), a * fma(z, q, VecF(-5.86353828e-08f)));
   // 1 <= |x| <= 4: 1 - erfc, erfc as a polynomial in u = |x| - 2 (exact subtraction),
   // absolute error 9.4e-9. Above 4 erf rounds to 1.
@@ -669,9 +808,9 @@ inline VecF erfinv(VecF x) {
   // erfinv(x) = x P(w), w = -log(1 - x^2), fitted separately for w < 5 (in w) and
   // w >= 5 (in sqrt(w) - 3); relative errors 5.6e-9 and 5.7e-9.
   VecF w = -log(fnma(x, x, VecF(1.0f)));
-  VecF central = horner(w, 0.886226892f, 0.232013822f, 0.0115486542f, -0.00233429624f,
-                        -0.000127481675f, 4.45652295e-05f, 3.983233e-06f, -1.97646023e-06f,
-                        2.21030419e-07f, -8.79101236e-09f);
+  VecF central =
+      horner(w, 0.886226892f, 0.232013822f, 0.0115486542f, -0.00233429624f, -0.000127481675f,
+             4.45652295e-05f, 3.983233e-06f, -1.97646023e-06f, 2.21030419e-07f, -8.79101236e-09f);
   VecF tail = horner(sqrt(w) - 3.0f, 2.83297682f, 1.00167513f, 0.00944568403f, -0.00763940997f,
                      0.00568317203f, -0.0035869875f, 0.00149585702f, -7.66195735e-05f,
                      -0.000318723469f, 0.000128964195f);
@@ -683,10 +822,8 @@ inline VecF sinh(VecF x) {
   VecF a = abs(x);
   // |x| < 1: odd polynomial, relative error 5e-11; otherwise e^a/2 - e^-a/2.
   VecF z = a * a;
-  VecF small = fma(a * z,
-                   detail::horner(z, 0.166666672f, 0.0083333496f, 0.000198361595f,
-                                  2.81695111e-06f),
-                   a);
+  VecF small = fma(
+      a * z, detail::estrin(z, 0.166666672f, 0.0083333496f, 0.000198361595f, 2.81695111e-06f), a);
   VecF h = detail::exp_scaled(a, -1);
   return copysign(select(a < VecF(1.0f), small, h - 0.25f / h), x);
 }
@@ -699,8 +836,9 @@ inline VecF cosh(VecF x) {
 inline VecF atan(VecF x) {
   using namespace detail;
   VecF a = abs(x);
-  // Reduce to |t| <= tan(pi/8): atan a = atan t + {0, pi/4, pi/2}, one division for all lanes.
-  MaskF big = a > VecF(2.41421356f), mid = a > VecF(0.414213562f);
+  // Reduce to |t| <= 1/2: atan a = atan t + {0, pi/4, pi/2}, one division for all lanes.
+  // The split points make a - 1 exact.
+  MaskF big = a > VecF(2.0f), mid = a > VecF(0.5f);
   VecF num = select(big, VecF(-1.0f), select(mid, a - 1.0f, a));
   VecF den = select(big, a, select(mid, a + 1.0f, VecF(1.0f)));
   VecF hi = select(big, VecF(kPiO2), select(mid, VecF(kPiO4), VecF(0.0f)));
@@ -711,19 +849,22 @@ inline VecF atan(VecF x) {
 inline VecF asin(VecF x) {
   using namespace detail;
   MaskF small;
-  VecF p = asin_reduce(abs(x), small);
-  VecF big = VecF(kPiO2) - (p + p - VecF(kPiO2Lo));
-  return copysign(select(small, p, big), x);
+  VecF corr;
+  VecF s = asin_reduce(abs(x), small, corr);
+  // pi/2 - 2s is exact once 2s >= pi/4, i.e. wherever cancellation could hurt.
+  VecF big = (VecF(kPiO2) - (s + s)) + fma(VecF(-2.0f), corr, VecF(kPiO2Lo));
+  return copysign(select(small, s + corr, big), x);
 }
 
 inline VecF acos(VecF x) {
   using namespace detail;
   MaskF small;
-  VecF p = asin_reduce(abs(x), small);
+  VecF corr;
+  VecF s = asin_reduce(abs(x), small, corr);
   // |x| <= 1/2: pi/2 - asin x; x > 1/2: 2 asin s; x < -1/2: pi - 2 asin s.
-  VecF res_small = VecF(kPiO2) - (copysign(p, x) - VecF(kPiO2Lo));
-  VecF p2 = p + p;
-  VecF res_big = select(x > VecF(0.0f), p2, VecF(kPi) - (p2 - VecF(kPiLo)));
+  VecF res_small = (VecF(kPiO2) - x) + (VecF(kPiO2Lo) - copysign(corr, x));
+  VecF res_neg = (VecF(kPi) - (s + s)) + fma(VecF(-2.0f), corr, VecF(kPiLo));
+  VecF res_big = select(x > VecF(0.0f), (s + corr) * 2.0f, res_neg);
   return select(small, res_small, res_big);
 }
 

@@ -1,15 +1,33 @@
 #include "mlx/backend/cpu/simd/vmath.h"
 
+#include <cstdint>
+
 #include "mlx/backend/cpu/simd/vec.h"
 
 namespace mlx::core::simd {
 
 namespace {
 
+// From this many elements on, outputs are written with non-temporal stores: an
+// output of 8 MB or more would mostly be evicted before use anyway, and skipping
+// the read-for-ownership of each line saves a third of the memory traffic.
+constexpr int64_t kStreamMinSize = int64_t{1} << 21;
+
 template <VecF (*F)(VecF)>
 inline void apply(const float* in, float* out, int64_t n) {
   int64_t i = 0;
-  for (; i + kWidth <= n; i += kWidth) store(out + i, F(load(in + i)));
+  if (n >= kStreamMinSize) {
+    // Peel up to kWidth - 1 elements so that the streaming stores are aligned.
+    constexpr uintptr_t kAlign = kWidth * sizeof(float);
+    int head = static_cast<int>((-reinterpret_cast<uintptr_t>(out) % kAlign) / sizeof(float));
+    if (head > 0)
+      store_partial(out, F(load_partial(in, head)), head);
+    for (i = head; i + kWidth <= n; i += kWidth)
+      store_stream(out + i, F(load(in + i)));
+    stream_fence();
+  }
+  for (; i + kWidth <= n; i += kWidth)
+    store(out + i, F(load(in + i)));
   if (i < n) {
     int tail = static_cast<int>(n - i);
     store_partial(out + i, F(load_partial(in + i, tail)), tail);

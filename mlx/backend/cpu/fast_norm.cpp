@@ -1,0 +1,98 @@
+// Fused RMS and layer norms: each row of the last axis is read once into a float buffer, its
+// statistics come from that buffer, and the normalized row is written straight out.
+#include <cmath>
+#include <vector>
+
+#include "mlx/backend/cpu/fast_common.h"
+#include "mlx/backend/cpu/thread_pool.h"
+#include "mlx/primitives/fast.h"
+
+namespace mlx::core::fast {
+
+namespace {
+
+using namespace cpu;
+using detail::AccType;
+using detail::lane_sum;
+using detail::load_row;
+
+// A per-feature parameter as an Acc vector (`fill` when absent).
+template <typename T, typename Acc>
+std::vector<Acc> feature_param(const array* p, int64_t n, Acc fill) {
+  std::vector<Acc> v(n, fill);
+  if (p) {
+    load_row(p->data<T>(), p->strides()[0], n, v.data());
+  }
+  return v;
+}
+
+// Calls norm(row_in, row_out) for every row, row_in a float copy of x's row; rows split
+// across threads.
+template <typename T, typename Norm>
+void for_each_norm_row(const array& x, array& out, Norm norm) {
+  using Acc = AccType<T>;
+  out.set_data(allocator::malloc(out.nbytes()));
+  int64_t d = x.shape(-1);
+  if (out.size() == 0) {
+    return;
+  }
+  int64_t rows = static_cast<int64_t>(x.size()) / d;
+  auto layout = detail::last_axis_rows(x);
+  int64_t stride = layout.strides[0].back();
+  const T* src = x.data<T>();
+  T* dst = out.data<T>();
+  int64_t grain = std::max<int64_t>(1, kParallelBytes / (d * sizeof(T)));
+  parallel_for(rows, grain, [&](int64_t r0, int64_t r1) {
+    std::vector<Acc> row(d);
+    int64_t r = r0;
+    for_each_row(layout, r0, r1, [&](const std::array<int64_t, 1>& off) {
+      load_row(src + off[0], stride, d, row.data());
+      norm(row.data(), dst + r * d);
+      ++r;
+    });
+  });
+}
+
+}  // namespace
+
+void RMSNorm::eval_cpu(const std::vector<array>& inputs, array& out) {
+  dispatch_float(out.dtype(), "rms_norm", [&]<typename T>() {
+    using Acc = AccType<T>;
+    const array& x = inputs[0];
+    int64_t d = x.shape(-1);
+    auto w = feature_param<T, Acc>(has_weight_ ? &inputs[1] : nullptr, d, Acc(1));
+    Acc eps = eps_;
+    for_each_norm_row<T>(x, out, [&](const Acc* row, T* o) {
+      Acc ms = lane_sum(row, d, [](Acc v) { return v * v; }) / Acc(d);
+      Acc inv = Acc(1) / std::sqrt(ms + eps);
+      for (int64_t i = 0; i < d; ++i) {
+        o[i] = static_cast<T>(row[i] * inv * w[i]);
+      }
+    });
+  });
+}
+
+void LayerNorm::eval_cpu(const std::vector<array>& inputs, array& out) {
+  dispatch_float(out.dtype(), "layer_norm", [&]<typename T>() {
+    using Acc = AccType<T>;
+    const array& x = inputs[0];
+    int64_t d = x.shape(-1);
+    int next = 1;
+    auto w = feature_param<T, Acc>(has_weight_ ? &inputs[next++] : nullptr, d, Acc(1));
+    auto b = feature_param<T, Acc>(has_bias_ ? &inputs[next++] : nullptr, d, Acc(0));
+    Acc eps = eps_;
+    for_each_norm_row<T>(x, out, [&](const Acc* row, T* o) {
+      // Summing deviations from the first element keeps the mean accurate when it is large
+      // relative to the spread.
+      Acc shift = row[0];
+      Acc mean = shift + lane_sum(row, d, [shift](Acc v) { return v - shift; }) / Acc(d);
+      Acc var = lane_sum(row, d, [mean](Acc v) { return (v - mean) * (v - mean); }) / Acc(d);
+      Acc inv = Acc(1) / std::sqrt(var + eps);
+      for (int64_t i = 0; i < d; ++i) {
+        o[i] = static_cast<T>((row[i] - mean) * inv * w[i] + b[i]);
+      }
+    });
+  });
+}
+
+}  // namespace mlx::core::fast

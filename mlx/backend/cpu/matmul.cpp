@@ -1,0 +1,300 @@
+// CPU matrix products. Float types go to BLAS on the inputs' own memory whenever each
+// matrix is row- or column-major with a usable leading dimension; other layouts (and
+// float16/bfloat16, which BLAS lacks) are copied one matrix at a time. Integer and bool
+// products use a blocked loop with wrapping (modular) arithmetic.
+#include <cblas.h>
+
+#include <algorithm>
+#include <climits>
+#include <optional>
+
+#include "mlx/backend/cpu/copy.h"
+#include "mlx/backend/cpu/dispatch.h"
+#include "mlx/backend/cpu/strided.h"
+#include "mlx/backend/cpu/thread_pool.h"
+#include "mlx/primitives/linalg.h"
+
+namespace mlx::core {
+
+namespace {
+
+using namespace cpu;
+
+// A matrix as BLAS reads it: element (i, j) at i * ld + j, or at j * ld + i when `trans`.
+struct BlasLayout {
+  bool trans;
+  int64_t ld;
+};
+
+std::optional<BlasLayout> blas_layout(int64_t rows, int64_t cols, int64_t s_r, int64_t s_c) {
+  // Size-1 dimensions may carry any stride.
+  if ((cols <= 1 || s_c == 1) &&
+      (rows <= 1 || (s_r >= std::max<int64_t>(cols, 1) && s_r <= INT_MAX))) {
+    return BlasLayout{false, rows <= 1 ? std::max<int64_t>(cols, 1) : s_r};
+  }
+  if ((rows <= 1 || s_r == 1) &&
+      (cols <= 1 || (s_c >= std::max<int64_t>(rows, 1) && s_c <= INT_MAX))) {
+    return BlasLayout{true, cols <= 1 ? std::max<int64_t>(rows, 1) : s_c};
+  }
+  return std::nullopt;
+}
+
+// Memory from the caching allocator, released on scope exit.
+template <typename T>
+class Scratch {
+ public:
+  explicit Scratch(size_t n) : buf_(allocator::malloc(std::max<size_t>(n, 1) * sizeof(T))) {}
+  ~Scratch() { allocator::free(buf_); }
+  Scratch(const Scratch&) = delete;
+  Scratch& operator=(const Scratch&) = delete;
+  T* data() { return static_cast<T*>(buf_.raw_ptr()); }
+
+ private:
+  allocator::Buffer buf_;
+};
+
+// The batch of matrix products out[i] = a[i] @ b[i] (out row-contiguous, M x N each).
+struct Problem {
+  int64_t M, N, K;
+  int64_t a_sr, a_sc, b_sr, b_sc;
+  std::vector<int64_t> a_off, b_off;  // element offset of each batch's matrices
+};
+
+Problem make_problem(const array& a, const array& b) {
+  int nd = a.ndim();
+  Problem p{a.shape(-2),
+            b.shape(-1),
+            a.shape(-1),
+            a.strides()[nd - 2],
+            a.strides()[nd - 1],
+            b.strides()[nd - 2],
+            b.strides()[nd - 1],
+            {},
+            {}};
+  Shape batch(a.shape().begin(), a.shape().end() - 2);
+  int64_t count = static_cast<int64_t>(shape_size(batch));
+  p.a_off.reserve(count);
+  p.b_off.reserve(count);
+  std::vector<int32_t> idx(batch.size(), 0);
+  int64_t oa = 0, ob = 0;
+  for (int64_t i = 0; i < count; ++i) {
+    p.a_off.push_back(oa);
+    p.b_off.push_back(ob);
+    for (int d = static_cast<int>(batch.size()) - 1; d >= 0; --d) {
+      oa += a.strides()[d];
+      ob += b.strides()[d];
+      if (++idx[d] < batch[d]) {
+        break;
+      }
+      oa -= batch[d] * a.strides()[d];
+      ob -= batch[d] * b.strides()[d];
+      idx[d] = 0;
+    }
+  }
+  // One shared b: when a's batch and row dimensions form a single strided dimension, the
+  // whole batch is one product with batch * M rows.
+  bool shared_b =
+      std::all_of(p.b_off.begin(), p.b_off.end(), [&](int64_t o) { return o == p.b_off[0]; });
+  if (count > 1 && shared_b && count * p.M <= INT_MAX) {
+    Shape rows_shape(a.shape().begin(), a.shape().end() - 1);
+    Strides rows_strides(a.strides().begin(), a.strides().end() - 1);
+    auto rows = collapse_dims<1>(rows_shape, {rows_strides});
+    if (rows.shape.size() == 1) {
+      p.a_sr = rows.strides[0][0];
+      p.M *= count;
+      p.a_off.resize(1);
+      p.b_off.resize(1);
+    }
+  }
+  return p;
+}
+
+// Hands out one matrix at a time in a layout BLAS (or the loop) can read: the input memory
+// itself when possible, else a row-major copy converted to Acc. Consecutive requests for the
+// same matrix (broadcast batches) reuse the copy.
+template <typename In, typename Acc>
+class MatrixSource {
+ public:
+  MatrixSource(const In* base, int64_t rows, int64_t cols, int64_t s_r, int64_t s_c,
+               bool allow_trans)
+      : base_(base), rows_(rows), cols_(cols), s_r_(s_r), s_c_(s_c) {
+    auto layout = blas_layout(rows, cols, s_r, s_c);
+    if (std::is_same_v<In, Acc> && layout && (allow_trans || !layout->trans)) {
+      direct_ = layout;
+    } else {
+      scratch_.emplace(rows * cols);
+    }
+  }
+
+  const Acc* get(int64_t offset, BlasLayout& layout) {
+    if (direct_) {
+      layout = *direct_;
+      return reinterpret_cast<const Acc*>(base_ + offset);
+    }
+    layout = {false, std::max<int64_t>(cols_, 1)};
+    Acc* dst = scratch_->data();
+    if (cached_ != offset) {
+      cached_ = offset;
+      const In* src = base_ + offset;
+      int64_t grain = std::max<int64_t>(1, kParallelBytes / (cols_ * sizeof(Acc) + 1));
+      parallel_for(rows_, grain, [&](int64_t r0, int64_t r1) {
+        for (int64_t i = r0; i < r1; ++i) {
+          const In* s = src + i * s_r_;
+          Acc* d = dst + i * cols_;
+          if (s_c_ == 1) {
+            for (int64_t j = 0; j < cols_; ++j) {
+              d[j] = cast_value<Acc>(s[j]);
+            }
+          } else {
+            for (int64_t j = 0; j < cols_; ++j) {
+              d[j] = cast_value<Acc>(s[j * s_c_]);
+            }
+          }
+        }
+      });
+    }
+    return dst;
+  }
+
+ private:
+  const In* base_;
+  int64_t rows_, cols_, s_r_, s_c_;
+  std::optional<BlasLayout> direct_;
+  std::optional<Scratch<Acc>> scratch_;
+  std::optional<int64_t> cached_;  // offset of the matrix in scratch_
+};
+
+void gemm(const BlasLayout& la, const BlasLayout& lb, int M, int N, int K, float alpha,
+          const float* a, const float* b, float beta, float* c, int ldc) {
+  cblas_sgemm(CblasRowMajor, la.trans ? CblasTrans : CblasNoTrans,
+              lb.trans ? CblasTrans : CblasNoTrans, M, N, K, alpha, a, la.ld, b, lb.ld, beta, c,
+              ldc);
+}
+void gemm(const BlasLayout& la, const BlasLayout& lb, int M, int N, int K, double alpha,
+          const double* a, const double* b, double beta, double* c, int ldc) {
+  cblas_dgemm(CblasRowMajor, la.trans ? CblasTrans : CblasNoTrans,
+              lb.trans ? CblasTrans : CblasNoTrans, M, N, K, alpha, a, la.ld, b, lb.ld, beta, c,
+              ldc);
+}
+void gemm(const BlasLayout& la, const BlasLayout& lb, int M, int N, int K, complex64_t alpha,
+          const complex64_t* a, const complex64_t* b, complex64_t beta, complex64_t* c, int ldc) {
+  cblas_cgemm(CblasRowMajor, la.trans ? CblasTrans : CblasNoTrans,
+              lb.trans ? CblasTrans : CblasNoTrans, M, N, K, &alpha, a, la.ld, b, lb.ld, &beta, c,
+              ldc);
+}
+
+// BLAS on T's own memory (float32, float64, complex64), or through float32 copies for
+// float16 / bfloat16. `out` already holds c when beta != 0.
+template <typename T>
+void blas_products(const Problem& p, const array& a, const array& b, array& out, float alpha,
+                   float beta) {
+  constexpr bool half = std::is_same_v<T, float16_t> || std::is_same_v<T, bfloat16_t>;
+  using Acc = std::conditional_t<half, float, T>;
+  MatrixSource<T, Acc> sa(a.data<T>(), p.M, p.K, p.a_sr, p.a_sc, true);
+  MatrixSource<T, Acc> sb(b.data<T>(), p.K, p.N, p.b_sr, p.b_sc, true);
+  std::optional<Scratch<float>> c_buf;
+  if constexpr (half) {
+    c_buf.emplace(p.M * p.N);
+  }
+  for (size_t i = 0; i < p.a_off.size(); ++i) {
+    BlasLayout la, lb;
+    const Acc* pa = sa.get(p.a_off[i], la);
+    const Acc* pb = sb.get(p.b_off[i], lb);
+    T* c = out.data<T>() + i * p.M * p.N;
+    int M = static_cast<int>(p.M), N = static_cast<int>(p.N), K = static_cast<int>(p.K);
+    if constexpr (half) {
+      if (beta != 0) {
+        convert_contiguous(c, out.dtype(), c_buf->data(), float32, p.M * p.N);
+      }
+      gemm(la, lb, M, N, K, alpha, pa, pb, beta, c_buf->data(), N);
+      convert_contiguous(c_buf->data(), float32, c, out.dtype(), p.M * p.N);
+    } else {
+      gemm(la, lb, M, N, K, Acc(alpha), pa, pb, Acc(beta), c, N);
+    }
+  }
+}
+
+// Integer and bool products: sums of products wrap like the integer type (bool: any true
+// product gives true). Tiles of output rows x columns keep their sums in a local block.
+template <typename T>
+void loop_products(const Problem& p, const array& a, const array& b, array& out) {
+  using W = std::conditional_t<sizeof(T) <= 4, uint32_t, uint64_t>;
+  constexpr int64_t kRows = 8, kCols = 256;
+  MatrixSource<T, T> sb(b.data<T>(), p.K, p.N, p.b_sr, p.b_sc, false);
+  const T* a_base = a.data<T>();
+  int64_t row_tiles = (p.M + kRows - 1) / kRows;
+  int64_t grain = std::max<int64_t>(1, (1 << 16) / (kRows * std::max<int64_t>(p.N * p.K, 1)));
+  for (size_t bi = 0; bi < p.a_off.size(); ++bi) {
+    BlasLayout lb;
+    const T* pb = sb.get(p.b_off[bi], lb);
+    const T* pa = a_base + p.a_off[bi];
+    T* pc = out.data<T>() + bi * p.M * p.N;
+    parallel_for(row_tiles, grain, [&](int64_t t0, int64_t t1) {
+      W acc[kRows][kCols];
+      for (int64_t t = t0; t < t1; ++t) {
+        int64_t i0 = t * kRows, rows = std::min(kRows, p.M - i0);
+        for (int64_t j0 = 0; j0 < p.N; j0 += kCols) {
+          int64_t cols = std::min(kCols, p.N - j0);
+          for (int64_t r = 0; r < rows; ++r) {
+            std::fill_n(acc[r], cols, W(0));
+          }
+          for (int64_t k = 0; k < p.K; ++k) {
+            const T* brow = pb + k * lb.ld + j0;
+            for (int64_t r = 0; r < rows; ++r) {
+              W av = static_cast<W>(pa[(i0 + r) * p.a_sr + k * p.a_sc]);
+              W* ar = acc[r];
+              for (int64_t j = 0; j < cols; ++j) {
+                ar[j] += av * static_cast<W>(brow[j]);
+              }
+            }
+          }
+          for (int64_t r = 0; r < rows; ++r) {
+            T* crow = pc + (i0 + r) * p.N + j0;
+            for (int64_t j = 0; j < cols; ++j) {
+              crow[j] = static_cast<T>(acc[r][j]);
+            }
+          }
+        }
+      }
+    });
+  }
+}
+
+void products(const array& a, const array& b, array& out, float alpha, float beta) {
+  Problem p = make_problem(a, b);
+  dispatch_all(out.dtype(), "matmul", [&]<typename T>() {
+    if constexpr (std::is_integral_v<T>) {
+      loop_products<T>(p, a, b, out);
+    } else {
+      blas_products<T>(p, a, b, out, alpha, beta);
+    }
+  });
+}
+
+}  // namespace
+
+void Matmul::eval_cpu(const std::vector<array>& inputs, array& out) {
+  out.set_data(allocator::malloc(out.nbytes()));
+  if (out.size() == 0) {
+    return;
+  }
+  products(inputs[0], inputs[1], out, 1.0f, 0.0f);
+}
+
+void AddMM::eval_cpu(const std::vector<array>& inputs, array& out) {
+  const array& c = inputs[0];
+  if (beta_ != 0 && c.is_donatable() && c.flags().row_contiguous && c.dtype() == out.dtype()) {
+    out.copy_shared_buffer(c);
+  } else {
+    out.set_data(allocator::malloc(out.nbytes()));
+    if (beta_ != 0) {
+      copy_strided(c, c.strides(), 0, out, out.strides(), 0, out.shape());
+    }
+  }
+  if (out.size() == 0) {
+    return;
+  }
+  products(inputs[1], inputs[2], out, alpha_, beta_);
+}
+
+}  // namespace mlx::core

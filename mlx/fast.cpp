@@ -1,0 +1,207 @@
+#include "mlx/fast.h"
+
+#include "mlx/ops/creation.h"
+#include "mlx/ops/shape.h"
+#include "mlx/primitives/fast.h"
+#include "mlx/utils.h"
+
+namespace mlx::core::fast {
+
+namespace {
+
+// Checks an optional per-feature parameter (weight or bias) of a norm over x's last axis.
+void check_feature_param(const std::optional<array>& p, const array& x, const char* op,
+                         const char* what) {
+  if (!p) {
+    return;
+  }
+  if (p->ndim() != 1) {
+    throw std::invalid_argument(
+        msg("[", op, "] ", what, " must have 1 dimension but has ", p->ndim(), " dimensions."));
+  }
+  if (p->shape(0) != x.shape(-1)) {
+    throw std::invalid_argument(msg("[", op, "] ", what,
+                                    " must have the same size as the last dimension of x (",
+                                    x.shape(-1), ") but has ", p->shape(0), " elements."));
+  }
+}
+
+// The dtype of a norm's result; x and the given parameters are cast to it.
+Dtype norm_dtype(const array& x, std::initializer_list<const std::optional<array>*> params,
+                 const char* op) {
+  if (x.ndim() == 0) {
+    throw std::invalid_argument(
+        msg("[", op, "] Input must have at least 1 dimension but got input with 0 dimensions."));
+  }
+  Dtype t = x.dtype();
+  for (auto* p : params) {
+    if (*p) {
+      t = promote_types(t, (*p)->dtype());
+    }
+  }
+  if (!is_floating_point(t)) {
+    throw std::invalid_argument(msg("[", op, "] Received unsupported type ", t, "."));
+  }
+  return t;
+}
+
+}  // namespace
+
+array rms_norm(const array& x, const std::optional<array>& weight, float eps, StreamOrDevice s) {
+  Dtype t = norm_dtype(x, {&weight}, "rms_norm");
+  check_feature_param(weight, x, "rms_norm", "weight");
+  std::vector<array> inputs = {astype(x, t, s)};
+  if (weight) {
+    inputs.push_back(astype(*weight, t, s));
+  }
+  return array(x.shape(), t, std::make_shared<RMSNorm>(to_stream(s), eps, weight.has_value()),
+               std::move(inputs));
+}
+
+array layer_norm(const array& x, const std::optional<array>& weight,
+                 const std::optional<array>& bias, float eps, StreamOrDevice s) {
+  Dtype t = norm_dtype(x, {&weight, &bias}, "layer_norm");
+  check_feature_param(weight, x, "layer_norm", "weight");
+  check_feature_param(bias, x, "layer_norm", "bias");
+  std::vector<array> inputs = {astype(x, t, s)};
+  for (auto* p : {&weight, &bias}) {
+    if (*p) {
+      inputs.push_back(astype(**p, t, s));
+    }
+  }
+  auto prim = std::make_shared<LayerNorm>(to_stream(s), eps, weight.has_value(), bias.has_value());
+  return array(x.shape(), t, std::move(prim), std::move(inputs));
+}
+
+array rope(const array& x, int dims, bool traditional, std::optional<float> base, float scale,
+           const array& offset, const std::optional<array>& freqs, StreamOrDevice s) {
+  if (x.ndim() < 3) {
+    throw std::invalid_argument(
+        msg("[rope] Input must have at least 3 dimensions but got input with ", x.ndim(),
+            " dimensions."));
+  }
+  if (!is_floating_point(x.dtype())) {
+    throw std::invalid_argument(
+        msg("[rope] Input must be a floating point type but got ", x.dtype(), "."));
+  }
+  if (dims <= 0 || dims % 2 != 0) {
+    throw std::invalid_argument(
+        msg("[rope] dims must be a positive multiple of 2 but got ", dims, "."));
+  }
+  if (dims > x.shape(-1)) {
+    throw std::invalid_argument(
+        msg("[rope] dims (", dims, ") must not exceed the feature dimension ", x.shape(-1), "."));
+  }
+  if (base.has_value() == freqs.has_value()) {
+    throw std::invalid_argument("[rope] Exactly one of base or freqs must be provided.");
+  }
+  if (freqs && (freqs->ndim() != 1 || freqs->shape(0) != dims / 2)) {
+    throw std::invalid_argument(msg("[rope] freqs must be one dimensional with size dims / 2 = ",
+                                    dims / 2, " but got shape ", freqs->shape(), "."));
+  }
+  if (!is_integral(offset.dtype()) || offset.dtype() == bool_) {
+    throw std::invalid_argument(
+        msg("[rope] offset must be an integer but got ", offset.dtype(), "."));
+  }
+  if (offset.ndim() > 1 ||
+      (offset.ndim() == 1 && offset.size() != 1 && offset.shape(0) != x.shape(0))) {
+    throw std::invalid_argument(
+        msg("[rope] offset must be a scalar or a vector with one entry per batch element (",
+            x.shape(0), ") but has shape ", offset.shape(), "."));
+  }
+  if (freqs && is_complex(freqs->dtype())) {
+    throw std::invalid_argument("[rope] freqs must be real.");
+  }
+  std::vector<array> inputs = {x, astype(offset, int32, s)};
+  if (freqs) {
+    inputs.push_back(astype(*freqs, float32, s));
+  }
+  auto prim = std::make_shared<RoPE>(to_stream(s), dims, traditional, base.value_or(0.0f), scale,
+                                     freqs.has_value());
+  return array(x.shape(), x.dtype(), std::move(prim), std::move(inputs));
+}
+
+array rope(const array& x, int dims, bool traditional, std::optional<float> base, float scale,
+           int offset, const std::optional<array>& freqs, StreamOrDevice s) {
+  return rope(x, dims, traditional, base, scale, array(offset, int32), freqs, s);
+}
+
+array scaled_dot_product_attention(const array& queries, const array& keys, const array& values,
+                                   const float scale, const std::string& mask_mode,
+                                   std::optional<array> mask_arr, const std::optional<array>& sinks,
+                                   StreamOrDevice s) {
+  constexpr const char* op = "[scaled_dot_product_attention]";
+  if (queries.ndim() != 4 || keys.ndim() != 4 || values.ndim() != 4) {
+    throw std::invalid_argument(
+        msg(op, " queries, keys and values must have 4 dimensions (B, N, T, D); got shapes ",
+            queries.shape(), ", ", keys.shape(), " and ", values.shape(), "."));
+  }
+  int B = queries.shape(0), n_q = queries.shape(1), t_q = queries.shape(2);
+  int n_kv = keys.shape(1), t_kv = keys.shape(2);
+  if (keys.shape(0) != B || values.shape(0) != B || values.shape(1) != n_kv ||
+      values.shape(2) != t_kv || keys.shape(3) != queries.shape(3)) {
+    throw std::invalid_argument(
+        msg(op, " Incompatible shapes: queries ", queries.shape(), ", keys ", keys.shape(),
+            " and values ", values.shape(),
+            " must share the batch size, keys and values the heads and sequence length, and "
+            "queries and keys the feature dimension."));
+  }
+  if (n_kv == 0 || n_q % n_kv != 0) {
+    throw std::invalid_argument(msg(op, " The number of query heads (", n_q,
+                                    ") must be a multiple of the number of key/value heads (", n_kv,
+                                    ")."));
+  }
+  Dtype t = promote_types(queries.dtype(), promote_types(keys.dtype(), values.dtype()));
+  if (!is_floating_point(t)) {
+    throw std::invalid_argument(msg(op, " Received unsupported type ", t, "."));
+  }
+  bool causal = false;
+  if (mask_mode == "causal") {
+    if (mask_arr) {
+      throw std::invalid_argument(
+          msg(op, " A mask array cannot be combined with mask_mode \"causal\"."));
+    }
+    causal = true;
+  } else if (mask_mode == "array") {
+    if (!mask_arr) {
+      throw std::invalid_argument(msg(op, " mask_mode \"array\" needs a mask array."));
+    }
+  } else if (!mask_mode.empty()) {
+    throw std::invalid_argument(
+        msg(op, " Invalid mask_mode \"", mask_mode, "\"; expected \"\", \"causal\" or \"array\"."));
+  }
+  Shape scores = {B, n_q, t_q, t_kv};
+  std::vector<array> inputs = {astype(queries, t, s), astype(keys, t, s), astype(values, t, s)};
+  if (mask_arr) {
+    if (mask_arr->ndim() > 4) {
+      throw std::invalid_argument(
+          msg(op, " The mask can have at most 4 dimensions; got shape ", mask_arr->shape(), "."));
+    }
+    if (broadcast_shapes(mask_arr->shape(), scores, "scaled_dot_product_attention") != scores) {
+      throw std::invalid_argument(msg(op, " Mask with shape ", mask_arr->shape(),
+                                      " cannot be broadcast to the scores' shape ", scores, "."));
+    }
+    Dtype mt = mask_arr->dtype();
+    if (mt != bool_ && promote_types(mt, t) != t) {
+      throw std::invalid_argument(
+          msg(op, " An additive mask of type ", mt, " must promote to the inputs' type ", t, "."));
+    }
+    inputs.push_back(broadcast_to(mt == bool_ ? *mask_arr : astype(*mask_arr, t, s), scores, s));
+  }
+  if (sinks) {
+    if (sinks->ndim() != 1 || sinks->shape(0) != n_q) {
+      throw std::invalid_argument(
+          msg(op, " sinks must have shape (", n_q, ") but have shape ", sinks->shape(), "."));
+    }
+    if (!is_floating_point(promote_types(sinks->dtype(), t))) {
+      throw std::invalid_argument(msg(op, " sinks must be real; got ", sinks->dtype(), "."));
+    }
+    inputs.push_back(astype(*sinks, t, s));
+  }
+  Shape out_shape = {B, n_q, t_q, values.shape(3)};
+  auto prim = std::make_shared<ScaledDotProductAttention>(to_stream(s), scale, causal,
+                                                          mask_arr.has_value(), sinks.has_value());
+  return array(std::move(out_shape), t, std::move(prim), std::move(inputs));
+}
+
+}  // namespace mlx::core::fast

@@ -1,0 +1,40 @@
+// Matrix product primitives. Inputs arrive broadcast to the output's batch shape, in the
+// output dtype; the CPU kernels read them through their strides.
+#pragma once
+
+#include "mlx/primitives/primitive.h"
+
+namespace mlx::core {
+
+// out = a @ b for a: (..., M, K), b: (..., K, N).
+class Matmul : public UnaryPrimitive {
+ public:
+  explicit Matmul(Stream stream) : UnaryPrimitive(stream) {}
+  void eval_cpu(const std::vector<array>& inputs, array& out) override;
+  const char* name() const override { return "Matmul"; }
+  bool is_equivalent(const Primitive& other) const override {
+    return dynamic_cast<const Matmul*>(&other) != nullptr;
+  }
+  std::vector<Shape> output_shapes(const std::vector<array>& inputs) override;
+};
+
+// out = alpha * (a @ b) + beta * c with inputs {c, a, b}; c has the output's shape.
+class AddMM : public UnaryPrimitive {
+ public:
+  AddMM(Stream stream, float alpha, float beta)
+      : UnaryPrimitive(stream), alpha_(alpha), beta_(beta) {}
+  void eval_cpu(const std::vector<array>& inputs, array& out) override;
+  const char* name() const override { return "AddMM"; }
+  bool is_equivalent(const Primitive& other) const override;
+  std::vector<Shape> output_shapes(const std::vector<array>& inputs) override {
+    return {inputs[0].shape()};
+  }
+  float alpha() const { return alpha_; }
+  float beta() const { return beta_; }
+
+ private:
+  float alpha_;
+  float beta_;
+};
+
+}  // namespace mlx::core
