@@ -6,6 +6,7 @@
 
 #include "mlx/ops/creation.h"
 #include "mlx/ops/elementwise.h"
+#include "mlx/ops/indexing.h"
 #include "mlx/ops/shape.h"
 #include "mlx/primitives/random.h"
 #include "mlx/utils.h"
@@ -381,6 +382,20 @@ array laplace(const Shape& shape, Dtype dtype, float loc, float scale,
     out = add(out, array(loc, ct), s);
   }
   return astype(out, dtype, s);
+}
+
+array permutation(const array& x, int axis, const std::optional<array>& key, StreamOrDevice s) {
+  int ax = normalize_axis(axis, x.ndim(), "permutation");
+  // Sorting 64-bit random keys: ties (which would keep their order) are vanishingly rare.
+  array order = argsort(random_bits({x.shape(ax)}, 8, key, "permutation", s), 0, s);
+  return take(x, order, ax, s);
+}
+
+array permutation(int x, const std::optional<array>& key, StreamOrDevice s) {
+  if (x < 0) {
+    throw std::invalid_argument(msg("[permutation] The size must be non-negative; got ", x, "."));
+  }
+  return permutation(arange(x, s), 0, key, s);
 }
 
 }  // namespace mlx::core::random

@@ -137,4 +137,9 @@ inline array laplace(const Shape& shape, const std::optional<array>& key = std::
   return laplace(shape, float32, 0.0f, 1.0f, key, s);
 }
 
+// A random permutation of x's entries along `axis`, or of arange(x) (int32) for an integer.
+array permutation(const array& x, int axis = 0, const std::optional<array>& key = std::nullopt,
+                  StreamOrDevice s = {});
+array permutation(int x, const std::optional<array>& key = std::nullopt, StreamOrDevice s = {});
+
 }  // namespace mlx::core::random

@@ -727,3 +727,88 @@ TEST(RandomLaplace, Moments) {
   EXPECT_EQ(random::laplace({2, 3}, random::key(1)).shape(), Shape({2, 3}));
   EXPECT_THROW(random::laplace({3}, int32), std::invalid_argument);
 }
+
+TEST(RandomPermutation, IsAPermutation) {
+  array p = random::permutation(1000, random::key(91));
+  EXPECT_EQ(p.dtype(), int32);
+  EXPECT_EQ(p.shape(), Shape({1000}));
+  auto v = to_vector(p);
+  auto sorted = v;
+  std::sort(sorted.begin(), sorted.end());
+  for (int i = 0; i < 1000; ++i)
+    ASSERT_EQ(sorted[i], i);
+  // Not the identity, reproducible, and different for another key.
+  int fixed = 0;
+  for (int i = 0; i < 1000; ++i)
+    fixed += v[i] == i;
+  EXPECT_LT(fixed, 10);
+  EXPECT_EQ(to_vector(random::permutation(1000, random::key(91))), v);
+  EXPECT_NE(to_vector(random::permutation(1000, random::key(92))), v);
+  EXPECT_EQ(random::permutation(0, random::key(1)).size(), 0u);
+  EXPECT_EQ(to_vector(random::permutation(1, random::key(1))), std::vector<double>{0});
+  // Large (multithreaded bits and sort).
+  auto big = raw<int32_t>(random::permutation(1 << 20, random::key(93)));
+  std::vector<char> seen(1 << 20, 0);
+  for (int32_t x : big) {
+    ASSERT_GE(x, 0);
+    ASSERT_LT(x, 1 << 20);
+    seen[x] = 1;
+  }
+  EXPECT_EQ(std::count(seen.begin(), seen.end(), 1), 1 << 20);
+}
+
+TEST(RandomPermutation, AlongAxis) {
+  // Rows (axis 0) or columns (axis 1) move as wholes.
+  array x = reshape(arange(24, int32), {4, 6});
+  array k = random::key(94);
+  auto rows = to_vector(random::permutation(x, 0, k));
+  std::set<int> starts;
+  for (int i = 0; i < 4; ++i) {
+    int r0 = static_cast<int>(rows[i * 6]);
+    EXPECT_EQ(r0 % 6, 0);
+    starts.insert(r0);
+    for (int j = 0; j < 6; ++j)
+      EXPECT_EQ(rows[i * 6 + j], r0 + j);
+  }
+  EXPECT_EQ(starts.size(), 4u);
+  // Columns, on a transposed (non-contiguous) view, with a negative axis.
+  array xt = transpose(x);  // (6, 4), xt[i][j] = 6 j + i
+  auto cols = to_vector(random::permutation(xt, -1, k));
+  std::set<int> picked;
+  for (int j = 0; j < 4; ++j) {
+    int c = static_cast<int>(cols[j]) / 6;  // the original column now at j
+    picked.insert(c);
+    for (int i = 0; i < 6; ++i)
+      EXPECT_EQ(cols[i * 4 + j], 6 * c + i);
+  }
+  EXPECT_EQ(picked.size(), 4u);
+  // Same key, same permutation of arange.
+  auto p = to_vector(random::permutation(4, k));
+  for (int i = 0; i < 4; ++i)
+    EXPECT_EQ(rows[i * 6] / 6, p[i]);
+  // Other dtypes.
+  array f = astype(arange(10, int32), float16);
+  auto pf = to_vector(random::permutation(f, 0, k));
+  std::sort(pf.begin(), pf.end());
+  for (int i = 0; i < 10; ++i)
+    EXPECT_EQ(pf[i], i);
+}
+
+TEST(RandomPermutation, Uniformity) {
+  // Where element 0 of arange(5) lands, over many keys: each position with probability 1/5.
+  array keys = random::split(random::key(95), 5000);
+  auto kv = raw<uint32_t>(keys);
+  std::vector<double> where0;
+  for (int i = 0; i < 5000; ++i) {
+    auto p = raw<int32_t>(random::permutation(5, array(kv.data() + 2 * i, {2}, uint32)));
+    where0.push_back(std::find(p.begin(), p.end(), 0) - p.begin());
+  }
+  EXPECT_LT(chi_square_uniform(where0, 5), chi_square_bound(5));
+}
+
+TEST(RandomPermutation, Errors) {
+  EXPECT_THROW(random::permutation(-1), std::invalid_argument);
+  EXPECT_THROW(random::permutation(array(3.0f)), std::invalid_argument);
+  EXPECT_THROW(random::permutation(array({1, 2}), 1), std::invalid_argument);
+  EXPECT_THROW(random::permutation(array({1, 2}), 0, array({1, 2}, int32)), std::invalid_argument);
+}
