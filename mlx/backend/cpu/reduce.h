@@ -8,8 +8,9 @@
 //    Reduce-all and reduce-last-axis are its one-output and many-output cases; when there
 //    are fewer outputs than threads, each output's spans are split across threads.
 //  - column: the innermost dimension is kept and unit-stride (e.g. reducing leading axes of
-//    a row-major array). Whole rows are accumulated into a lane buffer with vector ops, in
-//    column chunks; with few chunks the rows are split across threads instead.
+//    a row-major array). Whole rows are accumulated into a lane buffer with vector ops. The
+//    rows are split across threads (each streams a contiguous block and keeps partials for
+//    every output) unless the outputs are many; then column chunks run in parallel.
 // Float32 sums run in float lanes that are flushed into doubles every few thousand elements
 // (or every kRowBlock rows), which keeps them accurate to about 1e-7 at full speed.
 #pragma once
@@ -170,6 +171,8 @@ template <typename V>
 constexpr int kLanes = std::max<int>(8, 256 / static_cast<int>(sizeof(V)));
 // Elements folded into lanes between flushes into the partial (bounds float32 sum error).
 inline constexpr int64_t kBlock = 2048;
+// The same for strided spans, which have only four lanes.
+inline constexpr int64_t kStridedBlock = 256;
 // Rows accumulated into column lanes between flushes.
 inline constexpr int64_t kRowBlock = 64;
 // Column lanes per chunk in the column engine.
@@ -233,8 +236,8 @@ typename Op::P reduce_span_strided(const In* x, int64_t n, int64_t stride) {
   using V = typename Op::V;
   using P = typename Op::P;
   P total = static_cast<P>(Op::init());
-  for (int64_t b = 0; b < n; b += kBlock) {
-    int64_t e = std::min(n, b + kBlock);
+  for (int64_t b = 0; b < n; b += kStridedBlock) {
+    int64_t e = std::min(n, b + kStridedBlock);
     V acc[4] = {Op::init(), Op::init(), Op::init(), Op::init()};
     int64_t i = b;
     for (; i + 4 <= e; i += 4) {
@@ -351,6 +354,7 @@ void reduce_rows(const In* src, Out* dst, const ReducePlan& p) {
     dst[w.offset(1)] = cast_value<Out>(r);
   }
 }
+
 // lanes[j] op= rows[r][j] for n <= 4 rows of w elements, four rows per pass over the lanes.
 template <typename Op, typename T>
 inline void add_rows(typename Op::V* lanes, const T* const* rows, int n, int64_t w) {
