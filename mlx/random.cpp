@@ -219,6 +219,22 @@ array integer_bound(const array& b, Dtype dtype, StreamOrDevice s) {
   return x;
 }
 
+// Gumbel-max sampling: the argmax over `axis` of logits plus independent Gumbel noise of
+// `noise_shape` (which logits broadcast to) is distributed as softmax(logits) along that axis.
+array gumbel_argmax(const array& logits, const Shape& noise_shape, int axis,
+                    const std::optional<array>& key, StreamOrDevice s) {
+  array noise = gumbel(noise_shape, compute_dtype(logits.dtype()), key, s);
+  return astype(argmax(add(logits, noise, s), axis, false, s), uint32, s);
+}
+
+// logits' axis, normalized, after checking that logits can be sampled from.
+int categorical_axis(const array& logits, int axis) {
+  if (is_complex(logits.dtype())) {
+    throw std::invalid_argument("[categorical] Complex logits are not supported.");
+  }
+  return normalize_axis(axis, logits.ndim(), "categorical");
+}
+
 }  // namespace
 
 array bits(const Shape& shape, int width, const std::optional<array>& key, StreamOrDevice s) {
@@ -384,26 +400,6 @@ array laplace(const Shape& shape, Dtype dtype, float loc, float scale,
   }
   return astype(out, dtype, s);
 }
-
-namespace {
-
-// Gumbel-max sampling: the argmax over `axis` of logits plus independent Gumbel noise of
-// `noise_shape` (which logits broadcast to) is distributed as softmax(logits) along that axis.
-array gumbel_argmax(const array& logits, const Shape& noise_shape, int axis,
-                    const std::optional<array>& key, StreamOrDevice s) {
-  array noise = gumbel(noise_shape, compute_dtype(logits.dtype()), key, s);
-  return astype(argmax(add(logits, noise, s), axis, false, s), uint32, s);
-}
-
-// logits' axis, normalized, after checking that logits can be sampled from.
-int categorical_axis(const array& logits, int axis) {
-  if (is_complex(logits.dtype())) {
-    throw std::invalid_argument("[categorical] Complex logits are not supported.");
-  }
-  return normalize_axis(axis, logits.ndim(), "categorical");
-}
-
-}  // namespace
 
 array categorical(const array& logits, int axis, const Shape& shape,
                   const std::optional<array>& key, StreamOrDevice s) {
