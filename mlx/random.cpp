@@ -7,6 +7,7 @@
 #include "mlx/ops/creation.h"
 #include "mlx/ops/elementwise.h"
 #include "mlx/ops/indexing.h"
+#include "mlx/ops/reduction.h"
 #include "mlx/ops/shape.h"
 #include "mlx/primitives/random.h"
 #include "mlx/utils.h"
@@ -218,6 +219,22 @@ array integer_bound(const array& b, Dtype dtype, StreamOrDevice s) {
   return x;
 }
 
+// Gumbel-max sampling: the argmax over `axis` of logits plus independent Gumbel noise of
+// `noise_shape` (which logits broadcast to) is distributed as softmax(logits) along that axis.
+array gumbel_argmax(const array& logits, const Shape& noise_shape, int axis,
+                    const std::optional<array>& key, StreamOrDevice s) {
+  array noise = gumbel(noise_shape, compute_dtype(logits.dtype()), key, s);
+  return astype(argmax(add(logits, noise, s), axis, false, s), uint32, s);
+}
+
+// logits' axis, normalized, after checking that logits can be sampled from.
+int categorical_axis(const array& logits, int axis) {
+  if (is_complex(logits.dtype())) {
+    throw std::invalid_argument("[categorical] Complex logits are not supported.");
+  }
+  return normalize_axis(axis, logits.ndim(), "categorical");
+}
+
 }  // namespace
 
 array bits(const Shape& shape, int width, const std::optional<array>& key, StreamOrDevice s) {
@@ -233,7 +250,7 @@ array split(const array& key, int num, StreamOrDevice s) {
 }
 
 std::pair<array, array> split(const array& key, StreamOrDevice s) {
-  array keys = split(key, 2, s);
+  array keys = random::split(key, 2, s);
   return {reshape(slice(keys, {0, 0}, {1, 2}, s), {2}, s),
           reshape(slice(keys, {1, 0}, {2, 2}, s), {2}, s)};
 }
@@ -382,6 +399,41 @@ array laplace(const Shape& shape, Dtype dtype, float loc, float scale,
     out = add(out, array(loc, ct), s);
   }
   return astype(out, dtype, s);
+}
+
+array categorical(const array& logits, int axis, const Shape& shape,
+                  const std::optional<array>& key, StreamOrDevice s) {
+  int ax = categorical_axis(logits, axis);
+  check_shape(shape, "categorical");
+  Shape reduced = logits.shape();
+  reduced.erase(reduced.begin() + ax);
+  check_broadcastable(reduced, shape, "categorical");
+  // The sampled axis sits where logits' axis lands once logits align with `shape` on the right.
+  int noise_axis = static_cast<int>(shape.size() - reduced.size()) + ax;
+  Shape noise_shape = shape;
+  noise_shape.insert(noise_shape.begin() + noise_axis, logits.shape(ax));
+  return gumbel_argmax(logits, noise_shape, noise_axis, key, s);
+}
+
+array categorical(const array& logits, int axis, int num_samples, const std::optional<array>& key,
+                  StreamOrDevice s) {
+  int ax = categorical_axis(logits, axis);
+  if (num_samples < 0) {
+    throw std::invalid_argument(
+        msg("[categorical] The number of samples must be non-negative; got ", num_samples, "."));
+  }
+  // Samples run along a new last axis.
+  Shape noise_shape = logits.shape();
+  noise_shape.push_back(num_samples);
+  return gumbel_argmax(expand_dims(logits, -1, s), noise_shape, ax, key, s);
+}
+
+array categorical(const array& logits, int axis, const std::optional<array>& key,
+                  StreamOrDevice s) {
+  int ax = categorical_axis(logits, axis);
+  Shape shape = logits.shape();
+  shape.erase(shape.begin() + ax);
+  return categorical(logits, ax, shape, key, s);
 }
 
 array permutation(const array& x, int axis, const std::optional<array>& key, StreamOrDevice s) {

@@ -137,6 +137,17 @@ inline array laplace(const Shape& shape, const std::optional<array>& key = std::
   return laplace(shape, float32, 0.0f, 1.0f, key, s);
 }
 
+// Samples (uint32 indices) of the categorical distributions softmax(logits) along `axis`.
+// `shape` is the output shape, which logits' shape without `axis` must broadcast to; with
+// num_samples the output is that reduced shape plus a last axis of num_samples draws; with
+// neither it is the reduced shape.
+array categorical(const array& logits, int axis, const Shape& shape,
+                  const std::optional<array>& key = std::nullopt, StreamOrDevice s = {});
+array categorical(const array& logits, int axis, int num_samples,
+                  const std::optional<array>& key = std::nullopt, StreamOrDevice s = {});
+array categorical(const array& logits, int axis = -1,
+                  const std::optional<array>& key = std::nullopt, StreamOrDevice s = {});
+
 // A random permutation of x's entries along `axis`, or of arange(x) (int32) for an integer.
 array permutation(const array& x, int axis = 0, const std::optional<array>& key = std::nullopt,
                   StreamOrDevice s = {});

@@ -812,3 +812,76 @@ TEST(RandomPermutation, Errors) {
   EXPECT_THROW(random::permutation(array({1, 2}), 1), std::invalid_argument);
   EXPECT_THROW(random::permutation(array({1, 2}), 0, array({1, 2}, int32)), std::invalid_argument);
 }
+
+TEST(RandomCategorical, Frequencies) {
+  // Unnormalized logits: log of 1, 2, 3, 4 plus a constant.
+  const double w[] = {1, 2, 3, 4};
+  std::vector<double> logits;
+  for (double x : w)
+    logits.push_back(std::log(x) + 7.0);
+  array l = array(logits.data(), {4}, float64);
+  array c = random::categorical(astype(l, float32), -1, kSamples, random::key(101));
+  EXPECT_EQ(c.dtype(), uint32);
+  EXPECT_EQ(c.shape(), Shape({kSamples}));
+  auto v = to_vector(c);
+  std::vector<double> counts(4, 0);
+  for (double x : v)
+    counts[static_cast<int>(x)] += 1;
+  double chi2 = 0;
+  for (int i = 0; i < 4; ++i) {
+    double e = kSamples * w[i] / 10.0;
+    chi2 += (counts[i] - e) * (counts[i] - e) / e;
+  }
+  EXPECT_LT(chi2, chi_square_bound(4));
+  // A -inf logit is never drawn.
+  array masked = array({0.0f, -std::numeric_limits<float>::infinity(), 0.0f});
+  auto m = to_vector(random::categorical(masked, 0, 10000, random::key(102)));
+  EXPECT_EQ(std::count(m.begin(), m.end(), 1.0), 0);
+  EXPECT_NEAR(std::count(m.begin(), m.end(), 0.0) / 10000.0, 0.5, 0.03);
+}
+
+TEST(RandomCategorical, ShapesAndAxes) {
+  // Two distributions along axis 0 of a (3, 2) array (columns), one peaked on each end.
+  array logits = transpose(array({10.0f, 0.0f, 0.0f, 0.0f, 0.0f, 10.0f}, {2, 3}));  // (3, 2)
+  array c = random::categorical(logits, 0, random::key(103));
+  EXPECT_EQ(c.shape(), Shape({2}));
+  array many = random::categorical(logits, 0, 2000, random::key(104));
+  EXPECT_EQ(many.shape(), Shape({2, 2000}));
+  auto v = to_vector(many);
+  // exp(10) / (exp(10) + 2): the peak is drawn all but about 0.01% of the time.
+  EXPECT_GT(std::count(v.begin(), v.begin() + 2000, 0.0), 1990);
+  EXPECT_GT(std::count(v.begin() + 2000, v.end(), 2.0), 1990);
+  // An explicit shape broadcasts the reduced shape (2) to (500, 2).
+  array shaped = random::categorical(logits, 0, Shape{500, 2}, random::key(105));
+  EXPECT_EQ(shaped.shape(), Shape({500, 2}));
+  auto sv = to_vector(shaped);
+  int col0 = 0, col1 = 0;
+  for (int i = 0; i < 500; ++i) {
+    col0 += sv[2 * i] == 0;
+    col1 += sv[2 * i + 1] == 2;
+  }
+  EXPECT_GT(col0, 495);
+  EXPECT_GT(col1, 495);
+  // Middle axis of a 3-d batch, float64 and float16 logits.
+  for (Dtype t : {float64, float16, bfloat16}) {
+    array l3 = astype(zeros({2, 5, 3}), t);
+    array c3 = random::categorical(l3, 1, random::key(106));
+    EXPECT_EQ(c3.shape(), Shape({2, 3}));
+    auto c3v = to_vector(c3);
+    EXPECT_TRUE(std::all_of(c3v.begin(), c3v.end(), [](double x) { return x >= 0 && x < 5; }));
+  }
+  // Uniform logits over 10 classes, batched: chi-square on the pooled draws.
+  auto u = to_vector(random::categorical(zeros({10, 10}), 1, 10000, random::key(107)));
+  EXPECT_LT(chi_square_uniform(u, 10), chi_square_bound(10));
+  EXPECT_EQ(random::categorical(zeros({4}), 0, 0, random::key(1)).shape(), Shape({0}));
+}
+
+TEST(RandomCategorical, Errors) {
+  array l = zeros({3, 4});
+  EXPECT_THROW(random::categorical(l, 2), std::invalid_argument);
+  EXPECT_THROW(random::categorical(array(1.0f)), std::invalid_argument);
+  EXPECT_THROW(random::categorical(l, -1, Shape{2}), std::invalid_argument);
+  EXPECT_THROW(random::categorical(l, -1, Shape{3, 1}), std::invalid_argument);
+  EXPECT_THROW(random::categorical(l, -1, -2), std::invalid_argument);
+  EXPECT_THROW(random::categorical(astype(l, complex64)), std::invalid_argument);
+}
