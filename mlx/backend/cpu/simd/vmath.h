@@ -3,7 +3,9 @@
 // Each kernel computes out[i] = f(in[i]) for 0 <= i < n, eight lanes at a time
 // with a masked tail, on the calling thread (callers split work across
 // threads). in and out may be the same array but must not otherwise overlap.
-// Accuracy and special values are documented in vec.h.
+// Calls with n >= 2^21 write through non-temporal (cache-bypassing) stores.
+// Accuracy and special values are documented in vec.h; results are identical
+// to applying the vec.h function to each element.
 
 #pragma once
 
@@ -11,32 +13,28 @@
 
 namespace mlx::core::simd {
 
-#define MLX_SIMD_UNARY_KERNEL(name) void name(const float* in, float* out, int64_t n);
-
-MLX_SIMD_UNARY_KERNEL(exp)
-MLX_SIMD_UNARY_KERNEL(expm1)
-MLX_SIMD_UNARY_KERNEL(log)
-MLX_SIMD_UNARY_KERNEL(log1p)
-MLX_SIMD_UNARY_KERNEL(log2)
-MLX_SIMD_UNARY_KERNEL(log10)
-MLX_SIMD_UNARY_KERNEL(sin)
-MLX_SIMD_UNARY_KERNEL(cos)
-MLX_SIMD_UNARY_KERNEL(tan)
-MLX_SIMD_UNARY_KERNEL(tanh)
-MLX_SIMD_UNARY_KERNEL(sigmoid)
-MLX_SIMD_UNARY_KERNEL(erf)
-MLX_SIMD_UNARY_KERNEL(erfinv)
-MLX_SIMD_UNARY_KERNEL(sinh)
-MLX_SIMD_UNARY_KERNEL(cosh)
-MLX_SIMD_UNARY_KERNEL(atan)
-MLX_SIMD_UNARY_KERNEL(asin)
-MLX_SIMD_UNARY_KERNEL(acos)
-MLX_SIMD_UNARY_KERNEL(asinh)
-MLX_SIMD_UNARY_KERNEL(acosh)
-MLX_SIMD_UNARY_KERNEL(atanh)
-MLX_SIMD_UNARY_KERNEL(sqrt)
-MLX_SIMD_UNARY_KERNEL(rsqrt)
-
-#undef MLX_SIMD_UNARY_KERNEL
+void exp(const float* in, float* out, int64_t n);
+void expm1(const float* in, float* out, int64_t n);
+void log(const float* in, float* out, int64_t n);
+void log1p(const float* in, float* out, int64_t n);
+void log2(const float* in, float* out, int64_t n);
+void log10(const float* in, float* out, int64_t n);
+void sin(const float* in, float* out, int64_t n);
+void cos(const float* in, float* out, int64_t n);
+void tan(const float* in, float* out, int64_t n);
+void tanh(const float* in, float* out, int64_t n);
+void sigmoid(const float* in, float* out, int64_t n);
+void erf(const float* in, float* out, int64_t n);
+void erfinv(const float* in, float* out, int64_t n);
+void sinh(const float* in, float* out, int64_t n);
+void cosh(const float* in, float* out, int64_t n);
+void atan(const float* in, float* out, int64_t n);
+void asin(const float* in, float* out, int64_t n);
+void acos(const float* in, float* out, int64_t n);
+void asinh(const float* in, float* out, int64_t n);
+void acosh(const float* in, float* out, int64_t n);
+void atanh(const float* in, float* out, int64_t n);
+void sqrt(const float* in, float* out, int64_t n);
+void rsqrt(const float* in, float* out, int64_t n);
 
 }  // namespace mlx::core::simd
