@@ -324,4 +324,24 @@ array allclose(const array& a, const array& b, double rtol, double atol, bool eq
   return all(isclose(a, b, rtol, atol, equal_nan, s), false, s);
 }
 
+array trace(const array& a, int offset, int axis1, int axis2, Dtype dtype, StreamOrDevice s) {
+  if (a.ndim() < 2) {
+    throw std::invalid_argument(
+        msg("[trace] Input must have at least 2 dimensions; got shape ", a.shape(), "."));
+  }
+  return sum(astype(diagonal(a, offset, axis1, axis2, s), dtype, s), -1, false, s);
+}
+
+array trace(const array& a, int offset, int axis1, int axis2, StreamOrDevice s) {
+  Dtype t = a.dtype();
+  if (t == bool_ || t == int8 || t == int16) {
+    t = int32;
+  } else if (t == uint8 || t == uint16) {
+    t = uint32;
+  }
+  return trace(a, offset, axis1, axis2, t, s);
+}
+
+array trace(const array& a, StreamOrDevice s) { return trace(a, 0, 0, 1, s); }
+
 }  // namespace mlx::core

@@ -87,4 +87,9 @@ inline array array_equal(const array& a, const array& b, StreamOrDevice s = {}) 
 array allclose(const array& a, const array& b, double rtol = 1e-5, double atol = 1e-8,
                bool equal_nan = false, StreamOrDevice s = {});
 
+// Sum of the diagonal selected by offset/axis1/axis2 (see diagonal), in `dtype`.
+array trace(const array& a, int offset, int axis1, int axis2, Dtype dtype, StreamOrDevice s = {});
+array trace(const array& a, int offset, int axis1, int axis2, StreamOrDevice s = {});
+array trace(const array& a, StreamOrDevice s = {});
+
 }  // namespace mlx::core

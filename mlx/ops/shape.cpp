@@ -683,6 +683,25 @@ array triangle(const array& x, int k, bool lower, const char* op, StreamOrDevice
 array tril(array x, int k, StreamOrDevice s) { return triangle(x, k, true, "tril", s); }
 array triu(array x, int k, StreamOrDevice s) { return triangle(x, k, false, "triu", s); }
 
+array flip(const array& a, const std::vector<int>& axes, StreamOrDevice s) {
+  auto ax = normalize_axes(axes, a.ndim(), "flip");
+  Shape start(a.ndim(), 0);
+  Shape stop = a.shape();
+  Shape strides(a.ndim(), 1);
+  for (int i : ax) {
+    start[i] = a.shape(i) - 1;
+    stop[i] = -a.shape(i) - 1;  // one before the first element, in Python's terms
+    strides[i] = -1;
+  }
+  return slice(a, std::move(start), std::move(stop), std::move(strides), s);
+}
+
+array flip(const array& a, StreamOrDevice s) {
+  std::vector<int> axes(a.ndim());
+  std::iota(axes.begin(), axes.end(), 0);
+  return flip(a, axes, s);
+}
+
 array diagonal(const array& a, int offset, int axis1, int axis2, StreamOrDevice s) {
   if (a.ndim() < 2) {
     throw std::invalid_argument(

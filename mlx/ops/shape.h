@@ -89,6 +89,9 @@ array pad(const array& a, int pad_width, const array& pad_value = array(0),
 // Circular shifts. Without axes the array is rolled as if flattened; several shifts of one axis
 // add up.
 array roll(const array& a, int shift, StreamOrDevice s = {});
+// Reverses the order of elements along `axes` (every axis when none are given); a view.
+array flip(const array& a, const std::vector<int>& axes, StreamOrDevice s = {});
+array flip(const array& a, StreamOrDevice s = {});
 array roll(const array& a, const Shape& shift, StreamOrDevice s = {});
 array roll(const array& a, int shift, int axis, StreamOrDevice s = {});
 array roll(const array& a, int shift, const std::vector<int>& axes, StreamOrDevice s = {});

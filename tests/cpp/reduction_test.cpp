@@ -737,3 +737,16 @@ TEST(Reduction, Errors) {
     EXPECT_EQ(std::string(e.what()).rfind("[sum]", 0), 0u) << e.what();
   }
 }
+
+TEST(ReductionTrace, MatchesDiagonalSums) {
+  array a = reshape(arange(12.0f), {3, 4});
+  EXPECT_FLOAT_EQ(trace(a).item<float>(), 0 + 5 + 10);
+  EXPECT_FLOAT_EQ(trace(a, 1, 0, 1).item<float>(), 1 + 6 + 11);
+  EXPECT_FLOAT_EQ(trace(a, -1, 0, 1).item<float>(), 4 + 9);
+  array b = reshape(arange(24), {2, 3, 4});
+  // Over axes 1 and 2 for each leading index: (0+5+10), (12+17+22).
+  EXPECT_EQ(to_vector(trace(b, 0, 1, 2)), std::vector<double>({15, 51}));
+  EXPECT_EQ(trace(array({1, 2, 3, 4}, {2, 2}, int8)).dtype(), int32);
+  EXPECT_EQ(trace(a, 0, 0, 1, float64).dtype(), float64);
+  EXPECT_THROW(trace(array({1.0f})), std::invalid_argument);
+}

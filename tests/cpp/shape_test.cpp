@@ -1433,3 +1433,17 @@ TEST(ShapePrimitives, EquivalenceAndOutputShapes) {
   EXPECT_TRUE(view(a, int32).primitive().is_equivalent(view(b, int32).primitive()));
   EXPECT_FALSE(view(a, int32).primitive().is_equivalent(view(a, uint32).primitive()));
 }
+
+TEST(ShapeFlip, ReversesAxesAsAView) {
+  array a = reshape(arange(6.0f), {2, 3});
+  eval(a);
+  array f = flip(a, {1});
+  expect_close(f, {2, 1, 0, 5, 4, 3}, {2, 3});
+  eval(f);
+  EXPECT_EQ(f.data<float>(), a.data<float>() + 2);  // a view, no copy
+  expect_close(flip(a), {5, 4, 3, 2, 1, 0}, {2, 3});
+  expect_close(flip(a, {-2}), {3, 4, 5, 0, 1, 2}, {2, 3});
+  expect_close(flip(flip(transpose(a))), {0, 3, 1, 4, 2, 5}, {3, 2});
+  EXPECT_EQ(flip(zeros({0, 3}), {0}).shape(), Shape({0, 3}));
+  EXPECT_THROW(flip(a, {2}), std::invalid_argument);
+}
