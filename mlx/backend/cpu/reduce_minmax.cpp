@@ -120,17 +120,7 @@ void arg_reduce(const array& in, array& out, int axis) {
   if (n == 0) {
     throw std::invalid_argument("[argreduce] Cannot reduce a zero-size axis.");
   }
-  // The other dimensions, collapsed, with input and output strides.
-  Shape shape;
-  Strides in_strides, out_strides;
-  for (int d = 0; d < in.ndim(); ++d) {
-    if (d != axis) {
-      shape.push_back(in.shape(d));
-      in_strides.push_back(in.strides()[d]);
-      out_strides.push_back(out.strides()[d]);
-    }
-  }
-  auto layout = collapse_dims<2>(shape, {in_strides, out_strides});
+  auto layout = collapse_dims_except(in, out, axis);
   const T* src = in.data<T>();
   uint32_t* dst = out.data<uint32_t>();
   const int64_t width = layout.shape.back();

@@ -136,16 +136,7 @@ void scan(const array& in, array& out, int axis, bool reverse, bool inclusive) {
     return;
   }
   ScanParams sp{in.shape(axis), in.strides()[axis], out.strides()[axis], reverse, inclusive};
-  Shape shape;
-  Strides in_strides, out_strides;
-  for (int d = 0; d < in.ndim(); ++d) {
-    if (d != axis) {
-      shape.push_back(in.shape(d));
-      in_strides.push_back(in.strides()[d]);
-      out_strides.push_back(out.strides()[d]);
-    }
-  }
-  auto layout = collapse_dims<2>(shape, {in_strides, out_strides});
+  auto layout = collapse_dims_except(in, out, axis);
   const In* src = in.data<In>();
   Out* dst = out.data<Out>();
   const int64_t width = layout.shape.back();

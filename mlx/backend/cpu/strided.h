@@ -82,6 +82,21 @@ void for_each_row(const Layout<N>& layout, int64_t row_begin, int64_t row_end, F
   }
 }
 
+// The dimensions of `in` and `out` other than `axis`, collapsed: the lines along `axis` that
+// reductions and scans walk one by one.
+inline Layout<2> collapse_dims_except(const array& in, const array& out, int axis) {
+  Shape shape;
+  Strides in_strides, out_strides;
+  for (int d = 0; d < in.ndim(); ++d) {
+    if (d != axis) {
+      shape.push_back(in.shape(d));
+      in_strides.push_back(in.strides()[d]);
+      out_strides.push_back(out.strides()[d]);
+    }
+  }
+  return collapse_dims<2>(shape, {in_strides, out_strides});
+}
+
 inline int64_t num_rows(const Shape& collapsed) {
   int64_t rows = 1;
   for (size_t d = 0; d + 1 < collapsed.size(); ++d) {
