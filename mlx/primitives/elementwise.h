@@ -6,22 +6,77 @@
 
 namespace mlx::core {
 
-#define MLX_UNARY_OPS(X)                                                                          \
-  X(Abs)                                                                                          \
-  X(Negative)                                                                                     \
-  X(Sign) X(Square) X(Sqrt) X(Rsqrt) X(Exp) X(Expm1) X(Log) X(Log2) X(Log10) X(Log1p) X(Sin)      \
-      X(Cos) X(Tan) X(ArcSin) X(ArcCos) X(ArcTan) X(Sinh) X(Cosh) X(Tanh) X(ArcSinh) X(ArcCosh)   \
-          X(ArcTanh) X(Erf) X(ErfInv) X(Sigmoid) X(Floor) X(Ceil) X(Round) X(Trunc) X(LogicalNot) \
-              X(BitwiseInvert) X(Conjugate) X(Real) X(Imag) X(IsNaN) X(IsInf) X(IsPosInf)         \
-                  X(IsNegInf) X(IsFinite)
+// clang-format off
+#define MLX_UNARY_OPS(X) \
+  X(Abs) \
+  X(Negative) \
+  X(Sign) \
+  X(Square) \
+  X(Sqrt) \
+  X(Rsqrt) \
+  X(Exp) \
+  X(Expm1) \
+  X(Log) \
+  X(Log2) \
+  X(Log10) \
+  X(Log1p) \
+  X(Sin) \
+  X(Cos) \
+  X(Tan) \
+  X(ArcSin) \
+  X(ArcCos) \
+  X(ArcTan) \
+  X(Sinh) \
+  X(Cosh) \
+  X(Tanh) \
+  X(ArcSinh) \
+  X(ArcCosh) \
+  X(ArcTanh) \
+  X(Erf) \
+  X(ErfInv) \
+  X(Sigmoid) \
+  X(Floor) \
+  X(Ceil) \
+  X(Round) \
+  X(Trunc) \
+  X(LogicalNot) \
+  X(BitwiseInvert) \
+  X(Conjugate) \
+  X(Real) \
+  X(Imag) \
+  X(IsNaN) \
+  X(IsInf) \
+  X(IsPosInf) \
+  X(IsNegInf) \
+  X(IsFinite)
 
-#define MLX_BINARY_OPS(X)                                                                    \
-  X(Add)                                                                                     \
-  X(Subtract)                                                                                \
-  X(Multiply) X(Divide) X(Remainder) X(FloorDivide) X(Power) X(Maximum) X(Minimum) X(Equal)  \
-      X(NotEqual) X(Less) X(LessEqual) X(Greater) X(GreaterEqual) X(LogicalAnd) X(LogicalOr) \
-          X(LogAddExp) X(ArcTan2) X(BitwiseAnd) X(BitwiseOr) X(BitwiseXor) X(LeftShift)      \
-              X(RightShift) X(NaNEqual)
+#define MLX_BINARY_OPS(X) \
+  X(Add) \
+  X(Subtract) \
+  X(Multiply) \
+  X(Divide) \
+  X(Remainder) \
+  X(FloorDivide) \
+  X(Power) \
+  X(Maximum) \
+  X(Minimum) \
+  X(Equal) \
+  X(NotEqual) \
+  X(Less) \
+  X(LessEqual) \
+  X(Greater) \
+  X(GreaterEqual) \
+  X(LogicalAnd) \
+  X(LogicalOr) \
+  X(LogAddExp) \
+  X(ArcTan2) \
+  X(BitwiseAnd) \
+  X(BitwiseOr) \
+  X(BitwiseXor) \
+  X(LeftShift) \
+  X(RightShift) \
+  X(NaNEqual)
+// clang-format on
 
 #define MLX_ENUM_ENTRY(NAME) NAME,
 enum class UnaryOp { MLX_UNARY_OPS(MLX_ENUM_ENTRY) };
