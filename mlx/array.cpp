@@ -44,6 +44,8 @@ array::ArrayDesc::ArrayDesc(Shape shape_, Dtype dtype_, std::shared_ptr<Primitiv
       primitive(std::move(primitive_)),
       inputs(std::move(inputs_)) {
   strides = row_major_strides(shape);
+  is_tracer = detail::in_tracing() && std::any_of(inputs.begin(), inputs.end(),
+                                                  [](const array& a) { return a.is_tracer(); });
 }
 
 array::ArrayDesc::~ArrayDesc() {

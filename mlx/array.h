@@ -23,6 +23,11 @@ using Deleter = std::function<void(allocator::Buffer)>;
 
 class Primitive;
 
+namespace detail {
+// True while a function transform (vjp, jvp, vmap, compile) is tracing a function.
+bool in_tracing();
+}  // namespace detail
+
 // C++ scalars default to these dtypes (double maps to float32 as in MLX).
 template <typename T>
 constexpr Dtype default_dtype_of() {
@@ -145,7 +150,9 @@ class array {
   uintptr_t id() const { return reinterpret_cast<uintptr_t>(desc_.get()); }
   // Drops the primitive, inputs and siblings: the array becomes a leaf.
   void detach();
-  bool is_tracer() const { return desc_->is_tracer; }
+  // Part of a function being traced by a transform: eval keeps its graph (the transform
+  // walks it afterwards). Arrays computed from tracers are tracers.
+  bool is_tracer() const { return desc_->is_tracer && detail::in_tracing(); }
   void set_tracer(bool t) { desc_->is_tracer = t; }
 
   enum class Status : uint8_t {

@@ -10,4 +10,5 @@
 #include "mlx/random.h"
 #include "mlx/stream.h"
 #include "mlx/transforms/eval.h"
+#include "mlx/transforms/transforms.h"
 #include "mlx/utils.h"

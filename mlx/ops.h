@@ -3,6 +3,7 @@
 
 #include "mlx/ops/creation.h"
 #include "mlx/ops/elementwise.h"
+#include "mlx/ops/graph.h"
 #include "mlx/ops/indexing.h"
 #include "mlx/ops/linalg.h"
 #include "mlx/ops/reduction.h"

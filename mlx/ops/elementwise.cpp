@@ -215,8 +215,6 @@ array nan_to_num(const array& a, float nan, std::optional<float> posinf,
 }
 
 // The autodiff transforms give this its meaning; on its own it is the identity.
-array stop_gradient(const array& a, StreamOrDevice) { return a; }
-
 array add(const array& a, const array& b, StreamOrDevice s) {
   return arithmetic(BinaryOp::Add, a, b, "add", s);
 }

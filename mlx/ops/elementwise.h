@@ -60,7 +60,6 @@ array isneginf(const array& a, StreamOrDevice s = {});
 array isfinite(const array& a, StreamOrDevice s = {});
 array nan_to_num(const array& a, float nan = 0.0f, std::optional<float> posinf = std::nullopt,
                  std::optional<float> neginf = std::nullopt, StreamOrDevice s = {});
-array stop_gradient(const array& a, StreamOrDevice s = {});
 
 // Binary.
 array add(const array& a, const array& b, StreamOrDevice s = {});

@@ -46,6 +46,16 @@ class Primitive {
   Stream stream_;
 };
 
+// Declares a primitive's jvp, vjp and vmap overrides (defined in <family>_rules.cpp).
+#define MLX_DECLARE_TRANSFORM_RULES                                                               \
+  std::vector<array> jvp(const std::vector<array>& primals, const std::vector<array>& tangents,   \
+                         const std::vector<int>& argnums) override;                               \
+  std::vector<array> vjp(const std::vector<array>& primals, const std::vector<array>& cotangents, \
+                         const std::vector<int>& argnums, const std::vector<array>& outputs)      \
+      override;                                                                                   \
+  std::pair<std::vector<array>, std::vector<int>> vmap(const std::vector<array>& inputs,          \
+                                                       const std::vector<int>& axes) override;
+
 class UnaryPrimitive : public Primitive {
  public:
   using Primitive::Primitive;

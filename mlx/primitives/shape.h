@@ -32,6 +32,7 @@ class Copy : public UnaryPrimitive {
   std::vector<Shape> output_shapes(const std::vector<array>& inputs) override {
     return {inputs[0].shape()};
   }
+  MLX_DECLARE_TRANSFORM_RULES
 };
 
 class Broadcast : public UnaryPrimitive {

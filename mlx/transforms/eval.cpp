@@ -27,6 +27,13 @@ std::vector<array> build_tape(const std::vector<array>& outputs) {
     if (a.status() != array::Status::unscheduled || !seen.insert(a.id()).second) {
       return;
     }
+    if (!a.has_primitive()) {
+      // A placeholder standing for a traced function's input: it has no value yet.
+      throw std::invalid_argument(
+          "[eval] Cannot evaluate an array that depends on the inputs of a function being "
+          "traced by compile or vmap (e.g. item() or eval inside the function). Pass the "
+          "value in as an input, or compute it outside the transformed function.");
+    }
     for (auto& s : a.siblings()) {
       seen.insert(s.id());
     }
@@ -83,7 +90,9 @@ void run_node(array& node) {
   for (auto& o : outs) {
     o.set_status(array::Status::available);
   }
-  node.detach();
+  if (!node.is_tracer()) {
+    node.detach();  // a transform walks a tracer's graph after the trace
+  }
 }
 
 void eval_impl(std::vector<array> outputs, bool sync) {

@@ -1,0 +1,91 @@
+// Primitives that exist for the function transforms. None of them computes anything: their
+// outputs share their inputs' buffers, on any device.
+#pragma once
+
+#include <functional>
+#include <optional>
+
+#include "mlx/primitives/primitive.h"
+#include "mlx/transforms/transforms.h"
+
+namespace mlx::core {
+
+// Identity whose derivative is zero: differentiation stops here.
+class StopGradient : public UnaryPrimitive {
+ public:
+  explicit StopGradient(Stream stream) : UnaryPrimitive(stream) {}
+  void eval_cpu(const std::vector<array>& inputs, array& out) override;
+  void eval_gpu(const std::vector<array>& inputs, std::vector<array>& outputs) override;
+  const char* name() const override { return "StopGradient"; }
+  bool is_equivalent(const Primitive& other) const override {
+    return dynamic_cast<const StopGradient*>(&other) != nullptr;
+  }
+  std::vector<Shape> output_shapes(const std::vector<array>& inputs) override {
+    return {inputs[0].shape()};
+  }
+  std::vector<array> jvp(const std::vector<array>& primals, const std::vector<array>& tangents,
+                         const std::vector<int>& argnums) override;
+  std::vector<array> vjp(const std::vector<array>& primals, const std::vector<array>& cotangents,
+                         const std::vector<int>& argnums,
+                         const std::vector<array>& outputs) override;
+  std::pair<std::vector<array>, std::vector<int>> vmap(const std::vector<array>& inputs,
+                                                       const std::vector<int>& axes) override;
+};
+
+// Inputs {x_0..x_{n-1}, deps...}; outputs x_0..x_{n-1} unchanged, available only once the
+// dependencies are computed (orders work, e.g. a checkpoint's recomputation after the
+// cotangents arrive).
+class Depends : public Primitive {
+ public:
+  Depends(Stream stream, size_t num_outputs) : Primitive(stream), num_outputs_(num_outputs) {}
+  void eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) override;
+  void eval_gpu(const std::vector<array>& inputs, std::vector<array>& outputs) override;
+  const char* name() const override { return "Depends"; }
+  std::vector<Shape> output_shapes(const std::vector<array>& inputs) override;
+  std::vector<array> jvp(const std::vector<array>& primals, const std::vector<array>& tangents,
+                         const std::vector<int>& argnums) override;
+  std::vector<array> vjp(const std::vector<array>& primals, const std::vector<array>& cotangents,
+                         const std::vector<int>& argnums,
+                         const std::vector<array>& outputs) override;
+  std::pair<std::vector<array>, std::vector<int>> vmap(const std::vector<array>& inputs,
+                                                       const std::vector<int>& axes) override;
+
+ private:
+  size_t num_outputs_;
+};
+
+// The node custom_function puts around a function: inputs {primals..., fun's outputs...},
+// outputs fun's outputs. Its rules are the custom ones, or else those of fun's own graph.
+class CustomTransforms : public Primitive {
+ public:
+  CustomTransforms(Stream stream, size_t num_primals, ArrayFn fun,
+                   std::optional<CustomVJPFn> vjp_fun, std::optional<CustomJVPFn> jvp_fun,
+                   std::optional<CustomVmapFn> vmap_fun)
+      : Primitive(stream),
+        num_primals_(num_primals),
+        fun_(std::move(fun)),
+        vjp_fun_(std::move(vjp_fun)),
+        jvp_fun_(std::move(jvp_fun)),
+        vmap_fun_(std::move(vmap_fun)) {}
+  void eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) override;
+  void eval_gpu(const std::vector<array>& inputs, std::vector<array>& outputs) override;
+  const char* name() const override { return "CustomTransforms"; }
+  std::vector<Shape> output_shapes(const std::vector<array>& inputs) override;
+  std::vector<array> jvp(const std::vector<array>& primals, const std::vector<array>& tangents,
+                         const std::vector<int>& argnums) override;
+  std::vector<array> vjp(const std::vector<array>& primals, const std::vector<array>& cotangents,
+                         const std::vector<int>& argnums,
+                         const std::vector<array>& outputs) override;
+  std::pair<std::vector<array>, std::vector<int>> vmap(const std::vector<array>& inputs,
+                                                       const std::vector<int>& axes) override;
+  size_t num_primals() const { return num_primals_; }
+
+ private:
+  size_t num_primals_;
+  ArrayFn fun_;
+  std::optional<CustomVJPFn> vjp_fun_;
+  std::optional<CustomJVPFn> jvp_fun_;
+  std::optional<CustomVmapFn> vmap_fun_;
+};
+
+}  // namespace mlx::core

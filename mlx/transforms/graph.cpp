@@ -1,0 +1,76 @@
+#include "mlx/transforms/graph.h"
+
+#include "mlx/primitives/transform.h"
+
+namespace mlx::core::detail {
+
+namespace {
+
+// How many leading inputs of `node` the walk follows.
+size_t inputs_to_follow(const array& node, Walk walk) {
+  if (walk == Walk::capture) {
+    return node.inputs().size();
+  }
+  Primitive& p = node.primitive();
+  if (walk == Walk::differentiate && dynamic_cast<StopGradient*>(&p)) {
+    return 0;
+  }
+  if (auto* custom = dynamic_cast<CustomTransforms*>(&p)) {
+    return custom->num_primals();
+  }
+  return node.inputs().size();
+}
+
+}  // namespace
+
+std::vector<array> dependent_tape(const std::vector<array>& outputs, const IdSet& sources,
+                                  Walk walk) {
+  std::vector<array> tape;
+  IdSet visited;
+  IdSet dependent(sources);
+  struct Frame {
+    array node;
+    size_t next_input;
+    size_t num_inputs;
+  };
+  std::vector<Frame> stack;
+  auto visit = [&](const array& a) {
+    if (!visited.insert(a.id()).second) {
+      return;
+    }
+    for (auto& s : a.siblings()) {
+      visited.insert(s.id());
+    }
+    if (!sources.count(a.id()) && a.has_primitive()) {
+      stack.push_back(Frame{a, 0, inputs_to_follow(a, walk)});
+    }
+  };
+  for (auto& o : outputs) {
+    visit(o);
+    while (!stack.empty()) {
+      Frame& top = stack.back();
+      if (top.next_input < top.num_inputs) {
+        array input = top.node.inputs()[top.next_input++];
+        visit(input);
+        continue;
+      }
+      array node = std::move(top.node);
+      size_t followed = top.num_inputs;
+      stack.pop_back();
+      bool depends = false;
+      for (size_t i = 0; i < followed; ++i) {
+        depends = depends || dependent.count(node.inputs()[i].id());
+      }
+      if (depends) {
+        dependent.insert(node.id());
+        for (auto& s : node.siblings()) {
+          dependent.insert(s.id());
+        }
+        tape.push_back(std::move(node));
+      }
+    }
+  }
+  return tape;
+}
+
+}  // namespace mlx::core::detail

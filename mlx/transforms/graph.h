@@ -1,0 +1,26 @@
+// Graph walks shared by the function transforms.
+#pragma once
+
+#include <unordered_set>
+#include <vector>
+
+#include "mlx/array.h"
+
+namespace mlx::core::detail {
+
+using IdSet = std::unordered_set<uintptr_t>;
+
+enum class Walk {
+  differentiate,  // stop_gradient cuts the graph
+  vectorize,      // follows every edge a vmap rule needs
+  capture,        // follows every edge (compile)
+};
+
+// The nodes between `sources` and `outputs`: every node reachable from `outputs` (without
+// recursion) that depends on one of `sources`, one entry per sibling group, inputs before
+// their consumers. Sources themselves are not on the tape. Except when capturing, a custom
+// function's own graph is not entered: its rules stand for it.
+std::vector<array> dependent_tape(const std::vector<array>& outputs, const IdSet& sources,
+                                  Walk walk);
+
+}  // namespace mlx::core::detail

@@ -1,0 +1,16 @@
+#include <atomic>
+
+#include "mlx/transforms/transforms.h"
+
+namespace mlx::core::detail {
+
+namespace {
+std::atomic<int> tracing_depth{0};
+}  // namespace
+
+bool in_tracing() { return tracing_depth.load(std::memory_order_relaxed) > 0; }
+
+TracingScope::TracingScope() { tracing_depth.fetch_add(1, std::memory_order_relaxed); }
+TracingScope::~TracingScope() { tracing_depth.fetch_sub(1, std::memory_order_relaxed); }
+
+}  // namespace mlx::core::detail

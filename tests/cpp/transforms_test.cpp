@@ -1,0 +1,119 @@
+// The transform drivers: vjp, jvp, grad, vmap, custom functions, checkpoint.
+#include <gtest/gtest.h>
+
+#include "mlx/mlx.h"
+#include "test_utils.h"
+#include "transform_check.h"
+
+namespace mlx::core::test {
+namespace {
+
+TEST(Transforms, VjpOfIdentityPassesCotangent) {
+  array x = random_array({2, 3});
+  array c = random_array({2, 3}, float32, -1, 1, 3);
+  auto [out, ct] = vjp([](const array& a) { return a; }, x, c);
+  expect_close(out, to_vector(x), {2, 3});
+  expect_close(ct, to_vector(c), {2, 3});
+}
+
+TEST(Transforms, VjpChecksCotangents) {
+  array x = random_array({2, 3});
+  auto id = [](const std::vector<array>& a) { return a; };
+  EXPECT_THROW(vjp(id, {x}, {zeros({3, 2})}), std::invalid_argument);
+  EXPECT_THROW(vjp(id, {x}, {}), std::invalid_argument);
+}
+
+TEST(Transforms, IntegerPrimalsHaveZeroCotangents) {
+  array x = random_array({3});
+  array i = array({1, 2, 3});
+  auto f = [](const std::vector<array>& a) { return std::vector<array>{a[0]}; };
+  auto [outs, cts] = vjp(f, {x, i}, {ones({3})});
+  expect_close(cts[0], {1, 1, 1});
+  EXPECT_EQ(cts[1].dtype(), int32);
+  expect_close(cts[1], {0, 0, 0});
+}
+
+TEST(Transforms, GradRejectsBadArgnums) {
+  auto f = [](const std::vector<array>& a) { return sum(a[0]); };
+  array x = random_array({3});
+  EXPECT_THROW(grad(f, 1)({x}), std::invalid_argument);
+  EXPECT_THROW(grad(f, -1)({x}), std::invalid_argument);
+  EXPECT_THROW(grad(f, std::vector<int>{0, 0})({x}), std::invalid_argument);
+  EXPECT_THROW(grad(f, 0)({array({1, 2})}), std::invalid_argument);
+  auto not_scalar = [](const std::vector<array>& a) { return a[0]; };
+  EXPECT_THROW(grad(not_scalar, 0)({x}), std::invalid_argument);
+}
+
+TEST(Transforms, JvpChecksTangents) {
+  auto id = [](const std::vector<array>& a) { return a; };
+  EXPECT_THROW(jvp(id, {zeros({2})}, {zeros({3})}), std::invalid_argument);
+  EXPECT_THROW(jvp(id, {zeros({2})}, {}), std::invalid_argument);
+}
+
+TEST(Transforms, VmapOfIdentityMovesAxes) {
+  array x = random_array({2, 3, 4});
+  auto id = [](const array& a) { return a; };
+  auto y = vmap(id, 1, 0)(x);
+  expect_close(y, to_vector(moveaxis(x, 1, 0)), {3, 2, 4});
+  auto z = vmap(id, 0, 2)(x);
+  expect_close(z, to_vector(moveaxis(x, 0, 2)), {3, 4, 2});
+}
+
+TEST(Transforms, VmapBroadcastsUnmappedOutputs) {
+  array x = random_array({4, 3});
+  array c = random_array({3}, float32, -1, 1, 5);
+  auto f = [&c](const std::vector<array>& a) { return std::vector<array>{c}; };
+  auto out = vmap(f, {0})({x})[0];
+  ASSERT_EQ(out.shape(), (Shape{4, 3}));
+  expect_close(take(out, 2, 0), to_vector(c), {3});
+}
+
+TEST(Transforms, VmapChecksAxes) {
+  auto id = [](const std::vector<array>& a) { return a; };
+  array x = zeros({2, 3});
+  EXPECT_THROW(vmap(id, {2})({x}), std::invalid_argument);
+  EXPECT_THROW(vmap(id, {-2})({x}), std::invalid_argument);
+  EXPECT_THROW(vmap(id, {-1})({x}), std::invalid_argument);
+  EXPECT_THROW(vmap(id, {0, 0})({x}), std::invalid_argument);
+  EXPECT_THROW(vmap(id, {0, 1})({x, x}), std::invalid_argument);
+  EXPECT_THROW(vmap(id, {0}, {3})({x}), std::invalid_argument);
+}
+
+TEST(Transforms, EvalInsideVmapIsAClearError) {
+  auto f = [](const array& a) {
+    eval(a);
+    return a;
+  };
+  EXPECT_THROW(vmap(f)(zeros({2, 2})), std::invalid_argument);
+}
+
+TEST(Transforms, StopGradientBlocksCotangents) {
+  array x = random_array({3});
+  auto f = [](const std::vector<array>& a) { return std::vector<array>{stop_gradient(a[0])}; };
+  auto [outs, cts] = vjp(f, {x}, {ones({3})});
+  expect_close(outs[0], to_vector(x), {3});
+  expect_close(cts[0], {0, 0, 0});
+}
+
+TEST(Transforms, CustomVjpReplacesTheRule) {
+  auto f = custom_vjp(
+      [](const std::vector<array>& a) { return a; },
+      [](const std::vector<array>&, const std::vector<array>& cts, const std::vector<array>&) {
+        return std::vector<array>{multiply(cts[0], array(3.0f))};
+      });
+  array x = random_array({3});
+  auto [outs, cts] = vjp(f, {x}, {ones({3})});
+  expect_close(outs[0], to_vector(x), {3});
+  expect_close(cts[0], {3, 3, 3});
+}
+
+TEST(Transforms, DependsOrdersWithoutChangingValues) {
+  array x = random_array({3});
+  array y = random_array({2}, float32, -1, 1, 9);
+  auto out = depends({x}, {y});
+  ASSERT_EQ(out.size(), 1u);
+  expect_close(out[0], to_vector(x), {3});
+}
+
+}  // namespace
+}  // namespace mlx::core::test
