@@ -16,6 +16,7 @@ class AsType : public UnaryPrimitive {
     return {inputs[0].shape()};
   }
 
+  MLX_DECLARE_TRANSFORM_RULES
  private:
   Dtype dtype_;
 };
@@ -43,6 +44,7 @@ class Broadcast : public UnaryPrimitive {
   bool is_equivalent(const Primitive& other) const override;
   const Shape& shape() const { return shape_; }
 
+  MLX_DECLARE_TRANSFORM_RULES
  private:
   Shape shape_;
 };
@@ -54,6 +56,7 @@ class Reshape : public UnaryPrimitive {
   const char* name() const override { return "Reshape"; }
   bool is_equivalent(const Primitive& other) const override;
 
+  MLX_DECLARE_TRANSFORM_RULES
  private:
   Shape shape_;
 };
@@ -67,6 +70,7 @@ class Transpose : public UnaryPrimitive {
   bool is_equivalent(const Primitive& other) const override;
   const std::vector<int>& axes() const { return axes_; }
 
+  MLX_DECLARE_TRANSFORM_RULES
  private:
   std::vector<int> axes_;
 };

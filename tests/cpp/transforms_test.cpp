@@ -115,5 +115,15 @@ TEST(Transforms, DependsOrdersWithoutChangingValues) {
   expect_close(out[0], to_vector(x), {3});
 }
 
+TEST(Transforms, LayoutRulesAgainstFiniteDifferences) {
+  array x = random_array({2, 3}, float64);
+  check_grad([](const array& a) { return broadcast_to(reshape(a, {2, 1, 3}), {4, 2, 5, 3}); }, x);
+  check_grad([](const array& a) { return transpose(reshape(a, {3, 2}), {1, 0}); }, x);
+  check_grad([](const array& a) { return astype(astype(a, float32), float64); }, x,
+             {.eps = 1e-3, .rtol = 1e-3});
+  check_vmap([](const array& a) { return broadcast_to(a, {4, 3}); }, x, 0, 1);
+  check_vmap([](const array& a) { return transpose(reshape(a, {1, 2}), {1, 0}); }, x, 1, 0);
+}
+
 }  // namespace
 }  // namespace mlx::core::test
