@@ -5,6 +5,7 @@
 #include <numbers>
 
 #include "mlx/ops/creation.h"
+#include "mlx/ops/graph.h"
 #include "mlx/ops/shape.h"
 #include "mlx/primitives/elementwise.h"
 #include "mlx/utils.h"
@@ -32,10 +33,12 @@ array float_unary(UnaryOp op, const array& a, StreamOrDevice s, bool allow_compl
 array binary(BinaryOp op, const array& a, const array& b, Dtype in_dtype, Dtype out_dtype,
              const char* name, StreamOrDevice s) {
   Shape shape = broadcast_shapes(a.shape(), b.shape(), name);
-  array x = broadcast_to(astype(a, in_dtype, s), shape, s);
-  array y = broadcast_to(astype(b, in_dtype, s), shape, s);
+  array x = astype(a, in_dtype, s);
+  array y = astype(b, in_dtype, s);
+  array bx = dynamic_broadcast({x, y}, s);
+  array by = dynamic_broadcast({y, x}, s);
   return array(std::move(shape), out_dtype, std::make_shared<Binary>(to_stream(s), op),
-               {std::move(x), std::move(y)});
+               {std::move(bx), std::move(by)});
 }
 
 array arithmetic(BinaryOp op, const array& a, const array& b, const char* name, StreamOrDevice s) {
@@ -347,10 +350,12 @@ MLX_DEFINE_OPERATOR(>>, right_shift)
 array where(const array& condition, const array& x, const array& y, StreamOrDevice s) {
   Shape shape = broadcast_shapes({condition.shape(), x.shape(), y.shape()}, "where");
   Dtype t = promote_types(x.dtype(), y.dtype());
-  array c = broadcast_to(astype(condition, bool_, s), shape, s);
-  array a = broadcast_to(astype(x, t, s), shape, s);
-  array b = broadcast_to(astype(y, t, s), shape, s);
-  return array(std::move(shape), t, std::make_shared<Select>(to_stream(s)), {c, a, b});
+  array c = astype(condition, bool_, s);
+  array a = astype(x, t, s);
+  array b = astype(y, t, s);
+  return array(std::move(shape), t, std::make_shared<Select>(to_stream(s)),
+               {dynamic_broadcast({c, a, b}, s), dynamic_broadcast({a, c, b}, s),
+                dynamic_broadcast({b, c, a}, s)});
 }
 
 array clip(const array& a, const std::optional<array>& a_min, const std::optional<array>& a_max,

@@ -13,4 +13,12 @@ array stop_gradient(const array& a, StreamOrDevice s = {});
 std::vector<array> depends(const std::vector<array>& inputs,
                            const std::vector<array>& dependencies);
 
+// Input 0 broadcast against all the inputs, recorded so that a shapeless compile can replay it
+// on new shapes (plain broadcast_to outside shapeless traces).
+array dynamic_broadcast(const std::vector<array>& inputs, StreamOrDevice s = {});
+
+// The element count of `a` over `axes` (1 / count when `inverted`) as a scalar of `dtype`.
+array number_of_elements(const array& a, const std::vector<int>& axes, bool inverted, Dtype dtype,
+                         StreamOrDevice s = {});
+
 }  // namespace mlx::core

@@ -5,8 +5,10 @@
 
 #include "mlx/ops/creation.h"
 #include "mlx/ops/elementwise.h"
+#include "mlx/ops/graph.h"
 #include "mlx/ops/shape.h"
 #include "mlx/primitives/reduction.h"
+#include "mlx/transforms/transforms.h"
 #include "mlx/utils.h"
 
 namespace mlx::core {
@@ -159,7 +161,7 @@ array mean(const array& a, const std::vector<int>& axes, bool keepdims, StreamOr
   // 16-bit floats keep the float32 sum so that the division rounds once.
   array total = reduce(a, Reduce::Sum, ax, keepdims, is_half(dt) ? float32 : widened(a.dtype()), s);
   Dtype scale_dt = dt == float64 ? float64 : float32;
-  array inv(1.0 / static_cast<double>(reduced_size(a, ax)), scale_dt);
+  array inv = number_of_elements(a, ax, true, scale_dt, s);
   return astype(multiply(total, inv, s), dt, s);
 }
 
@@ -171,8 +173,12 @@ array var(const array& a, const std::vector<int>& axes, bool keepdims, int ddof,
   array x = astype(a, is_half(dt) ? float32 : dt, s);
   array dev = subtract(x, mean(x, ax, true, s), s);
   array ss = sum(square(dev, s), ax, keepdims, s);
-  double dof = std::max<double>(static_cast<double>(reduced_size(a, ax)) - ddof, 0.0);
-  return astype(divide(ss, array(dof, x.dtype()), s), dt, s);
+  array dof(std::max<double>(static_cast<double>(reduced_size(a, ax)) - ddof, 0.0), x.dtype());
+  if (detail::in_shapeless_tracing()) {
+    array count = number_of_elements(a, ax, false, x.dtype(), s);
+    dof = maximum(subtract(count, array(ddof, x.dtype()), s), array(0, x.dtype()), s);
+  }
+  return astype(divide(ss, dof, s), dt, s);
 }
 
 array std(const array& a, const std::vector<int>& axes, bool keepdims, int ddof, StreamOrDevice s) {

@@ -4,6 +4,8 @@
 
 #include "mlx/ops.h"
 #include "mlx/ops/graph.h"
+#include "mlx/primitives/shape.h"
+#include "mlx/transforms/rule_utils.h"
 #include "mlx/utils.h"
 
 namespace mlx::core {
@@ -153,6 +155,79 @@ std::pair<std::vector<array>, std::vector<int>> CustomTransforms::vmap(
   }
   std::vector<array> outs = mlx::core::vmap(fun_, arg_axes)(args);
   return {outs, std::vector<int>(outs.size(), 0)};
+}
+
+// DynamicBroadcast
+
+void DynamicBroadcast::eval_cpu(const std::vector<array>& inputs, array& out) {
+  Broadcast(stream(), out.shape()).eval_cpu({inputs[0]}, out);
+}
+void DynamicBroadcast::eval_gpu(const std::vector<array>& inputs, std::vector<array>& outputs) {
+  std::vector<array> first{inputs[0]};
+  Broadcast(stream(), outputs[0].shape()).eval_gpu(first, outputs);
+}
+std::vector<Shape> DynamicBroadcast::output_shapes(const std::vector<array>& inputs) {
+  std::vector<Shape> shapes;
+  for (auto& in : inputs) {
+    shapes.push_back(in.shape());
+  }
+  return {broadcast_shapes(shapes, "broadcast")};
+}
+std::vector<array> DynamicBroadcast::jvp(const std::vector<array>& primals,
+                                         const std::vector<array>& tangents,
+                                         const std::vector<int>& argnums) {
+  if (argnums[0] != 0) {
+    return {zeros_like(dynamic_broadcast(primals, stream()))};
+  }
+  std::vector<array> inputs = primals;
+  inputs[0] = tangents[0];
+  return {dynamic_broadcast(inputs, stream())};
+}
+std::vector<array> DynamicBroadcast::vjp(const std::vector<array>& primals,
+                                         const std::vector<array>& cotangents,
+                                         const std::vector<int>& argnums,
+                                         const std::vector<array>& outputs) {
+  std::vector<array> out;
+  for (int a : argnums) {
+    out.push_back(
+        a == 0
+            ? Broadcast(stream(), outputs[0].shape()).vjp({primals[0]}, cotangents, {0}, outputs)[0]
+            : zeros_like(primals[a]));
+  }
+  return out;
+}
+std::pair<std::vector<array>, std::vector<int>> DynamicBroadcast::vmap(
+    const std::vector<array>& inputs, const std::vector<int>& axes) {
+  return {{dynamic_broadcast(detail::align_batch(inputs, axes), stream())}, {0}};
+}
+
+// NumberOfElements
+
+void NumberOfElements::eval_gpu(const std::vector<array>& inputs, std::vector<array>& outputs) {
+  eval_cpu(inputs, outputs[0]);
+}
+bool NumberOfElements::is_equivalent(const Primitive& other) const {
+  auto* o = dynamic_cast<const NumberOfElements*>(&other);
+  return o && o->axes_ == axes_ && o->inverted_ == inverted_ && o->dtype_ == dtype_;
+}
+std::vector<array> NumberOfElements::jvp(const std::vector<array>&, const std::vector<array>&,
+                                         const std::vector<int>&) {
+  return {array(0.0, dtype_)};
+}
+std::vector<array> NumberOfElements::vjp(const std::vector<array>& primals,
+                                         const std::vector<array>&, const std::vector<int>&,
+                                         const std::vector<array>&) {
+  return {zeros_like(primals[0])};
+}
+std::pair<std::vector<array>, std::vector<int>> NumberOfElements::vmap(
+    const std::vector<array>& inputs, const std::vector<int>& axes) {
+  // The count of one slice: the same axes, shifted past the batch axis.
+  std::vector<int> shifted;
+  for (int a : axes_) {
+    shifted.push_back(a < axes[0] ? a : a + 1);
+  }
+  auto count = std::make_shared<NumberOfElements>(stream(), shifted, inverted_, dtype_);
+  return {{array(Shape{}, dtype_, count, {inputs[0]})}, {-1}};
 }
 
 }  // namespace mlx::core

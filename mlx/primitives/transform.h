@@ -88,4 +88,40 @@ class CustomTransforms : public Primitive {
   std::optional<CustomVmapFn> vmap_fun_;
 };
 
+// Shapeless compile traces: nodes whose shapes are recomputed from their inputs' shapes.
+
+// Broadcasts input 0 to the shape all inputs broadcast to together (the others only lend
+// their shapes). Binary ops build it instead of Broadcast while a shapeless trace is active.
+class DynamicBroadcast : public UnaryPrimitive {
+ public:
+  explicit DynamicBroadcast(Stream stream) : UnaryPrimitive(stream) {}
+  void eval_cpu(const std::vector<array>& inputs, array& out) override;
+  void eval_gpu(const std::vector<array>& inputs, std::vector<array>& outputs) override;
+  const char* name() const override { return "DynamicBroadcast"; }
+  bool is_equivalent(const Primitive& other) const override {
+    return dynamic_cast<const DynamicBroadcast*>(&other) != nullptr;
+  }
+  std::vector<Shape> output_shapes(const std::vector<array>& inputs) override;
+  MLX_DECLARE_TRANSFORM_RULES
+};
+
+// The number of elements of the input over `axes` (or its reciprocal), as a scalar of
+// `dtype`; the input's values are not read. mean and var use it in shapeless traces.
+class NumberOfElements : public UnaryPrimitive {
+ public:
+  NumberOfElements(Stream stream, std::vector<int> axes, bool inverted, Dtype dtype)
+      : UnaryPrimitive(stream), axes_(std::move(axes)), inverted_(inverted), dtype_(dtype) {}
+  void eval_cpu(const std::vector<array>& inputs, array& out) override;
+  void eval_gpu(const std::vector<array>& inputs, std::vector<array>& outputs) override;
+  const char* name() const override { return "NumberOfElements"; }
+  bool is_equivalent(const Primitive& other) const override;
+  std::vector<Shape> output_shapes(const std::vector<array>&) override { return {Shape{}}; }
+  MLX_DECLARE_TRANSFORM_RULES
+
+ private:
+  std::vector<int> axes_;
+  bool inverted_;
+  Dtype dtype_;
+};
+
 }  // namespace mlx::core

@@ -111,6 +111,20 @@ class TracingScope {
   TracingScope& operator=(const TracingScope&) = delete;
 };
 
+// Marks a shapeless compile trace: ops whose results depend on input shapes build nodes that
+// recompute them from the shapes of their inputs (e.g. broadcasting against each other).
+class ShapelessScope {
+ public:
+  explicit ShapelessScope(bool active);
+  ~ShapelessScope();
+  ShapelessScope(const ShapelessScope&) = delete;
+  ShapelessScope& operator=(const ShapelessScope&) = delete;
+
+ private:
+  bool active_;
+};
+bool in_shapeless_tracing();
+
 // vjp with an explicit choice of the primals to differentiate (the others are constants).
 // Empty `cotangents` means ones for every output.
 std::pair<std::vector<array>, std::vector<array>> vjp(const ArrayFn& fun,

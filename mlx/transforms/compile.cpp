@@ -1,0 +1,155 @@
+// compile as graph capture: trace the function once per input signature on placeholders,
+// turn the traced graph into a simplified program of primitive applications, and replay the
+// program on later calls. Fusion and code generation will work on the same program.
+#include <atomic>
+#include <cstdlib>
+#include <deque>
+#include <mutex>
+#include <stdexcept>
+#include <unordered_map>
+
+#include "mlx/ops.h"
+#include "mlx/primitives/primitive.h"
+#include "mlx/primitives/shape.h"
+#include "mlx/transforms/compile_program.h"
+#include "mlx/transforms/graph.h"
+#include "mlx/transforms/transforms.h"
+#include "mlx/utils.h"
+
+namespace mlx::core {
+
+namespace {
+
+std::atomic<bool>& compile_flag() {
+  static std::atomic<bool> enabled{[] {
+    const char* env = std::getenv("MLX_DISABLE_COMPILE");
+    return !(env && env[0] != '\0' && env[0] != '0');
+  }()};
+  return enabled;
+}
+
+// The inputs a trace was made for: dtypes, and shapes (ranks only when shapeless).
+struct Signature {
+  std::vector<Dtype> dtypes;
+  std::vector<Shape> shapes;
+
+  static Signature of(const std::vector<array>& inputs, bool shapeless) {
+    Signature s;
+    for (auto& in : inputs) {
+      s.dtypes.push_back(in.dtype());
+      s.shapes.push_back(shapeless ? Shape(in.ndim(), 0) : in.shape());
+    }
+    return s;
+  }
+  bool operator==(const Signature& o) const { return dtypes == o.dtypes && shapes == o.shapes; }
+};
+
+struct Trace {
+  Signature signature;
+  detail::Program program;
+};
+
+// Restores state arrays replaced by placeholders while fun is traced.
+class StateSwap {
+ public:
+  StateSwap(const std::vector<array*>& state, const std::vector<array>& placeholders)
+      : state_(state) {
+    for (size_t i = 0; i < state.size(); ++i) {
+      saved_.push_back(*state[i]);
+      *state[i] = placeholders[i];
+    }
+  }
+  ~StateSwap() {
+    for (size_t i = 0; i < state_.size(); ++i) {
+      *state_[i] = saved_[i];
+    }
+  }
+  StateSwap(const StateSwap&) = delete;
+  StateSwap& operator=(const StateSwap&) = delete;
+
+ private:
+  const std::vector<array*>& state_;
+  std::vector<array> saved_;
+};
+
+class CompiledFunction {
+ public:
+  CompiledFunction(ArrayFn fun, CompileOptions options)
+      : fun_(std::move(fun)), options_(std::move(options)) {}
+
+  std::vector<array> operator()(const std::vector<array>& args) {
+    if (!compile_enabled()) {
+      return fun_(args);
+    }
+    std::vector<array> inputs = args;
+    for (array* s : options_.state_inputs) {
+      inputs.push_back(*s);
+    }
+    Signature sig = Signature::of(inputs, options_.shapeless);
+    const detail::Program* program = nullptr;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      for (auto& t : traces_) {
+        if (t.signature == sig) {
+          program = &t.program;
+        }
+      }
+    }
+    if (!program) {
+      Trace t{sig, capture(inputs, args.size())};
+      std::lock_guard<std::mutex> lock(mutex_);
+      traces_.push_back(std::move(t));
+      program = &traces_.back().program;
+    }
+    std::vector<array> outputs = detail::replay(*program, inputs, options_.shapeless);
+    size_t num_results = outputs.size() - options_.state_outputs.size();
+    for (size_t i = 0; i < options_.state_outputs.size(); ++i) {
+      *options_.state_outputs[i] = outputs[num_results + i];
+    }
+    outputs.erase(outputs.begin() + num_results, outputs.end());
+    return outputs;
+  }
+
+ private:
+  detail::Program capture(const std::vector<array>& inputs, size_t num_args) {
+    detail::TracingScope scope;
+    detail::ShapelessScope shapeless(options_.shapeless);
+    std::vector<array> placeholders;
+    for (auto& in : inputs) {
+      placeholders.emplace_back(in.shape(), in.dtype(), nullptr, std::vector<array>{});
+      placeholders.back().set_tracer(true);
+    }
+    std::vector<array> outputs;
+    {
+      std::vector<array> state(placeholders.begin() + num_args, placeholders.end());
+      StateSwap swap(options_.state_inputs, state);
+      outputs = fun_(std::vector<array>(placeholders.begin(), placeholders.begin() + num_args));
+      for (array* s : options_.state_outputs) {
+        outputs.push_back(*s);
+      }
+    }
+    return detail::build_program(placeholders, outputs, options_.shapeless);
+  }
+
+  ArrayFn fun_;
+  CompileOptions options_;
+  std::mutex mutex_;
+  std::deque<Trace> traces_;  // a deque keeps programs in place while others are added
+};
+
+}  // namespace
+
+void disable_compile() { compile_flag().store(false); }
+void enable_compile() { compile_flag().store(true); }
+bool compile_enabled() { return compile_flag().load(); }
+
+ArrayFn compile(const ArrayFn& fun, CompileOptions options) {
+  auto compiled = std::make_shared<CompiledFunction>(fun, std::move(options));
+  return [compiled](const std::vector<array>& args) { return (*compiled)(args); };
+}
+
+ArrayFn compile(const ArrayFn& fun, bool shapeless) {
+  return compile(fun, CompileOptions{.shapeless = shapeless});
+}
+
+}  // namespace mlx::core

@@ -1,0 +1,39 @@
+// The captured form of a compiled function: a straight-line program of primitive
+// applications over numbered values (inputs, constants, step outputs).
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "mlx/array.h"
+#include "mlx/primitives/primitive.h"
+
+namespace mlx::core::detail {
+
+struct ProgramStep {
+  std::shared_ptr<Primitive> primitive;
+  std::vector<int> inputs;  // value indices
+  std::vector<Shape> shapes;
+  std::vector<Dtype> dtypes;
+  int first_output;  // the outputs are values first_output, first_output + 1, ...
+};
+
+struct Program {
+  size_t num_inputs = 0;
+  size_t num_values = 0;
+  std::vector<std::pair<int, array>> constants;  // (value index, value)
+  std::vector<ProgramStep> steps;
+  std::vector<int> outputs;
+};
+
+// Builds the program computing `outputs` from `placeholders`, simplified: no-op layout steps
+// removed, common subexpressions merged, scalar constants evaluated. With `shapeless`, every
+// step must be able to infer its output shapes.
+Program build_program(const std::vector<array>& placeholders, const std::vector<array>& outputs,
+                      bool shapeless);
+
+// The outputs of `program` for new inputs, as a fresh lazy graph.
+std::vector<array> replay(const Program& program, const std::vector<array>& inputs, bool shapeless);
+
+}  // namespace mlx::core::detail
