@@ -40,9 +40,42 @@ Dtype unary_out_dtype(UnaryOp op, Dtype in) {
     case UnaryOp::Real:
     case UnaryOp::Imag:
       return float32;
-    default:
+    case UnaryOp::Abs:  // complex abs keeps its dtype (the public op takes the real part)
+    case UnaryOp::Negative:
+    case UnaryOp::Sign:
+    case UnaryOp::Square:
+    case UnaryOp::Sqrt:
+    case UnaryOp::Rsqrt:
+    case UnaryOp::Exp:
+    case UnaryOp::Expm1:
+    case UnaryOp::Log:
+    case UnaryOp::Log2:
+    case UnaryOp::Log10:
+    case UnaryOp::Log1p:
+    case UnaryOp::Sin:
+    case UnaryOp::Cos:
+    case UnaryOp::Tan:
+    case UnaryOp::ArcSin:
+    case UnaryOp::ArcCos:
+    case UnaryOp::ArcTan:
+    case UnaryOp::Sinh:
+    case UnaryOp::Cosh:
+    case UnaryOp::Tanh:
+    case UnaryOp::ArcSinh:
+    case UnaryOp::ArcCosh:
+    case UnaryOp::ArcTanh:
+    case UnaryOp::Erf:
+    case UnaryOp::ErfInv:
+    case UnaryOp::Sigmoid:
+    case UnaryOp::Floor:
+    case UnaryOp::Ceil:
+    case UnaryOp::Round:
+    case UnaryOp::Trunc:
+    case UnaryOp::BitwiseInvert:
+    case UnaryOp::Conjugate:
       return in;
   }
+  throw std::logic_error("[Unary] Unknown op.");
 }
 
 Dtype binary_out_dtype(BinaryOp op, Dtype in) {
@@ -57,9 +90,25 @@ Dtype binary_out_dtype(BinaryOp op, Dtype in) {
     case BinaryOp::LogicalOr:
     case BinaryOp::NaNEqual:
       return bool_;
-    default:
+    case BinaryOp::Add:
+    case BinaryOp::Subtract:
+    case BinaryOp::Multiply:
+    case BinaryOp::Divide:
+    case BinaryOp::Remainder:
+    case BinaryOp::FloorDivide:
+    case BinaryOp::Power:
+    case BinaryOp::Maximum:
+    case BinaryOp::Minimum:
+    case BinaryOp::LogAddExp:
+    case BinaryOp::ArcTan2:
+    case BinaryOp::BitwiseAnd:
+    case BinaryOp::BitwiseOr:
+    case BinaryOp::BitwiseXor:
+    case BinaryOp::LeftShift:
+    case BinaryOp::RightShift:
       return in;
   }
+  throw std::logic_error("[Binary] Unknown op.");
 }
 
 // The primitive itself applied to new inputs (the public ops may cast or wrap the result).

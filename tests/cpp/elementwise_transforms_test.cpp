@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "mlx/mlx.h"
+#include "mlx/primitives/elementwise.h"
 #include "test_utils.h"
 #include "transform_check.h"
 
@@ -169,28 +170,358 @@ TEST(ElementwiseRules, SecondDerivatives) {
   }
   expect_close(g_tanh(x), e_tanh, 1e-10, 1e-10);
   expect_close(g_xsin(x), e_xsin, 1e-10, 1e-10);
+  // Forward over reverse gives the same second derivative.
+  auto fwd = [&](const array& a) {
+    return jvp(d([](const array& b) { return tanh(b); }), a, ones_like(a)).second;
+  };
+  expect_close(fwd(x), e_tanh, 1e-10, 1e-10);
 }
 
-TEST(ElementwiseRules, BinaryVmap) {
-  for (auto& c : differentiable_binary()) {
-    SCOPED_TRACE(c.name);
-    auto f = as_fn(c.fn);
-    array a = random_array({3, 4}, float32, c.alo, c.ahi, 10);
-    array b = random_array({3, 4}, float32, c.blo, c.bhi, 11);
-    check_vmap(f, {a, b}, {0, 0});
-    check_vmap(f, {a, transpose(b)}, {1, 0}, {1});
-    check_vmap(f, {a, random_array({3}, float32, c.blo, c.bhi, 12)}, {1, -1});
-    check_vmap(f, {random_array({4}, float32, c.alo, c.ahi, 13), b}, {-1, 0}, {1});
-  }
+// The vjp of f with a fixed cotangent, as a function of f's inputs.
+ArrayFn vjp_fn(const ArrayFn& f, const std::vector<array>& cotangents) {
+  return [f, cotangents](const std::vector<array>& x) { return vjp(f, x, cotangents).second; };
 }
 
-TEST(ElementwiseRules, UnaryVmap) {
+// Every rule's graph is itself differentiable and vectorizable.
+TEST(ElementwiseRules, UnaryRulesAreDifferentiable) {
   for (auto& c : differentiable_unary()) {
     SCOPED_TRACE(c.name);
-    array x = random_array({3, 4}, float32, c.lo, c.hi, 14);
-    check_vmap(as_fn(c.fn), {x}, {0});
-    check_vmap(as_fn(c.fn), {x}, {1}, {1});
+    array x = random_array({2, 3}, float64, c.lo, c.hi, 16);
+    array ct = random_array({2, 3}, float64, -1, 1, 17);
+    check_grad(vjp_fn(as_fn(c.fn), {ct}), {x});
+    check_vmap(vjp_fn(as_fn(c.fn), {take(ct, 0, 0)}), {x}, {0}, {1});
   }
+}
+
+TEST(ElementwiseRules, BinaryRulesAreDifferentiable) {
+  for (auto& c : differentiable_binary()) {
+    SCOPED_TRACE(c.name);
+    array a = random_array({2, 3}, float64, c.alo, c.ahi, 18);
+    array b = random_array({2, 3}, float64, c.blo, c.bhi, 19);
+    array ct = random_array({2, 3}, float64, -1, 1, 20);
+    check_grad(vjp_fn(as_fn(c.fn), {ct}), {a, b});
+    check_vmap(vjp_fn(as_fn(c.fn), {take(ct, 0, 1)}), {a, b}, {1, 1}, {0, 1});
+  }
+}
+
+TEST(ElementwiseRules, BinaryGradientsOfSizeOneAxes) {
+  for (auto& c : differentiable_binary()) {
+    SCOPED_TRACE(c.name);
+    // (2, 1) against (1, 3): both inputs broadcast.
+    check_grad(as_fn(c.fn), {random_array({2, 1}, float64, c.alo, c.ahi, 21),
+                             random_array({1, 3}, float64, c.blo, c.bhi, 22)});
+    // Axes swapped inside f, against a broadcast value.
+    check_grad(
+        [&c](const std::vector<array>& x) {
+          return std::vector<array>{c.fn(swapaxes(x[0], 0, 2), x[1])};
+        },
+        {random_array({2, 1, 3}, float64, c.alo, c.ahi, 23),
+         random_array({1, 2}, float64, c.blo, c.bhi, 24)});
+  }
+}
+
+TEST(ElementwiseRules, EmptyArrays) {
+  array x = zeros({0, 3}, float64);
+  auto g = vjp([](const array& a) { return multiply(exp(a), a); }, x, x).second;
+  EXPECT_EQ(g.shape(), (Shape{0, 3}));
+  auto t = jvp([](const array& a) { return sin(a); }, x, x).second;
+  EXPECT_EQ(t.shape(), (Shape{0, 3}));
+}
+
+TEST(ElementwiseRules, MaximumMinimumTiesGoToFirstInput) {
+  array a = array({1.0, -2.0, 3.0}, float64);
+  auto both = [](Fn2 f) {
+    return [f](const std::vector<array>& x) { return std::vector<array>{f(x[0], x[1])}; };
+  };
+  for (Fn2 f : {Fn2([](const array&x, const array&y) { return maximum(x, y); }),
+                Fn2([](const array&x, const array&y) { return minimum(x, y); })}) {
+    auto g = vjp(both(f), {a, a}, {array({1.0, 2.0, 3.0}, float64)}).second;
+    expect_close(g[0], {1, 2, 3});
+    expect_close(g[1], {0, 0, 0});
+  }
+  // Away from ties the larger (smaller) input gets everything.
+  array b = array({0.0, 5.0, 3.5}, float64);
+  auto gmax = vjp(both([](const array& x, const array& y) { return maximum(x, y); }), {a, b},
+                  {ones({3}, float64)})
+                  .second;
+  expect_close(gmax[0], {1, 0, 0});
+  expect_close(gmax[1], {0, 1, 1});
+  auto gmin = vjp(both([](const array& x, const array& y) { return minimum(x, y); }), {a, b},
+                  {ones({3}, float64)})
+                  .second;
+  expect_close(gmin[0], {0, 1, 1});
+  expect_close(gmin[1], {1, 0, 0});
+}
+
+TEST(ElementwiseRules, PowerAtNegativeBase) {
+  // d/da = b a^(b-1) stays finite; d/db = log(a) a^b is NaN where log is.
+  array a = array({-2.0, -2.0, 0.5}, float64);
+  array b = array({2.0, 3.0, 2.0}, float64);
+  auto g = vjp(as_fn(Fn2([](const array& x, const array& y) { return power(x, y); })), {a, b},
+               {ones({3}, float64)})
+               .second;
+  expect_close(g[0], {-4, 12, 1});
+  expect_close(g[1], {NAN, NAN, std::log(0.5) * 0.25});
+}
+
+TEST(ElementwiseRules, ZeroGradientBinary) {
+  array a = random_array({2, 3}, float64, -3, 3, 25);
+  array b = random_array({3}, float64, 0.5, 2, 26);
+  expect_zero_derivatives(
+      as_fn(Fn2([](const array& x, const array& y) { return floor_divide(x, y); })), {a, b});
+  // Comparisons feed a float computation through a mask.
+  auto masked = [](const std::vector<array>& x) {
+    array m = astype(less(x[0], x[1]), float64);
+    return std::vector<array>{multiply(m, x[0])};
+  };
+  check_grad(masked, {a, b});
+}
+
+// Rules of ops with bool or integer results, called directly: zero cotangents of the inputs'
+// shapes and dtypes, zero tangents of the output's.
+TEST(ElementwiseRules, NonDifferentiableOutputsGiveZeros) {
+  array x = random_array({2, 3}, float64, -2, 2, 27);
+  array y = random_array({2, 3}, float64, -2, 2, 28);
+  std::vector<array> outs = {
+      logical_not(x),    isnan(x),         isinf(x),           isposinf(x),
+      isneginf(x),       isfinite(x),      equal(x, y),        not_equal(x, y),
+      less(x, y),        less_equal(x, y), greater(x, y),      greater_equal(x, y),
+      logical_and(x, y), logical_or(x, y), floor_divide(x, y), sign(x)};
+  for (auto& o : outs) {
+    SCOPED_TRACE(o.primitive().name());
+    const auto& in = o.inputs();
+    std::vector<int> argnums;
+    std::vector<array> tangents;
+    for (size_t i = 0; i < in.size(); ++i) {
+      argnums.push_back(static_cast<int>(i));
+      tangents.push_back(ones_like(in[i]));
+    }
+    auto cts = o.primitive().vjp(in, {ones_like(o)}, argnums, {o});
+    ASSERT_EQ(cts.size(), in.size());
+    for (size_t i = 0; i < in.size(); ++i) {
+      EXPECT_EQ(cts[i].dtype(), in[i].dtype());
+      expect_close(cts[i], std::vector<double>(6, 0.0), in[i].shape());
+    }
+    auto ts = o.primitive().jvp(in, tangents, argnums);
+    ASSERT_EQ(ts.size(), 1u);
+    EXPECT_EQ(ts[0].dtype(), o.dtype());
+    expect_close(ts[0], std::vector<double>(6, 0.0), o.shape());
+  }
+}
+
+TEST(ElementwiseRules, PredicateAndLogicalVmap) {
+  array x = array({NAN, INFINITY, -INFINITY, 0.0f, -1.5f, 2.0f}, {3, 2});
+  for (Fn1 f :
+       {Fn1([](const array& a) { return logical_not(a); }),
+        Fn1([](const array& a) { return isnan(a); }), Fn1([](const array& a) { return isinf(a); }),
+        Fn1([](const array& a) { return isposinf(a); }),
+        Fn1([](const array& a) { return isneginf(a); }),
+        Fn1([](const array& a) { return isfinite(a); })}) {
+    check_vmap(as_fn(f), {x}, {0});
+    check_vmap(as_fn(f), {x}, {1}, {1});
+  }
+  array i = astype(random_array({3, 4}, float32, -50, 50, 29), int32);
+  check_vmap(as_fn(Fn1([](const array& a) { return bitwise_invert(a); })), {i}, {1}, {1});
+}
+
+TEST(ElementwiseRules, ComparisonAndIntegerBinaryVmap) {
+  array a = random_array({3, 4}, float32, -2, 2, 30);
+  array b = random_array({4, 3}, float32, -2, 2, 31);
+  array ia = astype(random_array({3, 4}, float32, -40, 40, 32), int32);
+  array ib = astype(random_array({4, 3}, float32, 1, 5, 33), int32);
+  auto nan_equal = [](const array& x, const array& y) {
+    return array(x.shape(), bool_,
+                 std::make_shared<Binary>(default_stream(default_device()), BinaryOp::NaNEqual),
+                 {x, y});
+  };
+  std::vector<std::pair<const char*, Fn2>> float_ops = {
+      {"floor_divide", [](const array& x, const array& y) { return floor_divide(x, y); }},
+      {"equal", [](const array& x, const array& y) { return equal(x, y); }},
+      {"not_equal", [](const array& x, const array& y) { return not_equal(x, y); }},
+      {"less", [](const array& x, const array& y) { return less(x, y); }},
+      {"less_equal", [](const array& x, const array& y) { return less_equal(x, y); }},
+      {"greater", [](const array& x, const array& y) { return greater(x, y); }},
+      {"greater_equal", [](const array& x, const array& y) { return greater_equal(x, y); }},
+      {"logical_and", [](const array& x, const array& y) { return logical_and(x, y); }},
+      {"logical_or", [](const array& x, const array& y) { return logical_or(x, y); }},
+      {"logical_xor", [](const array& x, const array& y) { return logical_xor(x, y); }},
+      {"nan_equal", nan_equal},
+  };
+  std::vector<std::pair<const char*, Fn2>> int_ops = {
+      {"bitwise_and", [](const array& x, const array& y) { return bitwise_and(x, y); }},
+      {"bitwise_or", [](const array& x, const array& y) { return bitwise_or(x, y); }},
+      {"bitwise_xor", [](const array& x, const array& y) { return bitwise_xor(x, y); }},
+      {"left_shift", [](const array& x, const array& y) { return left_shift(x, y); }},
+      {"right_shift", [](const array& x, const array& y) { return right_shift(x, y); }},
+      {"remainder", [](const array& x, const array& y) { return remainder(x, y); }},
+      {"floor_divide", [](const array& x, const array& y) { return floor_divide(x, y); }},
+  };
+  auto run = [](const std::vector<std::pair<const char*, Fn2>>& ops, const array& x,
+                const array& y) {
+    for (auto& [name, fn] : ops) {
+      SCOPED_TRACE(name);
+      auto f = as_fn(fn);
+      check_vmap(f, {x, y}, {0, 1});
+      check_vmap(f, {x, y}, {1, 0}, {1});
+      check_vmap(f, {x, take(y, 0, 0)}, {1, -1});
+      check_vmap(f, {take(x, 0, 1), y}, {-1, 0}, {1});
+    }
+  };
+  run(float_ops, a, b);
+  run(int_ops, ia, ib);
+}
+
+TEST(ElementwiseRules, VmapOfHigherRankInputs) {
+  array a = random_array({2, 3, 4}, float32, -1, 1, 34);
+  array b = random_array({4, 2, 3}, float32, 0.5, 2, 35);
+  auto f = as_fn(Fn2([](const array& x, const array& y) { return divide(x, y); }));
+  check_vmap(f, {a, b}, {2, 0}, {2});
+  check_vmap(f, {a, take(b, 0, 0)}, {2, -1}, {1});
+  // Nested vmap of a binary op.
+  auto inner = vmap(f, {0, -1});
+  check_vmap(inner, {a, random_array({4}, float32, 0.5, 2, 36)}, {1, -1}, {1});
+}
+
+TEST(ElementwiseRules, DivMod) {
+  auto f = [](const std::vector<array>& x) { return divmod(x[0], x[1]); };
+  array a = random_array({2, 3}, float64, -3, 3, 37);
+  array b = random_array({3}, float64, 0.7, 1.5, 38);
+  check_grad(f, {a, b});
+  check_grad(f, {random_array({}, float64, -3, 3, 39), random_array({}, float64, 0.7, 1.5, 40)});
+  // The quotient has zero derivative, the remainder's matches remainder's.
+  auto [outs, cts] = vjp(f, {a, b}, {ones({2, 3}, float64), zeros({2, 3}, float64)});
+  expect_close(cts[0], std::vector<double>(6, 0.0), {2, 3});
+  expect_close(cts[1], std::vector<double>(3, 0.0), {3});
+  auto r = as_fn(Fn2([](const array& x, const array& y) { return remainder(x, y); }));
+  array w = random_array({2, 3}, float64, -1, 1, 41);
+  auto expected = vjp(r, {a, b}, {w}).second;
+  auto got = vjp(f, {a, b}, {zeros({2, 3}, float64), w}).second;
+  expect_close(got[0], to_vector(expected[0]), {2, 3});
+  expect_close(got[1], to_vector(expected[1]), {3});
+  auto tangents = jvp(f, {a, b}, {ones_like(a), ones_like(b)}).second;
+  expect_close(tangents[0], std::vector<double>(6, 0.0), {2, 3});
+  check_vmap(f, {a, b}, {0, -1}, {1, 0});
+  check_vmap(f, {a, transpose(random_array({2, 3}, float64, 0.7, 1.5, 42))}, {0, 1});
+}
+
+TEST(ElementwiseRules, Select) {
+  array cond = array({true, false, false, true, true, false}, {2, 3});
+  auto f = [cond](const std::vector<array>& x) {
+    return std::vector<array>{where(cond, transpose(x[0]), x[1])};
+  };
+  array x = random_array({3, 2}, float64, -1, 1, 43);
+  array y = random_array({3}, float64, -1, 1, 44);
+  check_grad(f, {x, y});
+  // The cotangent goes to x where the condition holds and to y elsewhere.
+  auto cts = vjp(f, {x, y}, {array({1.0, 2.0, 3.0, 4.0, 5.0, 6.0}, {2, 3}, float64)}).second;
+  expect_close(cts[0], {1, 4, 0, 5, 0, 0}, {3, 2});
+  expect_close(cts[1], {0, 2, 9}, {3});
+  // A data-dependent condition: |x| as a select.
+  auto abs_by_select = [](const std::vector<array>& a) {
+    return std::vector<array>{where(greater(a[0], array(0.0)), a[0], negative(a[0]))};
+  };
+  check_grad(abs_by_select, {random_array({5}, float64, -1, 1, 45)});
+  auto g = [](const std::vector<array>& a) { return std::vector<array>{where(a[0], a[1], a[2])}; };
+  array c =
+      array({true, false, true, false, true, true, false, false, true, false, true, false}, {3, 4});
+  array p = random_array({4, 3}, float32, -1, 1, 46);
+  array q = random_array({4}, float32, -1, 1, 47);
+  check_vmap(g, {c, p, q}, {0, 1, -1}, {1});
+  check_vmap(g, {take(c, 0, 1), p, transpose(p)}, {-1, 0, 1});
+  check_vmap(g, {c, take(p, 0, 1), q}, {0, -1, -1});
+  // The rule itself gives the (bool) condition a zero cotangent.
+  array out = where(c, transpose(p), q);
+  auto direct = out.primitive().vjp(out.inputs(), {ones_like(out)}, {0, 1, 2}, {out});
+  EXPECT_EQ(direct[0].dtype(), bool_);
+  expect_close(direct[0], std::vector<double>(12, 0.0), {3, 4});
+}
+
+TEST(ElementwiseRules, Full) {
+  auto f = [](const std::vector<array>& x) { return std::vector<array>{full({2, 3}, x[0])}; };
+  // The cotangent sums over the broadcast axes of the fill value.
+  check_grad(f, {random_array({3}, float64, -1, 1, 48)});
+  check_grad(f, {random_array({}, float64, -1, 1, 49)});
+  check_grad(f, {random_array({2, 1}, float64, -1, 1, 50)});
+  auto cast = [](const std::vector<array>& x) {
+    return std::vector<array>{full({2, 2}, x[0], float32)};
+  };
+  check_grad(cast, {random_array({2}, float64, -1, 1, 51)},
+             {.argnums = {}, .eps = 1e-3, .rtol = 1e-3});
+  auto g = [](const std::vector<array>& x) {
+    return std::vector<array>{multiply(full({2, 3}, x[0]), x[0])};
+  };
+  check_vmap(g, {random_array({4, 3}, float32, -1, 1, 52)}, {0}, {1});
+  check_vmap(g, {random_array({3, 4}, float32, -1, 1, 53)}, {1}, {2});
+}
+
+// Complex numbers: the bilinear convention documented in elementwise_rules.cpp.
+array make_complex(const std::vector<double>& re, const std::vector<double>& im) {
+  Shape shape{static_cast<int>(re.size())};
+  array i(std::complex<float>(0.0f, 1.0f));
+  return add(from_vector(re, shape, complex64), multiply(from_vector(im, shape, complex64), i));
+}
+
+void expect_complex(const array& z, const std::vector<std::complex<double>>& expected) {
+  ASSERT_EQ(z.dtype(), complex64);
+  std::vector<double> re, im;
+  for (auto& e : expected) {
+    re.push_back(e.real());
+    im.push_back(e.imag());
+  }
+  expect_close(real(z), re);
+  expect_close(imag(z), im);
+}
+
+TEST(ElementwiseRules, ComplexConventions) {
+  std::vector<double> zr{0.5, -1.0, 2.0}, zi{1.0, 0.25, -0.5}, cr{1.0, -2.0, 0.5},
+      ci{0.5, 1.0, -1.5};
+  array z = make_complex(zr, zi);
+  array ct = make_complex(cr, ci);
+  array ct_real = from_vector(cr, {3});
+  std::vector<std::complex<double>> zc, cc;
+  for (int k = 0; k < 3; ++k) {
+    zc.emplace_back(zr[k], zi[k]);
+    cc.emplace_back(cr[k], ci[k]);
+  }
+  auto map = [&](auto fn) {
+    std::vector<std::complex<double>> out;
+    for (int k = 0; k < 3; ++k) {
+      out.push_back(fn(zc[k], cc[k]));
+    }
+    return out;
+  };
+  using C = std::complex<double>;
+  // Holomorphic ops: c = g f'(z), no conjugation.
+  expect_complex(vjp([](const array& a) { return exp(a); }, z, ct).second,
+                 map([](C a, C g) { return g * std::exp(a); }));
+  expect_complex(vjp([](const array& a) { return multiply(a, sin(a)); }, z, ct).second,
+                 map([](C a, C g) { return g * (std::sin(a) + a * std::cos(a)); }));
+  expect_complex(jvp([](const array& a) { return square(a); }, z, ct).second,
+                 map([](C a, C g) { return g * 2.0 * a; }));
+  // Linear maps and their transposes.
+  expect_complex(vjp([](const array& a) { return conjugate(a); }, z, ct).second,
+                 map([](C, C g) { return std::conj(g); }));
+  expect_complex(jvp([](const array& a) { return conjugate(a); }, z, ct).second,
+                 map([](C, C g) { return std::conj(g); }));
+  expect_complex(vjp([](const array& a) { return real(a); }, z, ct_real).second,
+                 map([](C, C g) { return C(g.real(), 0); }));
+  expect_complex(vjp([](const array& a) { return imag(a); }, z, ct_real).second,
+                 map([](C, C g) { return C(0, -g.real()); }));
+  expect_close(jvp([](const array& a) { return real(a); }, z, ct).second, cr);
+  expect_close(jvp([](const array& a) { return imag(a); }, z, ct).second, ci);
+  // abs: jvp Re(conj(z) t) / |z|, vjp g conj(z) / |z|.
+  expect_close(
+      jvp([](const array& a) { return abs(a); }, z, ct).second,
+      {(0.5 * 1.0 + 1.0 * 0.5) / std::abs(zc[0]), (-1.0 * -2.0 + 0.25 * 1.0) / std::abs(zc[1]),
+       (2.0 * 0.5 + -0.5 * -1.5) / std::abs(zc[2])});
+  expect_complex(vjp([](const array& a) { return abs(a); }, z, ct_real).second,
+                 map([](C a, C g) { return g.real() * std::conj(a) / std::abs(a); }));
+  // vmap keeps both parts.
+  array zz = reshape(concatenate({z, multiply(z, z)}), {2, 3});
+  auto vz = vmap([](const array& a) { return conjugate(multiply(a, abs(a))); }, 1, 1)(zz);
+  auto ez = conjugate(multiply(zz, abs(zz)));
+  expect_close(real(vz), to_vector(real(ez)), {2, 3});
+  expect_close(imag(vz), to_vector(imag(ez)), {2, 3});
 }
 
 }  // namespace
