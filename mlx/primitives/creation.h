@@ -13,6 +13,7 @@ class Full : public UnaryPrimitive {
   bool is_equivalent(const Primitive& other) const override {
     return dynamic_cast<const Full*>(&other) != nullptr;
   }
+  MLX_DECLARE_TRANSFORM_RULES
 };
 
 class Arange : public UnaryPrimitive {

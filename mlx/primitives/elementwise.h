@@ -99,6 +99,7 @@ class Unary : public UnaryPrimitive {
     return {inputs[0].shape()};
   }
   UnaryOp op() const { return op_; }
+  MLX_DECLARE_TRANSFORM_RULES
 
  private:
   UnaryOp op_;
@@ -118,6 +119,7 @@ class Binary : public UnaryPrimitive {
     return {inputs[0].shape()};
   }
   BinaryOp op() const { return op_; }
+  MLX_DECLARE_TRANSFORM_RULES
 
  private:
   BinaryOp op_;
@@ -132,6 +134,7 @@ class DivMod : public Primitive {
   bool is_equivalent(const Primitive& other) const override {
     return dynamic_cast<const DivMod*>(&other) != nullptr;
   }
+  MLX_DECLARE_TRANSFORM_RULES
 };
 
 // where(condition, x, y)
@@ -143,6 +146,7 @@ class Select : public UnaryPrimitive {
   bool is_equivalent(const Primitive& other) const override {
     return dynamic_cast<const Select*>(&other) != nullptr;
   }
+  MLX_DECLARE_TRANSFORM_RULES
 };
 
 }  // namespace mlx::core
