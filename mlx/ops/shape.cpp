@@ -6,6 +6,7 @@
 #include "mlx/ops/creation.h"
 #include "mlx/ops/elementwise.h"
 #include "mlx/primitives/shape.h"
+#include "mlx/primitives/transform.h"
 #include "mlx/utils.h"
 
 namespace mlx::core {
@@ -200,6 +201,10 @@ array squeeze(const array& a, const std::vector<int>& axes, StreamOrDevice s) {
       shape.push_back(a.shape(i));
     }
   }
+  if (detail::in_shapeless_tracing() && !ax.empty()) {
+    std::sort(ax.begin(), ax.end());
+    return array(std::move(shape), a.dtype(), std::make_shared<SqueezeAxes>(to_stream(s), ax), {a});
+  }
   return reshape(a, std::move(shape), s);
 }
 
@@ -224,6 +229,9 @@ array expand_dims(const array& a, const std::vector<int>& axes, StreamOrDevice s
   Shape shape = a.shape();
   for (int axis : ax) {
     shape.insert(shape.begin() + axis, 1);
+  }
+  if (detail::in_shapeless_tracing() && !ax.empty()) {
+    return array(std::move(shape), a.dtype(), std::make_shared<ExpandAxes>(to_stream(s), ax), {a});
   }
   return reshape(a, std::move(shape), s);
 }

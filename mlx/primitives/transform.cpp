@@ -230,4 +230,79 @@ std::pair<std::vector<array>, std::vector<int>> NumberOfElements::vmap(
   return {{array(Shape{}, dtype_, count, {inputs[0]})}, {-1}};
 }
 
+// SqueezeAxes and ExpandAxes (axes sorted, non-negative)
+
+namespace {
+
+std::vector<int> shift_past_batch(const std::vector<int>& axes) {
+  std::vector<int> shifted;
+  for (int a : axes) {
+    shifted.push_back(a + 1);
+  }
+  return shifted;
+}
+
+}  // namespace
+
+void SqueezeAxes::eval_cpu(const std::vector<array>& inputs, array& out) {
+  Reshape(stream(), out.shape()).eval_cpu(inputs, out);
+}
+bool SqueezeAxes::is_equivalent(const Primitive& other) const {
+  auto* o = dynamic_cast<const SqueezeAxes*>(&other);
+  return o && o->axes_ == axes_;
+}
+std::vector<Shape> SqueezeAxes::output_shapes(const std::vector<array>& inputs) {
+  Shape shape;
+  for (int i = 0; i < inputs[0].ndim(); ++i) {
+    if (std::find(axes_.begin(), axes_.end(), i) == axes_.end()) {
+      shape.push_back(inputs[0].shape(i));
+    } else if (inputs[0].shape(i) != 1) {
+      throw std::invalid_argument(
+          msg("[squeeze] Cannot squeeze axis ", i, " of shape ", inputs[0].shape(), "."));
+    }
+  }
+  return {shape};
+}
+std::vector<array> SqueezeAxes::jvp(const std::vector<array>&, const std::vector<array>& tangents,
+                                    const std::vector<int>&) {
+  return {squeeze(tangents[0], axes_, stream())};
+}
+std::vector<array> SqueezeAxes::vjp(const std::vector<array>&, const std::vector<array>& cotangents,
+                                    const std::vector<int>&, const std::vector<array>&) {
+  return {expand_dims(cotangents[0], axes_, stream())};
+}
+std::pair<std::vector<array>, std::vector<int>> SqueezeAxes::vmap(const std::vector<array>& inputs,
+                                                                  const std::vector<int>& axes) {
+  array x = detail::batch_first(inputs[0], axes[0]);
+  return {{squeeze(x, shift_past_batch(axes_), stream())}, {0}};
+}
+
+void ExpandAxes::eval_cpu(const std::vector<array>& inputs, array& out) {
+  Reshape(stream(), out.shape()).eval_cpu(inputs, out);
+}
+bool ExpandAxes::is_equivalent(const Primitive& other) const {
+  auto* o = dynamic_cast<const ExpandAxes*>(&other);
+  return o && o->axes_ == axes_;
+}
+std::vector<Shape> ExpandAxes::output_shapes(const std::vector<array>& inputs) {
+  Shape shape = inputs[0].shape();
+  for (int a : axes_) {
+    shape.insert(shape.begin() + a, 1);
+  }
+  return {shape};
+}
+std::vector<array> ExpandAxes::jvp(const std::vector<array>&, const std::vector<array>& tangents,
+                                   const std::vector<int>&) {
+  return {expand_dims(tangents[0], axes_, stream())};
+}
+std::vector<array> ExpandAxes::vjp(const std::vector<array>&, const std::vector<array>& cotangents,
+                                   const std::vector<int>&, const std::vector<array>&) {
+  return {squeeze(cotangents[0], axes_, stream())};
+}
+std::pair<std::vector<array>, std::vector<int>> ExpandAxes::vmap(const std::vector<array>& inputs,
+                                                                 const std::vector<int>& axes) {
+  array x = detail::batch_first(inputs[0], axes[0]);
+  return {{expand_dims(x, shift_past_batch(axes_), stream())}, {0}};
+}
+
 }  // namespace mlx::core

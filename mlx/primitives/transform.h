@@ -124,4 +124,33 @@ class NumberOfElements : public UnaryPrimitive {
   Dtype dtype_;
 };
 
+// squeeze / expand_dims of given axes (a Reshape elsewhere, whose target shape is fixed).
+class SqueezeAxes : public UnaryPrimitive {
+ public:
+  SqueezeAxes(Stream stream, std::vector<int> axes)
+      : UnaryPrimitive(stream), axes_(std::move(axes)) {}
+  void eval_cpu(const std::vector<array>& inputs, array& out) override;
+  const char* name() const override { return "Squeeze"; }
+  bool is_equivalent(const Primitive& other) const override;
+  std::vector<Shape> output_shapes(const std::vector<array>& inputs) override;
+  MLX_DECLARE_TRANSFORM_RULES
+
+ private:
+  std::vector<int> axes_;
+};
+
+class ExpandAxes : public UnaryPrimitive {
+ public:
+  ExpandAxes(Stream stream, std::vector<int> axes)
+      : UnaryPrimitive(stream), axes_(std::move(axes)) {}
+  void eval_cpu(const std::vector<array>& inputs, array& out) override;
+  const char* name() const override { return "ExpandDims"; }
+  bool is_equivalent(const Primitive& other) const override;
+  std::vector<Shape> output_shapes(const std::vector<array>& inputs) override;
+  MLX_DECLARE_TRANSFORM_RULES
+
+ private:
+  std::vector<int> axes_;
+};
+
 }  // namespace mlx::core

@@ -102,15 +102,16 @@ Program build_program(const std::vector<array>& placeholders, const std::vector<
   }
   int next = static_cast<int>(placeholders.size());
   std::vector<int> producer(next, -1);  // step index that computes each value
+  std::vector<array> pending_constants;
 
   auto value = [&](const array& a) {
     auto found = value_of.find(a.id());
     if (found != value_of.end()) {
       return found->second;
     }
-    // A constant: fold small unevaluated ones now.
-    if (a.has_primitive() && a.status() == array::Status::unscheduled && a.size() <= 1) {
-      eval(a);
+    // A constant: computed now (folded), once, unless it belongs to an enclosing trace.
+    if (a.has_primitive() && a.status() == array::Status::unscheduled && !a.is_tracer()) {
+      pending_constants.push_back(a);
     }
     program.constants.emplace_back(next, a);
     producer.push_back(-1);
@@ -161,6 +162,7 @@ Program build_program(const std::vector<array>& placeholders, const std::vector<
     program.outputs.push_back(value(o));
   }
   program.num_values = next;
+  eval(pending_constants);
   return program;
 }
 
