@@ -1,6 +1,5 @@
 // Transform rules of the layout primitives.
 #include <algorithm>
-#include <numeric>
 #include <optional>
 #include <stdexcept>
 
