@@ -14,8 +14,8 @@ namespace mlx::core {
 namespace {
 
 // Python's a[start:stop:step] per axis: negative bounds count from the end, then bounds are
-// clamped. Rewrites start (first index read, 0 for empty axes) and stop (clamped) and returns the
-// slice's shape.
+// clamped. Rewrites start (first index read) and stop (clamped), both 0 for empty axes so that
+// the bounds alone tell the slice's shape, and returns that shape.
 Shape normalize_slice(const Shape& in_shape, Shape& start, Shape& stop, const Shape& strides,
                       const char* op) {
   size_t nd = in_shape.size();
@@ -43,7 +43,7 @@ Shape normalize_slice(const Shape& in_shape, Shape& start, Shape& stop, const Sh
     int64_t len = step > 0 ? (e > b ? (e - b + step - 1) / step : 0)
                            : (b > e ? (b - e - step - 1) / -step : 0);
     start[i] = static_cast<int32_t>(len > 0 ? b : 0);
-    stop[i] = static_cast<int32_t>(e);
+    stop[i] = static_cast<int32_t>(len > 0 ? e : 0);
     shape[i] = static_cast<int32_t>(len);
   }
   return shape;

@@ -75,7 +75,8 @@ class Transpose : public UnaryPrimitive {
   std::vector<int> axes_;
 };
 
-// Strided view: out[i] = in[start + i * step] per axis (steps may be negative).
+// Strided view: out[i] = in[start + i * step] per axis (steps may be negative). The bounds are
+// normalized by the op: start is the first index read, stop is clamped, both are 0 on empty axes.
 class Slice : public UnaryPrimitive {
  public:
   Slice(Stream stream, Shape start, Shape stop, Shape strides)
@@ -90,6 +91,7 @@ class Slice : public UnaryPrimitive {
   const Shape& stop() const { return stop_; }
   const Shape& strides() const { return strides_; }
 
+  MLX_DECLARE_TRANSFORM_RULES
  private:
   Shape start_;
   Shape stop_;
@@ -107,6 +109,7 @@ class AsStrided : public UnaryPrimitive {
   const char* name() const override { return "AsStrided"; }
   bool is_equivalent(const Primitive& other) const override;
 
+  MLX_DECLARE_TRANSFORM_RULES
  private:
   Shape shape_;
   Strides strides_;
@@ -124,6 +127,7 @@ class Concatenate : public UnaryPrimitive {
   std::vector<Shape> output_shapes(const std::vector<array>& inputs) override;
   int axis() const { return axis_; }
 
+  MLX_DECLARE_TRANSFORM_RULES
  private:
   int axis_;
 };
@@ -148,6 +152,7 @@ class SliceUpdate : public UnaryPrimitive {
   const Shape& stop() const { return stop_; }
   const Shape& strides() const { return strides_; }
 
+  MLX_DECLARE_TRANSFORM_RULES
  private:
   Shape start_;
   Shape stop_;
@@ -164,6 +169,7 @@ class Diagonal : public UnaryPrimitive {
   const char* name() const override { return "Diagonal"; }
   bool is_equivalent(const Primitive& other) const override;
 
+  MLX_DECLARE_TRANSFORM_RULES
  private:
   int offset_;
   int axis1_;
@@ -179,6 +185,7 @@ class View : public UnaryPrimitive {
   const char* name() const override { return "View"; }
   bool is_equivalent(const Primitive& other) const override;
 
+  MLX_DECLARE_TRANSFORM_RULES
  private:
   Dtype dtype_;
 };
