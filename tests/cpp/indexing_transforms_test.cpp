@@ -273,6 +273,41 @@ TEST(IndexingRules, ArgSortAndArgPartitionHaveZeroDerivatives) {
   expect_close(tangents[0], std::vector<double>(12, 0.0), {3, 4});
 }
 
+// The rules' own graphs are differentiable: derivatives of vjps and jvps.
+TEST(IndexingRules, RulesAreDifferentiable) {
+  array idx = array({2, 0, -1, 2}, int32);
+  auto take_vjp = two([&](const array& x, const array& c) {
+    return vjp([&](const array& a) { return take(a, idx, 0); }, x, c).second;
+  });
+  check_grad(take_vjp, {f64({3, 2}, 35), f64({4, 2}, 36)});
+  auto along_jvp = two([&](const array& x, const array& t) {
+    return jvp(
+               [&](const array& a) {
+                 return take_along_axis(a, reshape(idx, {1, 4}), 1);
+               },
+               x, t)
+        .second;
+  });
+  check_grad(along_jvp, {f64({2, 3}, 37), f64({2, 3}, 38)});
+  auto add_vjp = [&](const std::vector<array>& in) {
+    auto f = [&](const std::vector<array>& p) {
+      return std::vector<array>{scatter_add(p[0], idx, p[1], 0)};
+    };
+    return vjp(f, {in[0], in[1]}, {in[2]}).second;
+  };
+  check_grad(add_vjp, {f64({3, 2}, 39), f64({4, 1, 2}, 40), f64({3, 2}, 41)});
+  for (int kth : {0, 2}) {
+    auto part_vjp = two([kth](const array& x, const array& c) {
+      return vjp([kth](const array& a) { return partition(a, kth, 1); }, x, c).second;
+    });
+    check_grad(part_vjp, {f64({2, 4}, 42), f64({2, 4}, 43)});
+    auto part_jvp = two([kth](const array& x, const array& t) {
+      return jvp([kth](const array& a) { return partition(a, kth, 0); }, x, t).second;
+    });
+    check_grad(part_jvp, {f64({4, 2}, 44), f64({4, 2}, 45)});
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
 // vmap
 
