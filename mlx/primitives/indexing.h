@@ -16,6 +16,7 @@ class Gather : public UnaryPrimitive {
         slice_sizes_(std::move(slice_sizes)),
         op_(op) {}
   void eval_cpu(const std::vector<array>& inputs, array& out) override;
+  MLX_DECLARE_TRANSFORM_RULES
   const char* name() const override { return "Gather"; }
   bool is_equivalent(const Primitive& other) const override;
   std::vector<Shape> output_shapes(const std::vector<array>& inputs) override;
@@ -34,6 +35,7 @@ class GatherAxis : public UnaryPrimitive {
  public:
   GatherAxis(Stream stream, int axis) : UnaryPrimitive(stream), axis_(axis) {}
   void eval_cpu(const std::vector<array>& inputs, array& out) override;
+  MLX_DECLARE_TRANSFORM_RULES
   const char* name() const override { return "GatherAxis"; }
   bool is_equivalent(const Primitive& other) const override;
   std::vector<Shape> output_shapes(const std::vector<array>& inputs) override {
@@ -54,6 +56,7 @@ class Scatter : public UnaryPrimitive {
   Scatter(Stream stream, ScatterReduce reduce, std::vector<int> axes)
       : UnaryPrimitive(stream), reduce_(reduce), axes_(std::move(axes)) {}
   void eval_cpu(const std::vector<array>& inputs, array& out) override;
+  MLX_DECLARE_TRANSFORM_RULES
   const char* name() const override { return "Scatter"; }
   bool is_equivalent(const Primitive& other) const override;
   std::vector<Shape> output_shapes(const std::vector<array>& inputs) override {
@@ -74,6 +77,7 @@ class ScatterAxis : public UnaryPrimitive {
   ScatterAxis(Stream stream, ScatterReduce reduce, int axis)
       : UnaryPrimitive(stream), reduce_(reduce), axis_(axis) {}
   void eval_cpu(const std::vector<array>& inputs, array& out) override;
+  MLX_DECLARE_TRANSFORM_RULES
   const char* name() const override { return "ScatterAxis"; }
   bool is_equivalent(const Primitive& other) const override;
   std::vector<Shape> output_shapes(const std::vector<array>& inputs) override {
@@ -95,6 +99,7 @@ class SortAlongAxis : public UnaryPrimitive {
   SortAlongAxis(Stream stream, SortKind kind, int axis, int kth = 0)
       : UnaryPrimitive(stream), kind_(kind), axis_(axis), kth_(kth) {}
   void eval_cpu(const std::vector<array>& inputs, array& out) override;
+  MLX_DECLARE_TRANSFORM_RULES
   const char* name() const override;
   bool is_equivalent(const Primitive& other) const override;
   std::vector<Shape> output_shapes(const std::vector<array>& inputs) override {
