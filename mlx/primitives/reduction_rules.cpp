@@ -3,7 +3,6 @@
 
 #include "mlx/ops.h"
 #include "mlx/primitives/reduction.h"
-#include "mlx/transforms/rule_utils.h"
 
 namespace mlx::core {
 
