@@ -11,6 +11,7 @@ class Matmul : public UnaryPrimitive {
  public:
   explicit Matmul(Stream stream) : UnaryPrimitive(stream) {}
   void eval_cpu(const std::vector<array>& inputs, array& out) override;
+  MLX_DECLARE_TRANSFORM_RULES
   const char* name() const override { return "Matmul"; }
   bool is_equivalent(const Primitive& other) const override {
     return dynamic_cast<const Matmul*>(&other) != nullptr;
@@ -24,6 +25,7 @@ class AddMM : public UnaryPrimitive {
   AddMM(Stream stream, float alpha, float beta)
       : UnaryPrimitive(stream), alpha_(alpha), beta_(beta) {}
   void eval_cpu(const std::vector<array>& inputs, array& out) override;
+  MLX_DECLARE_TRANSFORM_RULES
   const char* name() const override { return "AddMM"; }
   bool is_equivalent(const Primitive& other) const override;
   std::vector<Shape> output_shapes(const std::vector<array>& inputs) override {

@@ -14,6 +14,7 @@ class Reduce : public UnaryPrimitive {
   Reduce(Stream stream, ReduceType type, std::vector<int> axes)
       : UnaryPrimitive(stream), type_(type), axes_(std::move(axes)) {}
   void eval_cpu(const std::vector<array>& inputs, array& out) override;
+  MLX_DECLARE_TRANSFORM_RULES
   const char* name() const override;
   bool is_equivalent(const Primitive& other) const override;
   std::vector<Shape> output_shapes(const std::vector<array>& inputs) override;
@@ -34,6 +35,7 @@ class ArgReduce : public UnaryPrimitive {
   ArgReduce(Stream stream, ReduceType type, int axis)
       : UnaryPrimitive(stream), type_(type), axis_(axis) {}
   void eval_cpu(const std::vector<array>& inputs, array& out) override;
+  MLX_DECLARE_TRANSFORM_RULES
   const char* name() const override { return type_ == ArgMin ? "ArgMin" : "ArgMax"; }
   bool is_equivalent(const Primitive& other) const override;
   std::vector<Shape> output_shapes(const std::vector<array>& inputs) override;
@@ -58,6 +60,7 @@ class Scan : public UnaryPrimitive {
         reverse_(reverse),
         inclusive_(inclusive) {}
   void eval_cpu(const std::vector<array>& inputs, array& out) override;
+  MLX_DECLARE_TRANSFORM_RULES
   const char* name() const override;
   bool is_equivalent(const Primitive& other) const override;
   std::vector<Shape> output_shapes(const std::vector<array>& inputs) override {
@@ -80,6 +83,7 @@ class Softmax : public UnaryPrimitive {
  public:
   Softmax(Stream stream, bool precise) : UnaryPrimitive(stream), precise_(precise) {}
   void eval_cpu(const std::vector<array>& inputs, array& out) override;
+  MLX_DECLARE_TRANSFORM_RULES
   const char* name() const override { return "Softmax"; }
   bool is_equivalent(const Primitive& other) const override;
   std::vector<Shape> output_shapes(const std::vector<array>& inputs) override {
@@ -96,6 +100,7 @@ class LogSumExp : public UnaryPrimitive {
  public:
   explicit LogSumExp(Stream stream) : UnaryPrimitive(stream) {}
   void eval_cpu(const std::vector<array>& inputs, array& out) override;
+  MLX_DECLARE_TRANSFORM_RULES
   const char* name() const override { return "LogSumExp"; }
   bool is_equivalent(const Primitive& other) const override {
     return dynamic_cast<const LogSumExp*>(&other) != nullptr;

@@ -1,0 +1,117 @@
+// Transform rules of the matrix products: Matmul and AddMM. Their inputs arrive broadcast to
+// the output's batch shape (the Broadcast rule sums cotangents back over broadcast axes).
+#include <optional>
+
+#include "mlx/ops.h"
+#include "mlx/primitives/linalg.h"
+#include "mlx/transforms/rule_utils.h"
+
+namespace mlx::core {
+
+namespace {
+
+array mT(const array& x, StreamOrDevice s) { return swapaxes(x, -1, -2, s); }
+
+// Cotangents of the operands of a @ b for the product's cotangent g.
+array matmul_cotangent(int arg, const array& a, const array& b, const array& g, StreamOrDevice s) {
+  return arg == 0 ? matmul(g, mT(b, s), s) : matmul(mT(a, s), g, s);
+}
+
+}  // namespace
+
+// Matmul
+
+std::vector<array> Matmul::jvp(const std::vector<array>& primals,
+                               const std::vector<array>& tangents,
+                               const std::vector<int>& argnums) {
+  StreamOrDevice s = stream();
+  std::optional<array> out;
+  for (size_t k = 0; k < argnums.size(); ++k) {
+    array term =
+        argnums[k] == 0 ? matmul(tangents[k], primals[1], s) : matmul(primals[0], tangents[k], s);
+    out = out ? add(*out, term, s) : term;
+  }
+  return {*out};
+}
+
+std::vector<array> Matmul::vjp(const std::vector<array>& primals,
+                               const std::vector<array>& cotangents,
+                               const std::vector<int>& argnums, const std::vector<array>&) {
+  std::vector<array> out;
+  for (int arg : argnums) {
+    out.push_back(matmul_cotangent(arg, primals[0], primals[1], cotangents[0], stream()));
+  }
+  return out;
+}
+
+std::pair<std::vector<array>, std::vector<int>> Matmul::vmap(const std::vector<array>& inputs,
+                                                             const std::vector<int>& axes) {
+  // Batch axes in front; an unmapped operand broadcasts over them.
+  array a = detail::batch_first(inputs[0], axes[0]);
+  array b = detail::batch_first(inputs[1], axes[1]);
+  return {{matmul(a, b, stream())}, {0}};
+}
+
+// AddMM: out = alpha * (a @ b) + beta * c with inputs {c, a, b}.
+
+std::vector<array> AddMM::jvp(const std::vector<array>& primals, const std::vector<array>& tangents,
+                              const std::vector<int>& argnums) {
+  StreamOrDevice s = stream();
+  Dtype dt = primals[0].dtype();
+  // Accumulate with addmm: acc * acc_scale + alpha * (l @ r).
+  std::optional<array> acc;
+  float acc_scale = 1.f;
+  for (size_t k = 0; k < argnums.size(); ++k) {
+    int arg = argnums[k];
+    if (arg == 0) {
+      acc = tangents[k];
+      acc_scale = beta_;
+      continue;
+    }
+    const array& l = arg == 1 ? tangents[k] : primals[1];
+    const array& r = arg == 2 ? tangents[k] : primals[2];
+    acc = acc ? addmm(*acc, l, r, alpha_, acc_scale, s)
+              : multiply(matmul(l, r, s), array(alpha_, dt), s);
+    acc_scale = 1.f;
+  }
+  return {acc_scale == 1.f ? *acc : multiply(*acc, array(acc_scale, dt), s)};
+}
+
+std::vector<array> AddMM::vjp(const std::vector<array>& primals,
+                              const std::vector<array>& cotangents, const std::vector<int>& argnums,
+                              const std::vector<array>&) {
+  StreamOrDevice s = stream();
+  const array& g = cotangents[0];
+  Dtype dt = g.dtype();
+  std::optional<array> scaled;  // alpha * g, shared by both operands
+  std::vector<array> out;
+  for (int arg : argnums) {
+    if (arg == 0) {
+      out.push_back(beta_ == 1.f ? g : multiply(g, array(beta_, dt), s));
+      continue;
+    }
+    if (!scaled) {
+      scaled = alpha_ == 1.f ? g : multiply(g, array(alpha_, dt), s);
+    }
+    out.push_back(matmul_cotangent(arg - 1, primals[1], primals[2], *scaled, s));
+  }
+  return out;
+}
+
+std::pair<std::vector<array>, std::vector<int>> AddMM::vmap(const std::vector<array>& inputs,
+                                                            const std::vector<int>& axes) {
+  StreamOrDevice s = stream();
+  array c = detail::batch_first(inputs[0], axes[0]);
+  array a = detail::batch_first(inputs[1], axes[1]);
+  array b = detail::batch_first(inputs[2], axes[2]);
+  if (axes[1] < 0 && axes[2] < 0) {
+    // c broadcasts to the product's shape, so the product must carry the batch axis: give a
+    // a stride-0 batch axis.
+    Shape shape = a.shape();
+    shape.insert(shape.begin(), c.shape(0));
+    a = broadcast_to(expand_dims(a, 0, s), shape, s);
+  }
+  return {{addmm(c, a, b, alpha_, beta_, s)}, {0}};
+}
+
+}  // namespace mlx::core
