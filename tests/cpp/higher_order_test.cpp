@@ -20,7 +20,8 @@ ArrayFn as_array_fn(const std::function<std::vector<array>(const std::vector<arr
 TEST(HigherOrder, SecondDerivativeOfTanh) {
   // d2/dx2 tanh(x) = -2 tanh(x) (1 - tanh(x)^2)
   array x = array({-1.5, -0.3, 0.0, 0.7, 2.0}, float64);
-  auto d2 = grad(grad([](const array& a) { return sum(tanh(a)); }));
+  auto d1 = grad([](const array& a) { return sum(tanh(a)); });
+  auto d2 = grad([&d1](const array& a) { return sum(d1(a)); });
   std::vector<double> expected;
   for (double v : to_vector(x)) {
     double t = std::tanh(v);
@@ -119,10 +120,49 @@ TEST(HigherOrder, CustomFunctionRulesCompose) {
   array x = array({-1.0, 0.5, 2.0}, float64);
   auto f = [&cube](const array& a) { return sum(cube({a})[0]); };
   expect_close(grad(f)(x), {3.0, 0.75, 12.0}, {3}, 1e-12, 1e-12);
-  expect_close(grad(grad(f))(x), {-6.0, 3.0, 12.0}, {3}, 1e-12, 1e-12);
+  auto df = grad(f);
+  expect_close(grad([&df](const array& a) { return sum(df(a)); })(x), {-6.0, 3.0, 12.0}, {3}, 1e-12,
+               1e-12);
   auto [out, tangent] = jvp([&cube](const array& a) { return cube({a})[0]; }, x, ones_like(x));
   expect_close(tangent, {3.0, 0.75, 12.0}, {3}, 1e-12, 1e-12);
   check_vmap([&cube](const array& a) { return cube({a})[0]; }, reshape(x, {3, 1}));
+}
+
+// Mean softmax cross-entropy of a two-layer MLP; params {w1, b1, w2, b2}, data {x, labels}.
+array mlp_loss(const std::vector<array>& p, const array& x, const array& labels) {
+  array h = tanh(add(matmul(x, p[0]), p[1]));
+  array logits = add(matmul(h, p[2]), p[3]);
+  array picked = take_along_axis(logits, expand_dims(labels, -1), -1);
+  return mean(subtract(logsumexp(logits, -1, true), picked));
+}
+
+TEST(HigherOrder, SecondDerivativesOfSoftmaxCrossEntropy) {
+  array logits = random_array({3, 4}, float64, -2, 2, 12);
+  array labels = array({0, 3, 1});
+  auto xent = [&labels](const array& z) {
+    array picked = take_along_axis(z, expand_dims(labels, -1), -1);
+    return mean(subtract(logsumexp(z, -1, true), picked));
+  };
+  // The gradient is (softmax(z) - onehot) / n; its derivatives against finite differences.
+  check_grad(grad(xent), logits);
+  array via_softmax = multiply(subtract(softmax(logits, -1), array({1.0, 0.0, 0.0, 0.0,  //
+                                                                    0.0, 0.0, 0.0, 1.0,  //
+                                                                    0.0, 1.0, 0.0, 0.0},
+                                                                   {3, 4}, float64)),
+                               array(1.0 / 3, float64));
+  expect_close(grad(xent)(logits), to_vector(via_softmax), {3, 4}, 1e-12, 1e-12);
+}
+
+TEST(HigherOrder, SecondDerivativesOfASmallMLP) {
+  std::vector<array> params = {
+      random_array({4, 5}, float64, -1, 1, 13), random_array({5}, float64, -1, 1, 14),
+      random_array({5, 3}, float64, -1, 1, 15), random_array({3}, float64, -1, 1, 16)};
+  array x = random_array({6, 4}, float64, -1, 1, 17);
+  array labels = array({0, 2, 1, 1, 0, 2});
+  auto loss = [&](const std::vector<array>& p) { return mlp_loss(p, x, labels); };
+  check_grad([&](const std::vector<array>& p) { return std::vector<array>{loss(p)}; }, params);
+  // Derivatives of the gradient (Hessian-vector products both ways).
+  check_grad(grad(loss, std::vector<int>{0, 1, 2, 3}), params);
 }
 
 // A segment of a deep chain whose backward pass needs its intermediates.
@@ -159,9 +199,10 @@ TEST(HigherOrder, CheckpointLowersThePeakMemoryOfAGradient) {
   size_t plain_peak = gradient_peak(depth, false, plain);
   size_t checkpoint_peak = gradient_peak(depth, true, checkpointed);
   expect_close(checkpointed, to_vector(plain), plain.shape(), 1e-5, 1e-6);
-  std::printf("gradient of a %d-segment chain of 1 MiB arrays: peak %.1f MiB plain, "
-              "%.1f MiB with checkpoint\n",
-              depth, plain_peak / 1048576.0, checkpoint_peak / 1048576.0);
+  std::printf(
+      "gradient of a %d-segment chain of 1 MiB arrays: peak %.1f MiB plain, "
+      "%.1f MiB with checkpoint\n",
+      depth, plain_peak / 1048576.0, checkpoint_peak / 1048576.0);
   // Plain keeps ~3 arrays per segment for the backward pass; checkpointing keeps one per
   // segment plus one segment's recomputation.
   EXPECT_LT(checkpoint_peak, plain_peak * 6 / 10);
