@@ -58,6 +58,30 @@ TEST(IndexingRules, TakeOfLaidOutInputsGrad) {
   check_grad(one([&](const array& a) { return take(transpose(a), idx, 1); }), {x});
   array y = f64({3}, 4);
   check_grad(one([&](const array& a) { return take(broadcast_to(a, {2, 3}), idx, 1); }), {y});
+  // Stepped and reversed slices.
+  array z = f64({5, 4}, 9);
+  check_grad(one([&](const array& a) {
+               return take(slice(a, {0, 0}, {5, 4}, {2, 1}), idx, 1);
+             }),
+             {z});
+  check_grad(one([&](const array& a) {
+               return take(slice(a, {-1, -1}, {-6, -5}, {-1, -2}), idx, 0);
+             }),
+             {z});
+  check_grad(one([&](const array& a) {
+               return take_along_axis(slice(a, {-1, 0}, {-6, 4}, {-2, 1}),
+                                      array({3, 0}, {1, 2}, int32), 1);
+             }),
+             {z});
+  check_grad(
+      two([](const array& a, const array& u) {
+        return scatter_add(slice(a, {-1, 0}, {-6, 4}, {-1, 2}), array({4, 0, 4}, int32), u, 0);
+      }),
+      {z, f64({3, 1, 2}, 10)});
+  check_grad(one([](const array& a) {
+               return sort(slice(a, {-1, -1}, {-6, -5}, {-2, -1}), 1);
+             }),
+             {z});
   // Size-1 axis.
   check_grad(one([&](const array& a) {
                return take(a, array({0, 0, -1}, int32), 0);
@@ -460,6 +484,23 @@ TEST(IndexingRules, VmapOfVjp) {
   };
   check_vmap(scatter_vjp, {f64({2, 4, 2}, 65), f64({2, 3, 1, 2}, 66), f64({2, 4, 2}, 67)},
              {0, 0, 0});
+  // Per-example gradients through the reducing scatters (mapped indices too).
+  auto reduce_grad = [](ScatterReduce r) {
+    return [r](const std::vector<array>& in) {
+      auto loss = [&](const std::vector<array>& p) {
+        return sum(multiply(scatter_fn(r)({p[0], in[1], p[1]})[0], in[3]));
+      };
+      return grad(loss, std::vector<int>{0, 1})({in[0], in[2]});
+    };
+  };
+  array idx3 = array({0, 3, 3, 1, 2, 2}, {3, 2}, int32);
+  for (auto r : {ScatterReduce::Prod, ScatterReduce::Max, ScatterReduce::Min}) {
+    auto g = reduce_grad(r);
+    check_vmap(g, {f64({3, 5, 2}, 68), idx3, f64({3, 2, 1, 2}, 69), f64({3, 5, 2}, 70)},
+               {0, 0, 0, 0});
+    check_vmap(g, {f64({5, 2}, 68), take(idx3, 0, 0), f64({2, 1, 2, 3}, 69), f64({5, 2, 3}, 70)},
+               {-1, -1, 3, 2}, {1, 0});
+  }
 }
 
 // ---------------------------------------------------------------------------------------------
