@@ -15,7 +15,7 @@ bool LayerNorm::is_equivalent(const Primitive& other) const {
 bool RoPE::is_equivalent(const Primitive& other) const {
   auto* o = dynamic_cast<const RoPE*>(&other);
   return o && o->dims_ == dims_ && o->traditional_ == traditional_ && o->base_ == base_ &&
-         o->scale_ == scale_ && o->has_freqs_ == has_freqs_;
+         o->scale_ == scale_ && o->has_freqs_ == has_freqs_ && o->inverse_ == inverse_;
 }
 
 bool ScaledDotProductAttention::is_equivalent(const Primitive& other) const {
@@ -28,6 +28,48 @@ std::vector<Shape> ScaledDotProductAttention::output_shapes(const std::vector<ar
   Shape shape = inputs[0].shape();
   shape.back() = inputs[2].shape().back();
   return {shape};
+}
+
+bool RMSNormVJP::is_equivalent(const Primitive& other) const {
+  auto* o = dynamic_cast<const RMSNormVJP*>(&other);
+  return o && o->eps_ == eps_ && o->has_weight_ == has_weight_;
+}
+
+std::vector<Shape> RMSNormVJP::output_shapes(const std::vector<array>& inputs) {
+  std::vector<Shape> shapes = {inputs[0].shape()};
+  if (has_weight_) {
+    shapes.push_back(inputs[1].shape());
+  }
+  return shapes;
+}
+
+bool LayerNormVJP::is_equivalent(const Primitive& other) const {
+  auto* o = dynamic_cast<const LayerNormVJP*>(&other);
+  return o && o->eps_ == eps_ && o->has_weight_ == has_weight_ && o->has_bias_ == has_bias_;
+}
+
+std::vector<Shape> LayerNormVJP::output_shapes(const std::vector<array>& inputs) {
+  std::vector<Shape> shapes = {inputs[0].shape()};
+  for (bool p : {has_weight_, has_bias_}) {
+    if (p) {
+      shapes.push_back({inputs[0].shape(-1)});
+    }
+  }
+  return shapes;
+}
+
+bool ScaledDotProductAttentionVJP::is_equivalent(const Primitive& other) const {
+  auto* o = dynamic_cast<const ScaledDotProductAttentionVJP*>(&other);
+  return o && o->scale_ == scale_ && o->causal_ == causal_ && o->has_mask_ == has_mask_ &&
+         o->has_sinks_ == has_sinks_;
+}
+
+std::vector<Shape> ScaledDotProductAttentionVJP::output_shapes(const std::vector<array>& inputs) {
+  std::vector<Shape> shapes = {inputs[0].shape(), inputs[1].shape(), inputs[2].shape()};
+  if (has_sinks_) {
+    shapes.push_back(inputs[3 + has_mask_].shape());
+  }
+  return shapes;
 }
 
 }  // namespace mlx::core::fast

@@ -18,6 +18,7 @@ class RMSNorm : public UnaryPrimitive {
     return {inputs[0].shape()};
   }
 
+  MLX_DECLARE_TRANSFORM_RULES
  private:
   float eps_;
   bool has_weight_;
@@ -35,22 +36,26 @@ class LayerNorm : public UnaryPrimitive {
     return {inputs[0].shape()};
   }
 
+  MLX_DECLARE_TRANSFORM_RULES
  private:
   float eps_;
   bool has_weight_;
   bool has_bias_;
 };
 
-// Inputs {x, offset (int32, scalar or (B,)), freqs? (float32, (dims / 2,))}.
+// Inputs {x, offset (int32, scalar or (B,)), freqs? (float32, (dims / 2,))}. `inverse` rotates
+// by minus the angles (the transpose of the rotation, used by the vjp).
 class RoPE : public UnaryPrimitive {
  public:
-  RoPE(Stream stream, int dims, bool traditional, float base, float scale, bool has_freqs)
+  RoPE(Stream stream, int dims, bool traditional, float base, float scale, bool has_freqs,
+       bool inverse = false)
       : UnaryPrimitive(stream),
         dims_(dims),
         traditional_(traditional),
         base_(base),
         scale_(scale),
-        has_freqs_(has_freqs) {}
+        has_freqs_(has_freqs),
+        inverse_(inverse) {}
   void eval_cpu(const std::vector<array>& inputs, array& out) override;
   const char* name() const override { return "RoPE"; }
   bool is_equivalent(const Primitive& other) const override;
@@ -58,12 +63,17 @@ class RoPE : public UnaryPrimitive {
     return {inputs[0].shape()};
   }
 
+  MLX_DECLARE_TRANSFORM_RULES
  private:
+  // This rotation (or its inverse) of x, with the offset and frequencies of `inputs`.
+  array rotate(const array& x, const std::vector<array>& inputs, bool inverse);
+
   int dims_;
   bool traditional_;
   float base_;
   float scale_;
   bool has_freqs_;
+  bool inverse_;
 };
 
 // Inputs {q, k, v, mask?, sinks?}; a mask is bool (keep) or additive in the output dtype and
@@ -81,6 +91,65 @@ class ScaledDotProductAttention : public UnaryPrimitive {
   bool is_equivalent(const Primitive& other) const override;
   std::vector<Shape> output_shapes(const std::vector<array>& inputs) override;
 
+  MLX_DECLARE_TRANSFORM_RULES
+ private:
+  float scale_;
+  bool causal_;
+  bool has_mask_;
+  bool has_sinks_;
+};
+
+// Backward passes of the norms. RMSNormVJP: inputs {x, weight?, cotangent}, outputs
+// {dx, dweight?}. LayerNormVJP: inputs {x, weight?, cotangent}, outputs {dx, dweight?, dbias?}.
+// Each row's statistics are recomputed; the weight and bias gradients are summed per thread.
+class RMSNormVJP : public Primitive {
+ public:
+  RMSNormVJP(Stream stream, float eps, bool has_weight)
+      : Primitive(stream), eps_(eps), has_weight_(has_weight) {}
+  void eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) override;
+  const char* name() const override { return "RMSNormVJP"; }
+  bool is_equivalent(const Primitive& other) const override;
+  std::vector<Shape> output_shapes(const std::vector<array>& inputs) override;
+
+  MLX_DECLARE_TRANSFORM_RULES
+ private:
+  float eps_;
+  bool has_weight_;
+};
+
+class LayerNormVJP : public Primitive {
+ public:
+  LayerNormVJP(Stream stream, float eps, bool has_weight, bool has_bias)
+      : Primitive(stream), eps_(eps), has_weight_(has_weight), has_bias_(has_bias) {}
+  void eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) override;
+  const char* name() const override { return "LayerNormVJP"; }
+  bool is_equivalent(const Primitive& other) const override;
+  std::vector<Shape> output_shapes(const std::vector<array>& inputs) override;
+
+  MLX_DECLARE_TRANSFORM_RULES
+ private:
+  float eps_;
+  bool has_weight_;
+  bool has_bias_;
+};
+
+// Fused attention backward. Inputs {q, k, v, mask?, sinks?, out, d_out} (the forward's inputs,
+// output and the output's cotangent); outputs {dq, dk, dv, dsinks?}. Masks get no gradient.
+class ScaledDotProductAttentionVJP : public Primitive {
+ public:
+  ScaledDotProductAttentionVJP(Stream stream, float scale, bool causal, bool has_mask,
+                               bool has_sinks)
+      : Primitive(stream),
+        scale_(scale),
+        causal_(causal),
+        has_mask_(has_mask),
+        has_sinks_(has_sinks) {}
+  void eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) override;
+  const char* name() const override { return "ScaledDotProductAttentionVJP"; }
+  bool is_equivalent(const Primitive& other) const override;
+  std::vector<Shape> output_shapes(const std::vector<array>& inputs) override;
+
+  MLX_DECLARE_TRANSFORM_RULES
  private:
   float scale_;
   bool causal_;

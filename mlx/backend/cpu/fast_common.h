@@ -1,8 +1,12 @@
 // Helpers shared by the fused `fast` CPU kernels.
 #pragma once
 
+#include <array>
+#include <cmath>
 #include <cstdint>
 #include <type_traits>
+#include <utility>
+#include <vector>
 
 #include "mlx/array.h"
 #include "mlx/backend/cpu/dispatch.h"
@@ -14,26 +18,49 @@ namespace mlx::core::fast::detail {
 template <typename T>
 using AccType = std::conditional_t<std::is_same_v<T, double>, double, float>;
 
-// Sum of f(x[i]) over independent lanes, so the compiler can vectorize it without
+// Sum of f(i) for i < n over independent lanes, so the compiler can vectorize it without
 // reassociating a single accumulator.
 template <typename Acc, typename F>
-Acc lane_sum(const Acc* x, int64_t n, F f) {
+Acc lane_sum_at(int64_t n, F f) {
   constexpr int kLanes = 16;
   Acc part[kLanes] = {};
   int64_t i = 0;
   for (; i + kLanes <= n; i += kLanes) {
     for (int l = 0; l < kLanes; ++l) {
-      part[l] += f(x[i + l]);
+      part[l] += f(i + l);
     }
   }
   Acc s = 0;
   for (; i < n; ++i) {
-    s += f(x[i]);
+    s += f(i);
   }
   for (int l = 0; l < kLanes; ++l) {
     s += part[l];
   }
   return s;
+}
+
+// Sum of f(x[i]).
+template <typename Acc, typename F>
+Acc lane_sum(const Acc* x, int64_t n, F f) {
+  return lane_sum_at<Acc>(n, [x, &f](int64_t i) { return f(x[i]); });
+}
+
+// 1 / sqrt(mean(row^2) + eps).
+template <typename Acc>
+Acc rms_rstd(const Acc* row, int64_t d, Acc eps) {
+  Acc ms = lane_sum(row, d, [](Acc v) { return v * v; }) / Acc(d);
+  return Acc(1) / std::sqrt(ms + eps);
+}
+
+// The mean of a row and 1 / sqrt(variance + eps). Summing deviations from the first element
+// keeps the mean accurate when it is large relative to the spread.
+template <typename Acc>
+std::pair<Acc, Acc> mean_rstd(const Acc* row, int64_t d, Acc eps) {
+  Acc shift = row[0];
+  Acc mean = shift + lane_sum(row, d, [shift](Acc v) { return v - shift; }) / Acc(d);
+  Acc var = lane_sum(row, d, [mean](Acc v) { return (v - mean) * (v - mean); }) / Acc(d);
+  return {mean, Acc(1) / std::sqrt(var + eps)};
 }
 
 // dst[i] = src[i * stride] converted to Acc.
@@ -50,15 +77,33 @@ void load_row(const T* src, int64_t stride, int64_t n, Acc* dst) {
   }
 }
 
-// The rows of x's last axis as a layout for cpu::for_each_row: the leading dimensions
-// (merged where contiguous) followed by the last one.
-inline cpu::Layout<1> last_axis_rows(const array& x) {
-  Shape lead(x.shape().begin(), x.shape().end() - 1);
-  Strides lead_strides(x.strides().begin(), x.strides().end() - 1);
-  auto layout = cpu::collapse_dims<1>(lead, {lead_strides});
-  layout.shape.push_back(x.shape().back());
-  layout.strides[0].push_back(x.strides().back());
+// The rows of the last axis of arrays of one shape as a layout for cpu::for_each_row: the
+// leading dimensions (merged where contiguous in all of them) followed by the last one.
+template <size_t N>
+cpu::Layout<N> last_axis_rows(const std::array<const array*, N>& xs) {
+  const Shape& shape = xs[0]->shape();
+  std::array<Strides, N> lead_strides;
+  for (size_t k = 0; k < N; ++k) {
+    lead_strides[k].assign(xs[k]->strides().begin(), xs[k]->strides().end() - 1);
+  }
+  auto layout = cpu::collapse_dims<N>(Shape(shape.begin(), shape.end() - 1), lead_strides);
+  layout.shape.push_back(shape.back());
+  for (size_t k = 0; k < N; ++k) {
+    layout.strides[k].push_back(xs[k]->strides().back());
+  }
   return layout;
+}
+
+inline cpu::Layout<1> last_axis_rows(const array& x) { return last_axis_rows<1>({&x}); }
+
+// A per-feature parameter (weight or bias) as an Acc vector of n entries (`fill` when absent).
+template <typename T, typename Acc>
+std::vector<Acc> feature_param(const array* p, int64_t n, Acc fill) {
+  std::vector<Acc> v(n, fill);
+  if (p) {
+    load_row(p->data<T>(), p->strides()[0], n, v.data());
+  }
+  return v;
 }
 
 }  // namespace mlx::core::fast::detail

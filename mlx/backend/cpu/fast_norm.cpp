@@ -12,19 +12,7 @@ namespace mlx::core::fast {
 namespace {
 
 using namespace cpu;
-using detail::AccType;
-using detail::lane_sum;
-using detail::load_row;
-
-// A per-feature parameter as an Acc vector (`fill` when absent).
-template <typename T, typename Acc>
-std::vector<Acc> feature_param(const array* p, int64_t n, Acc fill) {
-  std::vector<Acc> v(n, fill);
-  if (p) {
-    load_row(p->data<T>(), p->strides()[0], n, v.data());
-  }
-  return v;
-}
+using namespace detail;
 
 // Calls norm(row_in, row_out) for every row, row_in a float copy of x's row; rows split
 // across threads.
@@ -63,8 +51,7 @@ void RMSNorm::eval_cpu(const std::vector<array>& inputs, array& out) {
     auto w = feature_param<T, Acc>(has_weight_ ? &inputs[1] : nullptr, d, Acc(1));
     Acc eps = eps_;
     for_each_norm_row<T>(x, out, [&](const Acc* row, T* o) {
-      Acc ms = lane_sum(row, d, [](Acc v) { return v * v; }) / Acc(d);
-      Acc inv = Acc(1) / std::sqrt(ms + eps);
+      Acc inv = rms_rstd(row, d, eps);
       for (int64_t i = 0; i < d; ++i) {
         o[i] = static_cast<T>(row[i] * inv * w[i]);
       }
@@ -82,12 +69,7 @@ void LayerNorm::eval_cpu(const std::vector<array>& inputs, array& out) {
     auto b = feature_param<T, Acc>(has_bias_ ? &inputs[next++] : nullptr, d, Acc(0));
     Acc eps = eps_;
     for_each_norm_row<T>(x, out, [&](const Acc* row, T* o) {
-      // Summing deviations from the first element keeps the mean accurate when it is large
-      // relative to the spread.
-      Acc shift = row[0];
-      Acc mean = shift + lane_sum(row, d, [shift](Acc v) { return v - shift; }) / Acc(d);
-      Acc var = lane_sum(row, d, [mean](Acc v) { return (v - mean) * (v - mean); }) / Acc(d);
-      Acc inv = Acc(1) / std::sqrt(var + eps);
+      auto [mean, inv] = mean_rstd(row, d, eps);
       for (int64_t i = 0; i < d; ++i) {
         o[i] = static_cast<T>((row[i] - mean) * inv * w[i] + b[i]);
       }

@@ -100,6 +100,11 @@ void RoPE::eval_cpu(const std::vector<array>& inputs, array& out) {
     using Acc = AccType<T_>;
     std::vector<Acc> cos_t, sin_t;
     angle_tables<Acc>(offsets, T, inv_freq, scale_, cos_t, sin_t);
+    if (inverse_) {
+      for (Acc& v : sin_t) {
+        v = -v;
+      }
+    }
     const T_* src = x.data<T_>();
     T_* dst = out.data<T_>();
     bool per_batch = offsets.size() > 1;

@@ -1,0 +1,271 @@
+// Blocked kernels shared by the fused attention forward and backward: small matrix products
+// on Acc rows (float or double) and the scores' masking.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <type_traits>
+
+#include "mlx/backend/cpu/fast_common.h"
+#include "mlx/backend/cpu/simd/vec.h"
+#include "mlx/backend/cpu/simd/vmath.h"
+
+namespace mlx::core::fast::detail {
+
+// S[MR x NJ] = Q[MR x D] @ K[NJ x D]^T: rows of Q and K are contiguous, so keys are read
+// in place (no transposition); the accumulators stay in vector registers.
+template <int MR, int NJ>
+inline void tile_qk(int64_t D, const float* Q, int64_t ldq, const float* K, int64_t ldk, float* S,
+                    int64_t lds) {
+  simd::VecF acc[MR][NJ];
+#pragma GCC unroll 4
+  for (int r = 0; r < MR; ++r) {
+#pragma GCC unroll 4
+    for (int j = 0; j < NJ; ++j) {
+      acc[r][j] = simd::VecF(0.0f);
+    }
+  }
+  auto step = [&](int64_t d, auto load) {
+    simd::VecF q[MR];
+#pragma GCC unroll 4
+    for (int r = 0; r < MR; ++r) {
+      q[r] = load(Q + r * ldq + d);
+    }
+#pragma GCC unroll 4
+    for (int j = 0; j < NJ; ++j) {
+      simd::VecF k = load(K + j * ldk + d);
+#pragma GCC unroll 4
+      for (int r = 0; r < MR; ++r) {
+        acc[r][j] = simd::fma(q[r], k, acc[r][j]);
+      }
+    }
+  };
+  int64_t d = 0;
+  for (; d + simd::kWidth <= D; d += simd::kWidth) {
+    step(d, [](const float* p) { return simd::load(p); });
+  }
+  if (d < D) {
+    int n = static_cast<int>(D - d);
+    step(d, [n](const float* p) { return simd::load_partial(p, n); });
+  }
+#pragma GCC unroll 4
+  for (int r = 0; r < MR; ++r) {
+#pragma GCC unroll 4
+    for (int j = 0; j < NJ; ++j) {
+      S[r * lds + j] = simd::hsum(acc[r][j]);
+    }
+  }
+}
+
+// S[M x N] = Q[M x D] @ K[N x D]^T.
+inline void qk_scores(int64_t M, int64_t N, int64_t D, const float* Q, int64_t ldq, const float* K,
+                      int64_t ldk, float* S, int64_t lds) {
+  constexpr int kRows = 2, kKeys = 4;
+  int64_t i = 0;
+  auto keys = [&]<int MR>(int64_t i) {
+    int64_t j = 0;
+    for (; j + kKeys <= N; j += kKeys) {
+      tile_qk<MR, kKeys>(D, Q + i * ldq, ldq, K + j * ldk, ldk, S + i * lds + j, lds);
+    }
+    for (; j < N; ++j) {
+      tile_qk<MR, 1>(D, Q + i * ldq, ldq, K + j * ldk, ldk, S + i * lds + j, lds);
+    }
+  };
+  for (; i + kRows <= M; i += kRows) {
+    keys.template operator()<kRows>(i);
+  }
+  for (; i < M; ++i) {
+    keys.template operator()<1>(i);
+  }
+}
+
+inline void qk_scores(int64_t M, int64_t N, int64_t D, const double* Q, int64_t ldq,
+                      const double* K, int64_t ldk, double* S, int64_t lds) {
+  for (int64_t i = 0; i < M; ++i) {
+    for (int64_t j = 0; j < N; ++j) {
+      double acc = 0;
+      for (int64_t d = 0; d < D; ++d) {
+        acc += Q[i * ldq + d] * K[j * ldk + d];
+      }
+      S[i * lds + j] = acc;
+    }
+  }
+}
+
+// C[MR x NC] += A[MR x K] @ B[K x NC]; all row-major.
+template <typename Acc, int MR, int NC>
+inline void tile_pv(int64_t K, const Acc* A, int64_t lda, const Acc* B, int64_t ldb, Acc* C,
+                    int64_t ldc) {
+  if constexpr (std::is_same_v<Acc, float>) {
+    // Accumulators in vector registers: MR rows x NC / 8 vectors. Few rows give few
+    // independent sums, so then even and odd k go to separate sets (FMA latency).
+    constexpr int NV = NC / simd::kWidth;
+    constexpr int NS = MR <= 2 ? 2 : 1;
+    simd::VecF acc[NS][MR][NV];
+#pragma GCC unroll 8
+    for (int r = 0; r < MR; ++r) {
+#pragma GCC unroll 4
+      for (int v = 0; v < NV; ++v) {
+        acc[0][r][v] = simd::load(C + r * ldc + v * simd::kWidth);
+        if constexpr (NS == 2) {
+          acc[1][r][v] = simd::VecF(0.0f);
+        }
+      }
+    }
+    auto step = [&](int set, int64_t k) {
+      simd::VecF b[NV];
+#pragma GCC unroll 4
+      for (int v = 0; v < NV; ++v) {
+        b[v] = simd::load(B + k * ldb + v * simd::kWidth);
+      }
+#pragma GCC unroll 8
+      for (int r = 0; r < MR; ++r) {
+        simd::VecF a = simd::broadcast(A[r * lda + k]);
+#pragma GCC unroll 4
+        for (int v = 0; v < NV; ++v) {
+          acc[set][r][v] = simd::fma(a, b[v], acc[set][r][v]);
+        }
+      }
+    };
+    int64_t k = 0;
+    for (; k + NS <= K; k += NS) {
+#pragma GCC unroll 2
+      for (int set = 0; set < NS; ++set) {
+        step(set, k + set);
+      }
+    }
+    for (; k < K; ++k) {
+      step(0, k);
+    }
+#pragma GCC unroll 8
+    for (int r = 0; r < MR; ++r) {
+#pragma GCC unroll 4
+      for (int v = 0; v < NV; ++v) {
+        simd::VecF sum = acc[0][r][v];
+        if constexpr (NS == 2) {
+          sum = sum + acc[1][r][v];
+        }
+        simd::store(C + r * ldc + v * simd::kWidth, sum);
+      }
+    }
+  } else {
+    for (int64_t k = 0; k < K; ++k) {
+      for (int r = 0; r < MR; ++r) {
+        Acc a = A[r * lda + k];
+        for (int c = 0; c < NC; ++c) {
+          C[r * ldc + c] += a * B[k * ldb + c];
+        }
+      }
+    }
+  }
+}
+
+// Columns of a padded block: multiples of one 32-byte vector.
+template <typename Acc>
+constexpr int64_t kLanes = 32 / sizeof(Acc);
+
+template <typename Acc>
+inline int64_t padded(int64_t n) {
+  return (n + kLanes<Acc> - 1) / kLanes<Acc> * kLanes<Acc>;
+}
+
+// O[M x N] += P[M x K] @ V[K x N] with N a multiple of kLanes.
+template <typename Acc>
+void accumulate_pv(int64_t M, int64_t N, int64_t K, const Acc* P, int64_t ldp, const Acc* V,
+                   int64_t ldv, Acc* O, int64_t ldo) {
+  constexpr int kRows = 6;
+  constexpr int kWide = 2 * kLanes<Acc>;
+  constexpr int kNarrow = kLanes<Acc>;
+  auto rows = [&]<int NC>(int64_t j) {
+    auto run = [&]<int MR>(int64_t i) {
+      tile_pv<Acc, MR, NC>(K, P + i * ldp, ldp, V + j, ldv, O + i * ldo + j, ldo);
+    };
+    int64_t i = 0;
+    for (; i + kRows <= M; i += kRows) {
+      run.template operator()<kRows>(i);
+    }
+    // The remaining rows (fewer than kRows) in one tile.
+    switch (M - i) {
+      case 5:
+        return run.template operator()<5>(i);
+      case 4:
+        return run.template operator()<4>(i);
+      case 3:
+        return run.template operator()<3>(i);
+      case 2:
+        return run.template operator()<2>(i);
+      case 1:
+        return run.template operator()<1>(i);
+    }
+  };
+  int64_t j = 0;
+  for (; j + kWide <= N; j += kWide) {
+    rows.template operator()<kWide>(j);
+  }
+  for (; j < N; j += kNarrow) {
+    rows.template operator()<kNarrow>(j);
+  }
+}
+
+// x[i] = exp(x[i]) in place.
+inline void exp_inplace(float* x, int64_t n) { simd::exp(x, x, n); }
+inline void exp_inplace(double* x, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    x[i] = std::exp(x[i]);
+  }
+}
+
+struct View4 {
+  int64_t s0, s1, s2, s3;
+  explicit View4(const array& a)
+      : s0(a.strides()[0]), s1(a.strides()[1]), s2(a.strides()[2]), s3(a.strides()[3]) {}
+  int64_t at(int64_t i0, int64_t i1, int64_t i2) const { return i0 * s0 + i1 * s1 + i2 * s2; }
+};
+
+// Rows [j0, j0 + n) of head h of batch entry b of x (keys or values) as Acc rows of `width`
+// elements at stride ld: the input's own memory when it already has that form, else a copy in
+// buf (rows of ld_buf elements, whose padding the caller keeps zero). `pad`: the rows are read
+// up to a multiple of kLanes.
+template <typename T, typename Acc = AccType<T>>
+const Acc* load_block(const array& x, const View4& xv, int64_t b, int64_t h, int64_t j0, int64_t n,
+                      int64_t width, bool pad, Acc* buf, int64_t ld_buf, int64_t& ld) {
+  const T* src = x.data<T>() + xv.at(b, h, j0);
+  if (std::is_same_v<T, Acc> && xv.s3 == 1 && (!pad || width % kLanes<Acc> == 0)) {
+    ld = xv.s2;
+    return reinterpret_cast<const Acc*>(src);
+  }
+  for (int64_t j = 0; j < n; ++j) {
+    load_row(src + j * xv.s2, xv.s3, width, buf + j * ld_buf);
+  }
+  ld = ld_buf;
+  return buf;
+}
+
+// Masks the scores s[0, n) of query (b, h, t) against keys [j0, j0 + n): a boolean mask (false
+// gives -inf) or an additive one (of type T), then -inf past `limit`, the last visible key.
+template <typename T, typename Acc>
+void mask_scores(const array* mask, const View4& mv, int64_t b, int64_t h, int64_t t, int64_t j0,
+                 int64_t n, int64_t limit, Acc* s) {
+  constexpr Acc kNegInf = -std::numeric_limits<Acc>::infinity();
+  if (mask) {
+    int64_t st = mv.s3;
+    if (mask->dtype() == bool_) {
+      const bool* mrow = mask->data<bool>() + mv.at(b, h, t) + j0 * st;
+      for (int64_t j = 0; j < n; ++j) {
+        s[j] = mrow[j * st] ? s[j] : kNegInf;
+      }
+    } else {
+      const T* mrow = mask->data<T>() + mv.at(b, h, t) + j0 * st;
+      for (int64_t j = 0; j < n; ++j) {
+        s[j] += static_cast<Acc>(mrow[j * st]);
+      }
+    }
+  }
+  for (int64_t j = std::max<int64_t>(limit + 1 - j0, 0); j < n; ++j) {
+    s[j] = kNegInf;
+  }
+}
+
+}  // namespace mlx::core::fast::detail
