@@ -7,6 +7,7 @@
 #include "mlx/ops/elementwise.h"
 #include "mlx/ops/shape.h"
 #include "mlx/primitives/linalg.h"
+#include "mlx/transforms/transforms.h"
 #include "mlx/utils.h"
 
 namespace mlx::core {
@@ -34,6 +35,18 @@ MatmulOperands matmul_operands(const array& in_a, const array& in_b, Dtype dtype
     throw std::invalid_argument(
         msg("[", name, "] Last dimension of first input with shape ", a.shape(),
             " must match second-to-last dimension of second input with shape ", b.shape(), "."));
+  }
+  if (b.ndim() == 2 && a.ndim() > 2 && !detail::in_shapeless_tracing()) {
+    // A stack of matrices times one matrix is one matrix product with the stack's rows: one
+    // large GEMM, and its gradient for b needs no per-batch temporaries.
+    Shape out_shape = a.shape();
+    out_shape.back() = b.shape(1);
+    if (in_b.ndim() == 1) {
+      out_shape.pop_back();
+    }
+    array rows = reshape(astype(a, dtype, s), {-1, a.shape(-1)}, s);
+    Shape shape{rows.shape(0), b.shape(1)};
+    return {std::move(rows), astype(b, dtype, s), std::move(shape), std::move(out_shape)};
   }
   Shape batch = broadcast_shapes(Shape(a.shape().begin(), a.shape().end() - 2),
                                  Shape(b.shape().begin(), b.shape().end() - 2), name);
