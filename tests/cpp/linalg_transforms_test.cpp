@@ -2,6 +2,8 @@
 // their relatives against finite differences and loops.
 #include <gtest/gtest.h>
 
+#include <complex>
+
 #include "mlx/mlx.h"
 #include "mlx/primitives/linalg.h"
 #include "test_utils.h"
@@ -70,6 +72,22 @@ TEST(LinalgRules, MatmulGradValues) {
   expect_close(out[0], {19, 22, 43, 50}, {2, 2});
   expect_close(cts[0], {5, 7, 6, 8}, {2, 2});
   expect_close(cts[1], {1, 3, 2, 4}, {2, 2});
+}
+
+TEST(LinalgRules, ComplexFollowsBilinearConvention) {
+  // Cotangents G @ b^T and a^T @ G without conjugation (the elementwise rules' convention).
+  array i(std::complex<float>(0.0f, 1.0f));
+  array a = add(array({1.0f, 2.0f}, {1, 2}, complex64),
+                multiply(array({0.5f, -1.0f}, {1, 2}, complex64), i));
+  array b = add(array({3.0f, -1.0f}, {2, 1}, complex64),
+                multiply(array({1.0f, 2.0f}, {2, 1}, complex64), i));
+  array g = add(array({1.0f}, {1, 1}, complex64), multiply(array({1.0f}, {1, 1}, complex64), i));
+  auto cts = vjp(matmul_fn, {a, b}, {g}).second;
+  // g * b^T = (1+i) * [3+i, -1+2i] = [2+4i, -3+i]; a^T * g = [(1+0.5i)(1+i), (2-i)(1+i)].
+  expect_close(real(cts[0]), {2, -3}, {1, 2});
+  expect_close(imag(cts[0]), {4, 1}, {1, 2});
+  expect_close(real(cts[1]), {0.5, 3}, {2, 1});
+  expect_close(imag(cts[1]), {1.5, 1}, {2, 1});
 }
 
 TEST(LinalgRules, MatmulRelativesGrad) {

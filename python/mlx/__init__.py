@@ -1,0 +1,1 @@
+"""MLX for Linux: lazy arrays (mlx.core), neural networks (mlx.nn) and optimizers."""

@@ -1,0 +1,10 @@
+// One registration function per area of mlx.core.
+#pragma once
+
+#include <nanobind/nanobind.h>
+
+void init_dtypes(nanobind::module_& m);
+void init_device(nanobind::module_& m);
+void init_array(nanobind::module_& m);
+void init_ops(nanobind::module_& m);
+void init_memory(nanobind::module_& m);

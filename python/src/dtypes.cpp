@@ -1,0 +1,76 @@
+// mx.Dtype, the dtype objects, dtype categories, finfo and iinfo.
+#include <nanobind/operators.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/variant.h>
+
+#include <variant>
+
+#include "mlx/dtype.h"
+#include "python/src/bindings.h"
+
+namespace nb = nanobind;
+using namespace mlx::core;
+
+namespace {
+
+using DtypeOrCategory = std::variant<Dtype, DtypeCategory>;
+
+bool is_subdtype(const DtypeOrCategory& a, const DtypeOrCategory& b) {
+  return std::visit([](auto x, auto y) { return issubdtype(x, y); }, a, b);
+}
+
+}  // namespace
+
+void init_dtypes(nb::module_& m) {
+  nb::class_<Dtype>(m, "Dtype", "An array's element type, e.g. mlx.core.float32.")
+      .def_prop_ro(
+          "size", [](const Dtype& d) { return static_cast<int>(d.size); },
+          "Size of one element in bytes.")
+      .def("__repr__", [](const Dtype& d) { return "mlx.core." + dtype_name(d); })
+      .def("__eq__", [](const Dtype& a, const Dtype& b) { return a == b; })
+      .def("__eq__", [](const Dtype&, nb::handle) { return false; })
+      .def("__hash__", [](const Dtype& d) { return static_cast<int>(d.val); });
+
+  const std::pair<const char*, Dtype> dtypes[] = {
+      {"bool_", bool_},       {"uint8", uint8},        {"uint16", uint16},   {"uint32", uint32},
+      {"uint64", uint64},     {"int8", int8},          {"int16", int16},     {"int32", int32},
+      {"int64", int64},       {"float16", float16},    {"float32", float32}, {"float64", float64},
+      {"bfloat16", bfloat16}, {"complex64", complex64}};
+  for (auto& [name, dt] : dtypes) {
+    m.attr(name) = nb::cast(dt);
+  }
+
+  nb::enum_<DtypeCategory>(m, "DtypeCategory", "Abstract dtype categories for issubdtype.")
+      .value("complexfloating", DtypeCategory::complexfloating)
+      .value("floating", DtypeCategory::floating)
+      .value("inexact", DtypeCategory::inexact)
+      .value("signedinteger", DtypeCategory::signedinteger)
+      .value("unsignedinteger", DtypeCategory::unsignedinteger)
+      .value("integer", DtypeCategory::integer)
+      .value("number", DtypeCategory::number)
+      .value("generic", DtypeCategory::generic)
+      .export_values();
+
+  m.def("issubdtype", &is_subdtype, nb::arg("arg1"), nb::arg("arg2"),
+        "Whether a dtype or category is below another in the dtype hierarchy.");
+
+  nb::class_<finfo>(m, "finfo", "Machine limits of a floating point dtype.")
+      .def(nb::init<Dtype>(), nb::arg("dtype"))
+      .def_ro("dtype", &finfo::dtype)
+      .def_ro("min", &finfo::min)
+      .def_ro("max", &finfo::max)
+      .def_ro("eps", &finfo::eps)
+      .def("__repr__", [](const finfo& f) {
+        return "finfo(min=" + std::to_string(f.min) + ", max=" + std::to_string(f.max) +
+               ", dtype=" + dtype_name(f.dtype) + ")";
+      });
+  nb::class_<iinfo>(m, "iinfo", "Machine limits of an integer dtype.")
+      .def(nb::init<Dtype>(), nb::arg("dtype"))
+      .def_ro("dtype", &iinfo::dtype)
+      .def_ro("min", &iinfo::min)
+      .def_ro("max", &iinfo::max)
+      .def("__repr__", [](const iinfo& i) {
+        return "iinfo(min=" + std::to_string(i.min) + ", max=" + std::to_string(i.max) +
+               ", dtype=" + dtype_name(i.dtype) + ")";
+      });
+}

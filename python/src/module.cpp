@@ -1,0 +1,24 @@
+// The extension module mlx.core.
+#include <nanobind/nanobind.h>
+
+#include "mlx/memory/memory.h"
+#include "python/src/bindings.h"
+
+namespace nb = nanobind;
+
+NB_MODULE(core, m) {
+  m.doc() = "mlx.core: lazy arrays, ops, transforms and devices.";
+  nb::register_exception_translator([](const std::exception_ptr& p, void*) {
+    try {
+      std::rethrow_exception(p);
+    } catch (const mlx::core::out_of_memory& e) {
+      PyErr_SetString(PyExc_MemoryError, e.what());
+    }
+  });
+  init_dtypes(m);
+  init_device(m);
+  init_array(m);
+  init_ops(m);
+  init_memory(m);
+  m.attr("__version__") = MLX_VERSION;
+}
