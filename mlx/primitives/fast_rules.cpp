@@ -114,39 +114,41 @@ array batched_param(const array& p, int axis, int ndim, Stream s) {
 // ---------------------------------------------------------------------------- norms
 
 // Composite backward passes: {x, weight?, g} -> {dx, dweight?, dbias?}.
-std::vector<array> rms_norm_backward(const std::vector<array>& in, float eps, bool has_weight,
-                                     Stream s) {
-  const array& x = in[0];
-  const array& g = in.back();
-  array r = rsqrt(add(mean(square(x, s), -1, true, s), array(eps, x.dtype()), s), s);
-  array gw = has_weight ? multiply(g, in[1], s) : g;
-  array r3 = multiply(r, square(r, s), s);
-  array c = multiply(r3, mean(multiply(gw, x, s), -1, true, s), s);
-  std::vector<array> out = {subtract(multiply(r, gw, s), multiply(x, c, s), s)};
-  if (has_weight) {
-    out.push_back(sum_rows(multiply(g, multiply(x, r, s), s), 0, s));
-  }
-  return out;
+ArrayFn rms_norm_backward_fn(float eps, bool has_weight, Stream s) {
+  return [=](const std::vector<array>& in) {
+    const array& x = in[0];
+    const array& g = in.back();
+    array r = rsqrt(add(mean(square(x, s), -1, true, s), array(eps, x.dtype()), s), s);
+    array gw = has_weight ? multiply(g, in[1], s) : g;
+    array r3 = multiply(r, square(r, s), s);
+    array c = multiply(r3, mean(multiply(gw, x, s), -1, true, s), s);
+    std::vector<array> out = {subtract(multiply(r, gw, s), multiply(x, c, s), s)};
+    if (has_weight) {
+      out.push_back(sum_rows(multiply(g, multiply(x, r, s), s), 0, s));
+    }
+    return out;
+  };
 }
 
-std::vector<array> layer_norm_backward(const std::vector<array>& in, float eps, bool has_weight,
-                                       bool has_bias, Stream s) {
-  const array& x = in[0];
-  const array& g = in.back();
-  array xc = subtract(x, mean(x, -1, true, s), s);
-  array r = rsqrt(add(mean(square(xc, s), -1, true, s), array(eps, x.dtype()), s), s);
-  array xhat = multiply(xc, r, s);
-  array gw = has_weight ? multiply(g, in[1], s) : g;
-  array inner = subtract(subtract(gw, mean(gw, -1, true, s), s),
-                         multiply(xhat, mean(multiply(gw, xhat, s), -1, true, s), s), s);
-  std::vector<array> out = {multiply(r, inner, s)};
-  if (has_weight) {
-    out.push_back(sum_rows(multiply(g, xhat, s), 0, s));
-  }
-  if (has_bias) {
-    out.push_back(sum_rows(g, 0, s));
-  }
-  return out;
+ArrayFn layer_norm_backward_fn(float eps, bool has_weight, bool has_bias, Stream s) {
+  return [=](const std::vector<array>& in) {
+    const array& x = in[0];
+    const array& g = in.back();
+    array xc = subtract(x, mean(x, -1, true, s), s);
+    array r = rsqrt(add(mean(square(xc, s), -1, true, s), array(eps, x.dtype()), s), s);
+    array xhat = multiply(xc, r, s);
+    array gw = has_weight ? multiply(g, in[1], s) : g;
+    array inner = subtract(subtract(gw, mean(gw, -1, true, s), s),
+                           multiply(xhat, mean(multiply(gw, xhat, s), -1, true, s), s), s);
+    std::vector<array> out = {multiply(r, inner, s)};
+    if (has_weight) {
+      out.push_back(sum_rows(multiply(g, xhat, s), 0, s));
+    }
+    if (has_bias) {
+      out.push_back(sum_rows(g, 0, s));
+    }
+    return out;
+  };
 }
 
 std::vector<array> norm_vjp_outputs(std::shared_ptr<Primitive> prim, std::vector<array> inputs,
@@ -225,18 +227,18 @@ std::vector<array> RMSNorm::vjp(const std::vector<array>& primals,
 
 Rules RMSNorm::vmap(const std::vector<array>& inputs, const std::vector<int>& axes) {
   Stream s = stream();
-  if (has_weight_ && axes[1] >= 0) {
-    // A weight per batch entry: normalize with the kernel, then scale.
-    array x = core::detail::batch_first(inputs[0], axes[0]);
-    int ndim = inputs[0].ndim() + (axes[0] < 0);
-    array y = rms_norm(x, std::nullopt, eps_, s);
-    return {{multiply(y, batched_param(inputs[1], axes[1], ndim, s), s)}, {0}};
-  }
+  array x = core::detail::batch_first(inputs[0], axes[0]);
+  // A weight mapped per batch entry scales the kernel's output.
+  bool w_in = has_weight_ && axes[1] < 0;
   std::optional<array> w;
-  if (has_weight_) {
+  if (w_in) {
     w = inputs[1];
   }
-  return {{rms_norm(core::detail::batch_first(inputs[0], axes[0]), w, eps_, s)}, {0}};
+  array y = rms_norm(x, w, eps_, s);
+  if (has_weight_ && !w_in) {
+    y = multiply(y, batched_param(inputs[1], axes[1], inputs[0].ndim() + (axes[0] < 0), s), s);
+  }
+  return {{y}, {0}};
 }
 
 std::vector<array> LayerNorm::jvp(const std::vector<array>& primals,
@@ -309,21 +311,15 @@ Rules LayerNorm::vmap(const std::vector<array>& inputs, const std::vector<int>& 
 std::vector<array> RMSNormVJP::jvp(const std::vector<array>& primals,
                                    const std::vector<array>& tangents,
                                    const std::vector<int>& argnums) {
-  float eps = eps_;
-  bool hw = has_weight_;
-  Stream s = stream();
-  auto f = [=](const std::vector<array>& in) { return rms_norm_backward(in, eps, hw, s); };
-  return composite_jvp(f, primals, tangents, argnums);
+  return composite_jvp(rms_norm_backward_fn(eps_, has_weight_, stream()), primals, tangents,
+                       argnums);
 }
 
 std::vector<array> RMSNormVJP::vjp(const std::vector<array>& primals,
                                    const std::vector<array>& cotangents,
                                    const std::vector<int>& argnums, const std::vector<array>&) {
-  float eps = eps_;
-  bool hw = has_weight_;
-  Stream s = stream();
-  auto f = [=](const std::vector<array>& in) { return rms_norm_backward(in, eps, hw, s); };
-  return composite_vjp(f, primals, cotangents, argnums);
+  return composite_vjp(rms_norm_backward_fn(eps_, has_weight_, stream()), primals, cotangents,
+                       argnums);
 }
 
 Rules RMSNormVJP::vmap(const std::vector<array>& inputs, const std::vector<int>& axes) {
@@ -345,21 +341,15 @@ Rules RMSNormVJP::vmap(const std::vector<array>& inputs, const std::vector<int>&
 std::vector<array> LayerNormVJP::jvp(const std::vector<array>& primals,
                                      const std::vector<array>& tangents,
                                      const std::vector<int>& argnums) {
-  float eps = eps_;
-  bool hw = has_weight_, hb = has_bias_;
-  Stream s = stream();
-  auto f = [=](const std::vector<array>& in) { return layer_norm_backward(in, eps, hw, hb, s); };
-  return composite_jvp(f, primals, tangents, argnums);
+  return composite_jvp(layer_norm_backward_fn(eps_, has_weight_, has_bias_, stream()), primals,
+                       tangents, argnums);
 }
 
 std::vector<array> LayerNormVJP::vjp(const std::vector<array>& primals,
                                      const std::vector<array>& cotangents,
                                      const std::vector<int>& argnums, const std::vector<array>&) {
-  float eps = eps_;
-  bool hw = has_weight_, hb = has_bias_;
-  Stream s = stream();
-  auto f = [=](const std::vector<array>& in) { return layer_norm_backward(in, eps, hw, hb, s); };
-  return composite_vjp(f, primals, cotangents, argnums);
+  return composite_vjp(layer_norm_backward_fn(eps_, has_weight_, has_bias_, stream()), primals,
+                       cotangents, argnums);
 }
 
 Rules LayerNormVJP::vmap(const std::vector<array>& inputs, const std::vector<int>& axes) {

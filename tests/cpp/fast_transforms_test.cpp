@@ -201,6 +201,22 @@ TEST(FastRules, NormVmapOfVjp) {
   check_vmap(vjp_fn(layer_fn(false, false), 1), {x1, take(g, 0, 0)}, {1, -1});
 }
 
+TEST(FastRules, NormVjpMemory) {
+  // dx is the only (rows x D) allocation of the backward (1 MiB here).
+  array x = random_array({1024, 256}, float32, -1, 1, 1);
+  array w = random_array({256}, float32, -1, 1, 2);
+  array g = random_array({1024, 256}, float32, -1, 1, 3);
+  eval({x, w, g});
+  for (bool layer : {false, true}) {
+    auto grads = layer ? vjp(layer_fn(true, true), {x, w, w}, {g}).second
+                       : vjp(rms_fn(true), {x, w}, {g}).second;
+    size_t base = get_active_memory();
+    reset_peak_memory();
+    eval(grads);
+    EXPECT_LT(get_peak_memory() - base, (size_t(5) << 20) / 4);
+  }
+}
+
 // ---------------------------------------------------------------------------- rope
 
 // x -> rope(x) with a fixed offset and base, or frequencies as a second (constant) input.
@@ -489,6 +505,21 @@ TEST(FastRules, AttentionVjpEdgeCases) {
   auto g1 = vjp(attn_fn(""), attn_inputs(noq, float32), {zeros({1, 2, 0, 4})}).second;
   expect_close(g1[1], std::vector<double>(12, 0.0), {1, 1, 3, 4});
   expect_close(g1[2], std::vector<double>(12, 0.0), {1, 1, 3, 4});
+}
+
+TEST(FastRules, AttentionVjpMemory) {
+  // The backward never allocates a (T_q x T_kv) array: the scores per head would take 4 MiB
+  // here, the inputs, output and gradients 128 KiB each.
+  AttnCase c{1, 2, 2, 1024, 1024, 16, 16};
+  auto in = attn_inputs(c, float32);
+  array d_o = random_array({1, 2, 1024, 16}, float32, -1, 1, 4);
+  eval(in);
+  eval(d_o);
+  auto grads = vjp(attn_fn("causal"), in, {d_o}).second;
+  size_t base = get_active_memory();
+  reset_peak_memory();
+  eval(grads);
+  EXPECT_LT(get_peak_memory() - base, size_t(2) << 20);
 }
 
 TEST(FastRules, AttentionVmap) {
