@@ -1,0 +1,241 @@
+"""Trains a GPT-style character-level language model on Tiny Shakespeare.
+
+The project's main job: a pre-norm decoder (causal self-attention with RoPE, GELU MLP)
+trained with AdamW and a cosine schedule, with a progress line (loss, tokens/s, memory),
+validation loss, atomic checkpoints that can be resumed, and a text sample at the end. Uses
+the GPU when there is one.
+
+    python examples/train_lm.py                  # default run (a few minutes on 2 cores)
+    python examples/train_lm.py --steps 50 --dims 64 --layers 2   # quick smoke run
+"""
+import argparse
+import json
+import math
+import os
+import sys
+import time
+from functools import partial
+
+import numpy as np
+
+import mlx.core as mx
+import mlx.nn as nn
+import mlx.optimizers as optim
+from mlx.utils import tree_flatten, tree_unflatten
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+DEFAULT_DATA = os.path.join(HERE, "..", "data", "tinyshakespeare.txt")
+
+
+class Block(nn.Module):
+    """Pre-norm Transformer block: x + attn(norm(x)), then x + mlp(norm(x))."""
+
+    def __init__(self, dims, heads):
+        super().__init__()
+        self.heads = heads
+        self.norm1 = nn.LayerNorm(dims)
+        self.qkv = nn.Linear(dims, 3 * dims, bias=False)
+        self.out = nn.Linear(dims, dims, bias=False)
+        self.rope = nn.RoPE(dims // heads)
+        self.norm2 = nn.LayerNorm(dims)
+        self.mlp_in = nn.Linear(dims, 4 * dims)
+        self.mlp_out = nn.Linear(4 * dims, dims)
+
+    def attention(self, x):
+        B, T, D = x.shape
+        q, k, v = mx.split(self.qkv(x), 3, axis=-1)
+        shape = (B, T, self.heads, D // self.heads)
+        q, k, v = (z.reshape(shape).transpose(0, 2, 1, 3) for z in (q, k, v))
+        q, k = self.rope(q), self.rope(k)
+        scale = 1.0 / math.sqrt(D // self.heads)
+        o = mx.fast.scaled_dot_product_attention(q, k, v, scale=scale, mask="causal")
+        return self.out(o.transpose(0, 2, 1, 3).reshape(B, T, D))
+
+    def __call__(self, x):
+        x = x + self.attention(self.norm1(x))
+        return x + self.mlp_out(nn.gelu(self.mlp_in(self.norm2(x))))
+
+
+class GPT(nn.Module):
+    def __init__(self, vocab, dims, layers, heads):
+        super().__init__()
+        self.embed = nn.Embedding(vocab, dims)
+        self.blocks = [Block(dims, heads) for _ in range(layers)]
+        self.norm = nn.LayerNorm(dims)
+
+    def __call__(self, tokens):
+        x = self.embed(tokens)
+        for block in self.blocks:
+            x = block(x)
+        return self.embed.as_linear(self.norm(x))
+
+
+def load_corpus(path):
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    chars = sorted(set(text))
+    index = {c: i for i, c in enumerate(chars)}
+    data = np.array([index[c] for c in text], dtype=np.int32)
+    split = int(0.9 * len(data))
+    return chars, data[:split], data[split:]
+
+
+def batches(data, batch, context, rng):
+    starts = rng.integers(0, len(data) - context - 1, size=batch)
+    x = np.stack([data[s : s + context] for s in starts])
+    y = np.stack([data[s + 1 : s + context + 1] for s in starts])
+    return mx.array(x), mx.array(y)
+
+
+def unigram_loss(train, val, vocab):
+    counts = np.bincount(train, minlength=vocab).astype(np.float64) + 1
+    p = counts / counts.sum()
+    return float(-np.log(p[val]).mean())
+
+
+def memory_line():
+    s = mx.memory_stats()
+    return (f"mem {s['active_memory'] / 2**20:.0f}M active, {s['peak_memory'] / 2**20:.0f}M peak, "
+            f"{s['cache_memory'] / 2**20:.0f}M cache, hit {s['hit_rate']:.3f}")
+
+
+def save_checkpoint(path, model, optimizer, step, rng):
+    """Writes the checkpoint next to the old one, then renames: a crash mid-save keeps the
+    previous checkpoint intact."""
+    os.makedirs(path, exist_ok=True)
+    files = {
+        "model.safetensors": lambda f: model.save_weights(f),
+        "optimizer.safetensors": lambda f: mx.save_safetensors(f, dict(tree_flatten(optimizer.state))),
+    }
+    for name, write in files.items():
+        tmp = os.path.join(path, "tmp." + name)
+        write(tmp)
+        os.replace(tmp, os.path.join(path, name))
+    meta = {"step": step, "rng": rng.bit_generator.state}
+    tmp = os.path.join(path, "tmp.meta.json")
+    with open(tmp, "w") as f:
+        json.dump(meta, f)
+    os.replace(tmp, os.path.join(path, "meta.json"))
+
+
+def load_checkpoint(path, model, optimizer, rng):
+    model.load_weights(os.path.join(path, "model.safetensors"))
+    state = mx.load(os.path.join(path, "optimizer.safetensors"))
+    optimizer.state = tree_unflatten(list(state.items()))
+    with open(os.path.join(path, "meta.json")) as f:
+        meta = json.load(f)
+    rng.bit_generator.state = meta["rng"]
+    return meta["step"]
+
+
+def evaluate(model, data, args, rng, batches_count=8):
+    total = 0.0
+    for _ in range(batches_count):
+        x, y = batches(data, args.batch, args.context, rng)
+        total += nn.losses.cross_entropy(model(x), y, reduction="mean").item()
+    return total / batches_count
+
+
+def sample(model, chars, prompt, length, temperature, context):
+    index = {c: i for i, c in enumerate(chars)}
+    tokens = [index.get(c, 0) for c in prompt]
+    key = mx.random.key(0)
+    for _ in range(length):
+        x = mx.array([tokens[-context:]])
+        logits = model(x)[0, -1] / temperature
+        key, sub = mx.random.split(key)
+        tokens.append(int(mx.random.categorical(logits, key=sub).item()))
+    return "".join(chars[t] for t in tokens)
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--data", default=DEFAULT_DATA)
+    p.add_argument("--dims", type=int, default=128)
+    p.add_argument("--layers", type=int, default=4)
+    p.add_argument("--heads", type=int, default=4)
+    p.add_argument("--context", type=int, default=128)
+    p.add_argument("--batch", type=int, default=32)
+    p.add_argument("--steps", type=int, default=600)
+    p.add_argument("--lr", type=float, default=3e-3)
+    p.add_argument("--warmup", type=int, default=50)
+    p.add_argument("--weight-decay", type=float, default=0.1)
+    p.add_argument("--eval-every", type=int, default=200)
+    p.add_argument("--checkpoint", default=None, help="directory to save checkpoints into")
+    p.add_argument("--resume", action="store_true", help="continue from --checkpoint")
+    p.add_argument("--sample", type=int, default=300, help="characters to sample at the end")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--cpu", action="store_true", help="use the CPU even when a GPU exists")
+    args = p.parse_args(argv)
+
+    if not args.cpu and mx.is_available(mx.gpu):
+        mx.set_default_device(mx.gpu)
+    mx.random.seed(args.seed)
+    rng = np.random.default_rng(args.seed)
+
+    chars, train, val = load_corpus(args.data)
+    vocab = len(chars)
+    model = GPT(vocab, args.dims, args.layers, args.heads)
+    n_params = sum(v.size for _, v in tree_flatten(model.parameters()))
+    schedule = optim.join_schedules(
+        [optim.linear_schedule(1e-2 * args.lr, args.lr, args.warmup),
+         optim.cosine_decay(args.lr, max(args.steps - args.warmup, 1), 0.1 * args.lr)],
+        [args.warmup])
+    optimizer = optim.AdamW(learning_rate=schedule, weight_decay=args.weight_decay)
+    optimizer.init(model.trainable_parameters())
+
+    start = 0
+    if args.resume and args.checkpoint and os.path.exists(os.path.join(args.checkpoint, "meta.json")):
+        start = load_checkpoint(args.checkpoint, model, optimizer, rng)
+        print(f"resumed from {args.checkpoint} at step {start}")
+
+    def loss_fn(model, x, y):
+        return nn.losses.cross_entropy(model(x), y, reduction="mean")
+
+    loss_and_grad = nn.value_and_grad(model, loss_fn)
+    state = [model.state, optimizer.state, mx.random.state]
+
+    @partial(mx.compile, inputs=state, outputs=state)
+    def step(x, y):
+        loss, grads = loss_and_grad(model, x, y)
+        grads, _ = optim.clip_grad_norm(grads, 1.0)
+        optimizer.update(model, grads)
+        return loss
+
+    device = "gpu" if mx.default_device() == mx.gpu else "cpu"
+    print(f"device {device}, {n_params / 1e6:.2f}M parameters, vocab {vocab}, "
+          f"{len(train)} train / {len(val)} val characters")
+    print(f"unigram baseline: {unigram_loss(train, val, vocab):.3f} nats/char")
+    mx.reset_peak_memory()
+    tokens_per_step = args.batch * args.context
+    t0 = time.perf_counter()
+    loss_avg = None
+    for it in range(start, args.steps):
+        x, y = batches(train, args.batch, args.context, rng)
+        loss = step(x, y)
+        mx.eval(state)
+        loss = loss.item()
+        loss_avg = loss if loss_avg is None else 0.9 * loss_avg + 0.1 * loss
+        done = it + 1 - start
+        rate = done * tokens_per_step / (time.perf_counter() - t0)
+        bar = "#" * int(20 * (it + 1) / args.steps)
+        sys.stdout.write(f"\r[{bar:<20}] step {it + 1}/{args.steps} loss {loss_avg:.3f} "
+                         f"{rate:,.0f} tok/s {memory_line()}")
+        sys.stdout.flush()
+        if (it + 1) % args.eval_every == 0 or it + 1 == args.steps:
+            val_loss = evaluate(model, val, args, rng)
+            sys.stdout.write(f"\n  step {it + 1}: train {loss_avg:.3f}, val {val_loss:.3f}\n")
+            if args.checkpoint:
+                save_checkpoint(args.checkpoint, model, optimizer, it + 1, rng)
+    elapsed = time.perf_counter() - t0
+    done = args.steps - start
+    if done > 0:
+        print(f"{done} steps in {elapsed:.1f} s, {done * tokens_per_step / elapsed:,.0f} tokens/s; "
+              f"{memory_line()}")
+    if args.sample:
+        print("--- sample ---")
+        print(sample(model, chars, "ROMEO:", args.sample, 0.8, args.context))
+
+
+if __name__ == "__main__":
+    main()
