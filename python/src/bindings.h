@@ -9,3 +9,6 @@ void init_array(nanobind::module_& m);
 void init_ops(nanobind::module_& m);
 void init_memory(nanobind::module_& m);
 void init_indexing(nanobind::module_& m);
+void init_transforms(nanobind::module_& m);
+void init_random(nanobind::module_& m);
+void init_fast(nanobind::module_& m);
