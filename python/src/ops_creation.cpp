@@ -79,6 +79,9 @@ void init_ops_creation(nb::module_& m) {
            [](const Shape& shape, Dtype t, StreamOrDevice s) { return zeros(shape, t, s); });
   def_fill(m, "ones",
            [](const Shape& shape, Dtype t, StreamOrDevice s) { return ones(shape, t, s); });
+  def_op(
+      m, {"astype"},
+      [](const array& a, Dtype dtype, StreamOrDevice s) { return astype(a, dtype, s); }, "dtype"_a);
   def_op(m, {"zeros_like"}, [](const array& a, StreamOrDevice s) { return zeros_like(a, s); });
   def_op(m, {"ones_like"}, [](const array& a, StreamOrDevice s) { return ones_like(a, s); });
   def_op(

@@ -360,3 +360,41 @@ def test_stream_argument(rng):
     check(mx.sum(x, stream=mx.Device(mx.cpu)), xn.astype(np.float64).sum(), rtol=1e-5)
     with pytest.raises(TypeError):
         mx.add(x, x, stream="cpu")
+
+
+# Every op of the C++ library that MLX's Python API has, and the array methods mirroring them.
+FUNCTIONS = """abs add addmm all allclose any arange arccos arccosh arcsin arcsinh arctan arctan2 arctanh
+argmax argmin argpartition argsort array_equal as_strided astype atleast_1d atleast_2d atleast_3d
+bitwise_and bitwise_invert bitwise_or bitwise_xor broadcast_arrays broadcast_shapes broadcast_to
+ceil clip concat concatenate conj conjugate contiguous cos cosh cummax cummin cumprod cumsum
+degrees depends diag diagonal divide divmod equal erf erfinv exp expand_dims expm1 eye flatten
+flip floor floor_divide full full_like greater greater_equal identity imag inner isclose isfinite
+isinf isnan isneginf isposinf kron left_shift less less_equal linspace log log10 log1p log2
+logaddexp logcumsumexp logical_and logical_not logical_or logical_xor logsumexp matmul max
+maximum mean meshgrid min minimum moveaxis multiply nan_to_num negative not_equal ones ones_like
+outer pad partition permute_dims power prod put_along_axis radians real reciprocal remainder
+repeat reshape result_type right_shift roll round rsqrt sigmoid sign sin sinh slice slice_update
+softmax sort split sqrt square squeeze stack std stop_gradient subtract sum swapaxes take
+take_along_axis tan tanh tensordot tile topk trace transpose tri tril triu trunc unflatten unstack
+var view where zeros zeros_like""".split()
+ARRAY_METHODS = """abs all any argmax argmin astype conj cos cummax cummin cumprod cumsum diag diagonal
+exp flatten log log10 log1p log2 logcumsumexp logsumexp max mean min moveaxis prod reciprocal
+reshape round rsqrt sin split sqrt square squeeze std sum swapaxes transpose unflatten var
+view""".split()
+
+
+@pytest.mark.parametrize("name", FUNCTIONS)
+def test_function_is_bound(name):
+    assert callable(getattr(mx, name))
+
+
+@pytest.mark.parametrize("name", ARRAY_METHODS)
+def test_array_method_is_bound(name):
+    assert callable(getattr(mx.array([1.0]), name))
+
+
+def test_astype(rng):
+    x, xn = make(rng, (3, 4), mx.float32, -100, 100)
+    check(mx.astype(x, mx.int16), xn.astype(np.int16), dtype=mx.int16)
+    check(mx.astype(x, dtype=mx.float16), xn.astype(np.float16), dtype=mx.float16)
+    check(mx.astype(2, mx.float32), 2.0, dtype=mx.float32)
