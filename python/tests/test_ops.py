@@ -213,6 +213,13 @@ def test_binary(rng, name, dtype):
               np.flip(expected))
 
 
+def test_operands_from_non_contiguous_numpy(rng):
+    base = rng.standard_normal((6, 8)).astype(np.float32)
+    for view in (base.T, base[::2, ::-3], base[1:, 2:5]):
+        check(mx.multiply(mx.array(view), mx.array(view)), view.astype(np.float64) ** 2)
+        check(mx.sum(mx.array(view), axis=0), view.astype(np.float64).sum(0), rtol=1e-5)
+
+
 def test_binary_result_dtypes():
     i32 = mx.array([1, 2], mx.int32)
     f16 = mx.array([1, 2], mx.float16)
