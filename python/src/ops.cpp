@@ -32,15 +32,6 @@ std::vector<int> to_axes(const OptAxes& axis, int ndim) {
   return all;
 }
 
-std::vector<array> to_arrays(const std::vector<ScalarOrArray>& xs) {
-  std::vector<array> out;
-  out.reserve(xs.size());
-  for (auto& x : xs) {
-    out.push_back(x.get());
-  }
-  return out;
-}
-
 nb::tuple to_tuple(const std::vector<array>& xs) {
   nb::list l;
   for (auto& x : xs) {

@@ -61,8 +61,6 @@ using OptAxes = std::optional<IntOrInts>;
 // `axis` of a reduction: None means every axis.
 std::vector<int> to_axes(const OptAxes& axis, int ndim);
 std::vector<int> to_ints(const IntOrInts& v);
-// Python lists of arrays or scalars.
-std::vector<array> to_arrays(const std::vector<ScalarOrArray>& xs);
 nanobind::tuple to_tuple(const std::vector<array>& xs);
 
 // `h` as a T, or a TypeError naming the op and what it expected.

@@ -75,10 +75,8 @@ void init_ops_creation(nb::module_& m) {
         return full(to_ints(shape), v, dtype.value_or(v.dtype()), s);
       },
       "shape"_a, "vals"_a, "dtype"_a = nb::none(), nb::kw_only(), "stream"_a = nb::none());
-  def_fill(m, "zeros",
-           [](const Shape& shape, Dtype t, StreamOrDevice s) { return zeros(shape, t, s); });
-  def_fill(m, "ones",
-           [](const Shape& shape, Dtype t, StreamOrDevice s) { return ones(shape, t, s); });
+  def_fill(m, "zeros", &zeros);
+  def_fill(m, "ones", &ones);
   def_op(
       m, {"astype"},
       [](const array& a, Dtype dtype, StreamOrDevice s) { return astype(a, dtype, s); }, "dtype"_a);
@@ -91,12 +89,8 @@ void init_ops_creation(nb::module_& m) {
         return full(a.shape(), vals.get(t), t, s);
       },
       "vals"_a, "dtype"_a = nb::none());
-  def_diagonal_creator(m, "eye", [](int n, int cols, int k, Dtype t, StreamOrDevice s) {
-    return eye(n, cols, k, t, s);
-  });
-  def_diagonal_creator(m, "tri", [](int n, int cols, int k, Dtype t, StreamOrDevice s) {
-    return tri(n, cols, k, t, s);
-  });
+  def_diagonal_creator(m, "eye", &eye);
+  def_diagonal_creator(m, "tri", &tri);
   m.def(
       "identity",
       [](int n, std::optional<Dtype> dtype, StreamOrDevice s) {
