@@ -213,26 +213,4 @@ void init_array(nb::module_& m) {
   for (auto& op : ops) {
     def_binary(cls, op.name, op.rname, op.fn);
   }
-
-  m.def(
-      "eval",
-      [](nb::args args) {
-        std::vector<array> arrays;
-        auto collect = [&](auto& self, nb::handle obj) -> void {
-          if (nb::isinstance<array>(obj)) {
-            arrays.push_back(nb::cast<array>(obj));
-          } else if (nb::isinstance<nb::list>(obj) || nb::isinstance<nb::tuple>(obj)) {
-            for (nb::handle h : obj)
-              self(self, h);
-          } else if (nb::isinstance<nb::dict>(obj)) {
-            for (auto [k, v] : nb::borrow<nb::dict>(obj))
-              self(self, v);
-          }
-        };
-        for (nb::handle h : args)
-          collect(collect, h);
-        nb::gil_scoped_release release;
-        eval(arrays);
-      },
-      "Evaluates the arrays in the given trees.");
 }

@@ -20,5 +20,9 @@ NB_MODULE(core, m) {
   init_array(m);
   init_ops(m);
   init_memory(m);
+  init_indexing(m);
+  init_transforms(m);
+  init_random(m);
+  init_fast(m);
   m.attr("__version__") = MLX_VERSION;
 }

@@ -1,72 +1,70 @@
-// The functional API of mlx.core (mx.add, mx.sum, ...): MLX's names, argument names and
-// defaults, with Python scalars accepted wherever an array is.
-#include "mlx/ops.h"
+// The functional API of mlx.core (mx.add, mx.sum, ...) and the array methods that mirror it:
+// MLX's names, argument names and defaults, with Python scalars accepted wherever an array is.
+// Each area lives in its own ops_<area>.cpp; this file holds the shared helpers.
+#include <numeric>
 
-#include <nanobind/stl/optional.h>
-#include <nanobind/stl/variant.h>
-#include <nanobind/stl/vector.h>
-
+#include "mlx/utils.h"
 #include "python/src/bindings.h"
-#include "python/src/convert.h"
+#include "python/src/ops_common.h"
 
 namespace nb = nanobind;
-using namespace mlx::core;
-using namespace mlx::core::python;
 
-namespace {
+namespace mlx::core::python {
 
-std::vector<int> axes_or_all(const std::optional<std::variant<int, std::vector<int>>>& axis,
-                             const array& a) {
-  if (!axis) {
-    std::vector<int> all(a.ndim());
-    for (int i = 0; i < a.ndim(); ++i)
-      all[i] = i;
-    return all;
-  }
-  if (auto* i = std::get_if<int>(&*axis))
-    return {*i};
-  return std::get<std::vector<int>>(*axis);
+bool is_scalar_or_array(nb::handle h) {
+  return nb::isinstance<array>(h) || PyBool_Check(h.ptr()) || PyLong_Check(h.ptr()) ||
+         PyFloat_Check(h.ptr()) || PyComplex_Check(h.ptr());
 }
 
-}  // namespace
+std::vector<int> to_ints(const IntOrInts& v) {
+  if (auto* i = std::get_if<int>(&v)) {
+    return {*i};
+  }
+  return std::get<std::vector<int>>(v);
+}
+
+std::vector<int> to_axes(const OptAxes& axis, int ndim) {
+  if (axis) {
+    return to_ints(*axis);
+  }
+  std::vector<int> all(ndim);
+  std::iota(all.begin(), all.end(), 0);
+  return all;
+}
+
+nb::tuple to_tuple(const std::vector<array>& xs) {
+  nb::list l;
+  for (auto& x : xs) {
+    l.append(nb::cast(x));
+  }
+  return nb::tuple(l);
+}
+
+void throw_type_error(nb::handle h, const char* op, const char* expected) {
+  throw nb::type_error(msg("[", op, "] Expected ", expected, "; got an object of type ",
+                           nb::cast<std::string>(nb::str(h.type().attr("__name__"))), ".")
+                           .c_str());
+}
+
+void def_binary(nb::module_& m, const char* name, BinaryFn fn) {
+  m.def(
+      name,
+      [fn](const ScalarOrArray& a, const ScalarOrArray& b, StreamOrDevice s) {
+        auto [x, y] = to_operands(a.obj, b.obj);
+        return fn(x, y, s);
+      },
+      nb::arg("a"), nb::arg("b"), nb::kw_only(), nb::arg("stream") = nb::none());
+}
+
+}  // namespace mlx::core::python
 
 void init_ops(nb::module_& m) {
-  using Axes = std::optional<std::variant<int, std::vector<int>>>;
-  m.def(
-      "add",
-      [](nb::handle a, nb::handle b, StreamOrDevice s) {
-        auto [x, y] = to_operands(a, b);
-        return add(x, y, s);
-      },
-      nb::arg("a"), nb::arg("b"), nb::kw_only(), nb::arg("stream") = nb::none());
-  m.def(
-      "multiply",
-      [](nb::handle a, nb::handle b, StreamOrDevice s) {
-        auto [x, y] = to_operands(a, b);
-        return multiply(x, y, s);
-      },
-      nb::arg("a"), nb::arg("b"), nb::kw_only(), nb::arg("stream") = nb::none());
-  m.def(
-      "exp", [](nb::handle a, StreamOrDevice s) { return exp(to_operand(a), s); }, nb::arg("a"),
-      nb::kw_only(), nb::arg("stream") = nb::none());
-  m.def(
-      "sum",
-      [](const array& a, Axes axis, bool keepdims, StreamOrDevice s) {
-        return sum(a, axes_or_all(axis, a), keepdims, s);
-      },
-      nb::arg("a"), nb::arg("axis") = nb::none(), nb::arg("keepdims") = false, nb::kw_only(),
-      nb::arg("stream") = nb::none());
-  m.def(
-      "zeros",
-      [](std::variant<int, std::vector<int>> shape, std::optional<Dtype> dtype, StreamOrDevice s) {
-        Shape sh;
-        if (auto* i = std::get_if<int>(&shape))
-          sh = {*i};
-        else
-          for (int d : std::get<std::vector<int>>(shape))
-            sh.push_back(d);
-        return zeros(sh, dtype.value_or(float32), s);
-      },
-      nb::arg("shape"), nb::arg("dtype") = nb::none(), nb::kw_only(),
-      nb::arg("stream") = nb::none());
+  using namespace mlx::core::python;
+  init_ops_creation(m);
+  init_ops_elementwise(m);
+  init_ops_reduction(m);
+  init_ops_shape(m);
+  init_ops_indexing(m);
+  init_ops_linalg(m);
+  init_array_methods(m);
 }
