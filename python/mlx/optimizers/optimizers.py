@@ -744,7 +744,7 @@ class MultiOptimizer(Optimizer):
                 len(self.filters),
             )
             parts[index].append((path, leaf))
-        return [tree_unflatten(part) if part else {} for part in parts]
+        return [tree_unflatten(part) for part in parts]
 
     def init(self, parameters: dict):
         for optimizer, part in zip(self.optimizers, self._split(parameters, parameters)):
