@@ -37,7 +37,7 @@ std::string format_scalar(const nb::object& v) {
     return os.str();
   }
   if (PyComplex_Check(v.ptr())) {
-    auto c = nb::cast<std::complex<double>>(v);
+    std::complex<double> c(PyComplex_RealAsDouble(v.ptr()), PyComplex_ImagAsDouble(v.ptr()));
     std::ostringstream os;
     os.precision(6);
     os << c.real() << (c.imag() < 0 ? "-" : "+") << std::abs(c.imag()) << "j";

@@ -2,6 +2,7 @@
 
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/complex.h>
+#include <nanobind/stl/string.h>
 
 #include <complex>
 #include <cstring>
@@ -231,6 +232,11 @@ array array_from_python(nb::handle obj, std::optional<Dtype> dtype) {
   }
   nb::ndarray<nb::ro> nd;
   if (nb::try_cast(obj, nd)) {
+    bool complex128 = nd.dtype().code == static_cast<uint8_t>(nb::dlpack::dtype_code::Complex) &&
+                      nd.dtype().bits == 128;
+    if (complex128 && nb::hasattr(obj, "astype")) {
+      return array_from_python(obj.attr("astype")("complex64"), dtype);  // as MLX does
+    }
     return ndarray_to_array(nd, dtype);
   }
   throw nb::type_error(msg("[array] Cannot convert an object of type ",

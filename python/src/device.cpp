@@ -50,6 +50,33 @@ void init_device(nb::module_& m) {
       .def("__eq__", [](const Stream&, nb::handle) { return false; })
       .def("__hash__", [](const Stream& s) { return s.index; });
 
+  // mx.stream(s): a context manager making `s` (a Stream or a Device's default stream) the
+  // default stream and device inside the block.
+  struct StreamContext {
+    Stream stream;
+    std::optional<Device> saved_device;
+    std::optional<Stream> saved_stream;
+  };
+  nb::class_<StreamContext>(m, "StreamContext")
+      .def("__enter__",
+           [](StreamContext& c) {
+             c.saved_device = default_device();
+             c.saved_stream = default_stream(*c.saved_device);
+             set_default_device(c.stream.device);
+             set_default_stream(c.stream);
+           })
+      .def("__exit__", [](StreamContext& c, nb::args) {
+        set_default_stream(*c.saved_stream);
+        set_default_device(*c.saved_device);
+      });
+  m.def(
+      "stream",
+      [](std::variant<Stream, Device> s) {
+        Stream st = std::holds_alternative<Stream>(s) ? std::get<Stream>(s)
+                                                      : default_stream(std::get<Device>(s));
+        return StreamContext{st, std::nullopt, std::nullopt};
+      },
+      nb::arg("s"), "Context manager that runs the block's operations on a stream or device.");
   m.def("default_device", &default_device, "The device used when none is given.");
   m.def("set_default_device", &set_default_device, nb::arg("device"));
   m.def("is_available", &is_available, nb::arg("device"));

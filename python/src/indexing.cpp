@@ -6,6 +6,7 @@
 // only, as in MLX: they become a where() over the masked region, so that no shape depends on
 // the mask's data.
 #include <nanobind/nanobind.h>
+#include <nanobind/stl/string.h>
 
 #include <algorithm>
 #include <climits>

@@ -1,6 +1,8 @@
 // The functional API of mlx.core (mx.add, mx.sum, ...) and the array methods that mirror it:
 // MLX's names, argument names and defaults, with Python scalars accepted wherever an array is.
 // Each area lives in its own ops_<area>.cpp; this file holds the shared helpers.
+#include <nanobind/stl/string.h>
+
 #include <numeric>
 
 #include "mlx/utils.h"

@@ -1,5 +1,7 @@
 #include "python/src/trees.h"
 
+#include <nanobind/stl/string.h>
+
 #include <stdexcept>
 #include <string>
 
