@@ -659,3 +659,20 @@ def test_compiled_step_with_state_inputs_outputs(rng):
     assert opt.learning_rate.item() == pytest.approx(0.05 * 0.99**4, rel=1e-5)
     for k in ("w", "b"):
         np.testing.assert_allclose(np.array(compiled[k]), np.array(eager[k]), rtol=1e-5, atol=1e-6)
+
+
+def test_update_nn_module():
+    nn = pytest.importorskip("mlx.nn")
+    model = nn.Linear(2, 2)
+    opt = optim.SGD(learning_rate=1e-1, momentum=0.9)
+    opt.init(model.trainable_parameters())
+    assert list(opt.state.keys()) == ["step", "learning_rate", "weight", "bias"]
+    before = {k: np.array(v) for k, v in tree_flatten(model.parameters())}
+    x = mx.array([[1.0, 2.0]])
+    grads = nn.value_and_grad(model, lambda m: mx.sum(m(x)))(model)[1]
+    opt.update(model, grads)
+    after = {k: np.array(v) for k, v in tree_flatten(model.parameters())}
+    # d sum(W x + b) / dW has rows x; the first momentum step is plain SGD.
+    want = before["weight"] - 0.1 * np.array([[1.0, 2.0], [1.0, 2.0]])
+    np.testing.assert_allclose(after["weight"], want, rtol=1e-6)
+    np.testing.assert_allclose(after["bias"], before["bias"] - 0.1, rtol=1e-6)
