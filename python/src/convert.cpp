@@ -218,10 +218,7 @@ array copy_foreign(const nb::ndarray<nb::ro>& nd, std::optional<Dtype> dtype) {
     out = view(astype(out, float32), complex64);  // (..., 2) pairs as one element
   }
   out = astype(reshape(out, shape), target);
-  {
-    nb::gil_scoped_release release;
-    eval(out);
-  }
+  eval_releasing_gil({out});
   return out;
 }
 
