@@ -2,6 +2,7 @@
 
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/complex.h>
+#include <nanobind/stl/string.h>
 
 #include <complex>
 #include <cstring>
