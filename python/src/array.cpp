@@ -1,5 +1,6 @@
 // mx.array: construction, properties, conversions, printing and the Python operators.
 #include <nanobind/operators.h>
+#include <nanobind/stl/complex.h>
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/variant.h>
@@ -13,6 +14,7 @@
 #include "mlx/utils.h"
 #include "python/src/bindings.h"
 #include "python/src/convert.h"
+#include "python/src/interop.h"
 
 namespace nb = nanobind;
 using namespace mlx::core;
@@ -105,7 +107,8 @@ void def_binary(Class& cls, const char* name, const char* rname, BinaryFn fn) {
 }  // namespace
 
 void init_array(nb::module_& m) {
-  auto cls = nb::class_<array>(m, "array", "An N-dimensional array, evaluated lazily.");
+  auto cls = nb::class_<array>(m, "array", "An N-dimensional array, evaluated lazily.",
+                               nb::type_slots(array_buffer_slots()));
   cls.def(
          "__init__",
          [](array* self, nb::handle val, std::optional<Dtype> dtype) {
@@ -149,13 +152,6 @@ void init_array(nb::module_& m) {
       .def("__int__", [](const array& a) { return nb::int_(item(a)); })
       .def("__float__", [](const array& a) { return nb::float_(item(a)); })
       .def("__hash__", [](nb::handle self) { return reinterpret_cast<intptr_t>(self.ptr()); })
-      .def(
-          "__array__",
-          [](const array& a, nb::handle dtype, nb::handle) {
-            nb::object out = to_numpy(a);
-            return dtype.is_none() ? out : out.attr("astype")(dtype);
-          },
-          nb::arg("dtype") = nb::none(), nb::arg("copy") = nb::none())
       .def(
           "astype", [](const array& a, Dtype t, StreamOrDevice s) { return astype(a, t, s); },
           nb::arg("dtype"), nb::arg("stream") = nb::none())

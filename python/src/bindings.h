@@ -12,3 +12,4 @@ void init_indexing(nanobind::module_& m);
 void init_transforms(nanobind::module_& m);
 void init_random(nanobind::module_& m);
 void init_fast(nanobind::module_& m);
+void init_interop(nanobind::module_& m);

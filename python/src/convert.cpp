@@ -7,6 +7,7 @@
 #include <complex>
 #include <cstring>
 #include <limits>
+#include <mutex>
 #include <stdexcept>
 #include <vector>
 
@@ -141,78 +142,98 @@ array list_to_array(nb::handle obj, std::optional<Dtype> dtype) {
   return astype(astype(array(v.data(), info.shape, uint8), bool_), t);
 }
 
-// Copies a foreign host array (any strides) into a new array we own.
-array ndarray_to_array(const nb::ndarray<nb::ro>& nd, std::optional<Dtype> dtype) {
-  if (nd.device_type() != nb::device::cpu::value) {
-    throw std::invalid_argument(
-        "[array] Only host (CPU) memory can be converted; copy the "
-        "array to the CPU first.");
-  }
-  Dtype t = dtype_from_dlpack(nd.dtype().code, nd.dtype().bits);
+// An array aliasing the memory of a foreign host array, with its strides. Only for reading
+// while the caller holds both `nd` and the returned handle: a second handle keeps kernels from
+// donating (writing into) the foreign buffer. A misaligned buffer is seen as bytes (uint8 with
+// a trailing axis of `item` bytes) since kernels load whole elements.
+array alias_foreign(const nb::ndarray<nb::ro>& nd, Dtype storage, int trailing) {
   Shape shape;
+  Strides strides;
   for (size_t i = 0; i < nd.ndim(); ++i) {
     shape.push_back(static_cast<int32_t>(nd.shape(i)));
+    strides.push_back(nd.stride(i) * trailing);
   }
-  const size_t item = t.size;
-  std::vector<uint8_t> bytes(shape_size(shape) * item);
-  // Gather the elements in row-major order (one memcpy when the source is C-contiguous).
-  const auto* src = static_cast<const uint8_t*>(nd.data());
-  bool c_contiguous = true;
+  if (trailing > 1) {
+    shape.push_back(trailing);
+    strides.push_back(1);
+  }
+  array out(shape, storage, nullptr, {});
+  // The buffer is read through strides only: no layout flags, so no kernel takes a dense path
+  // over a span that may not be dense.
+  size_t size = shape_size(shape);
+  out.set_data(allocator::Buffer(const_cast<void*>(nd.data())), size, strides, array::Flags{},
+               [](allocator::Buffer) {});
+  return out;
+}
+
+bool row_contiguous(const nb::ndarray<nb::ro>& nd) {
   int64_t expected = 1;
   for (int i = static_cast<int>(nd.ndim()) - 1; i >= 0; --i) {
-    c_contiguous = c_contiguous && (nd.shape(i) == 1 || nd.stride(i) == expected);
+    if (nd.shape(i) != 1 && nd.stride(i) != expected) {
+      return false;
+    }
     expected *= static_cast<int64_t>(nd.shape(i));
   }
-  if (c_contiguous) {
-    std::memcpy(bytes.data(), src, bytes.size());
-  } else {
-    std::vector<int64_t> index(nd.ndim(), 0);
-    for (size_t k = 0; k < bytes.size() / item; ++k) {
-      int64_t offset = 0;
-      for (size_t d = 0; d < nd.ndim(); ++d) {
-        offset += index[d] * nd.stride(d);
-      }
-      std::memcpy(bytes.data() + k * item, src + offset * static_cast<int64_t>(item), item);
-      for (int d = static_cast<int>(nd.ndim()) - 1; d >= 0; --d) {
-        if (++index[d] < static_cast<int64_t>(nd.shape(d)))
-          break;
-        index[d] = 0;
-      }
-    }
-  }
-  array raw(bytes.data(), Shape{static_cast<int32_t>(bytes.size())}, uint8);
-  array out = reshape(view(raw, t), shape);
-  return dtype ? astype(out, *dtype) : out;
+  return true;
 }
 
 }  // namespace
 
-Dtype dtype_from_dlpack(uint8_t code, uint8_t bits) {
-  using Code = nb::dlpack::dtype_code;
-  switch (static_cast<Code>(code)) {
-    case Code::Bool:
-      return bool_;
-    case Code::Int:
-      return bits == 8 ? int8 : bits == 16 ? int16 : bits == 32 ? int32 : int64;
-    case Code::UInt:
-      return bits == 8 ? uint8 : bits == 16 ? uint16 : bits == 32 ? uint32 : uint64;
-    case Code::Float:
-      if (bits == 16 || bits == 32 || bits == 64) {
-        return bits == 16 ? float16 : bits == 32 ? float32 : float64;
-      }
-      break;
-    case Code::Bfloat:
-      return bfloat16;
-    case Code::Complex:
-      if (bits == 64) {
-        return complex64;
-      }
-      break;
-    default:
-      break;
+array copy_foreign(const nb::ndarray<nb::ro>& nd, std::optional<Dtype> dtype) {
+  if (nd.device_type() != nb::device::cpu::value) {
+    throw std::invalid_argument(
+        "[array] Only host (CPU) memory can be converted; copy the array to the CPU first.");
   }
-  throw std::invalid_argument(msg("[array] Unsupported element type (DLPack code ",
-                                  static_cast<int>(code), ", ", static_cast<int>(bits), " bits)."));
+  const auto code = static_cast<nb::dlpack::dtype_code>(nd.dtype().code);
+  // complex128 has no array dtype: its (real, imag) float64 pairs become complex64.
+  const bool complex128 = code == nb::dlpack::dtype_code::Complex && nd.dtype().bits == 128;
+  const Dtype src = complex128 ? complex64 : dtype_from_dlpack(nd.dtype().code, nd.dtype().bits);
+  const Dtype target = dtype.value_or(src);
+  Shape shape;
+  for (size_t i = 0; i < nd.ndim(); ++i) {
+    shape.push_back(static_cast<int32_t>(nd.shape(i)));
+  }
+  const size_t item = nd.dtype().bits / 8;
+  const size_t nbytes = shape_size(shape) * item;
+  const bool aligned = reinterpret_cast<uintptr_t>(nd.data()) % item == 0;
+  if (!complex128 && row_contiguous(nd) && target == src) {
+    array out(allocator::malloc(nbytes), shape, src);
+    if (nbytes > 0) {
+      nb::gil_scoped_release release;
+      std::memcpy(out.data<void>(), nd.data(), nbytes);
+    }
+    return out;
+  }
+  // Gather (and convert) with the copy kernels, which handle any strides and run in parallel.
+  // `foreign` stays held until the copy is evaluated.
+  const Dtype storage = !aligned ? uint8 : complex128 ? float64 : src;
+  array foreign = alias_foreign(nd, storage,
+                                !aligned     ? static_cast<int>(item)
+                                : complex128 ? 2
+                                             : 1);
+  array out = aligned && !complex128 && target != src ? astype(foreign, target) : copy(foreign);
+  if (!aligned) {
+    out = view(out, complex128 ? float64 : src);  // (..., item) bytes as one element
+  }
+  if (complex128) {
+    out = view(astype(out, float32), complex64);  // (..., 2) pairs as one element
+  }
+  out = astype(reshape(out, shape), target);
+  eval_releasing_gil({out});
+  return out;
+}
+
+Dtype dtype_from_dlpack(uint8_t code, uint8_t bits) {
+  for (Dtype t : {bool_, uint8, uint16, uint32, uint64, int8, int16, int32, int64, float16,
+                  bfloat16, float32, float64, complex64}) {
+    auto dt = dlpack_dtype(t);
+    if (dt.code == code && dt.bits == bits) {
+      return t;
+    }
+  }
+  throw nb::type_error(msg("[array] Unsupported element type (DLPack type code ",
+                           static_cast<int>(code), ", ", static_cast<int>(bits), " bits).")
+                           .c_str());
 }
 
 array array_from_python(nb::handle obj, std::optional<Dtype> dtype) {
@@ -232,17 +253,27 @@ array array_from_python(nb::handle obj, std::optional<Dtype> dtype) {
   }
   nb::ndarray<nb::ro> nd;
   if (nb::try_cast(obj, nd)) {
-    bool complex128 = nd.dtype().code == static_cast<uint8_t>(nb::dlpack::dtype_code::Complex) &&
-                      nd.dtype().bits == 128;
-    if (complex128 && nb::hasattr(obj, "astype")) {
-      return array_from_python(obj.attr("astype")("complex64"), dtype);  // as MLX does
+    // As in MLX, float64 data (from NumPy or any buffer) becomes float32 unless asked for.
+    if (!dtype && nd.dtype() == nb::dtype<double>()) {
+      dtype = float32;
     }
-    return ndarray_to_array(nd, dtype);
+    return copy_foreign(nd, dtype);
   }
-  throw nb::type_error(msg("[array] Cannot convert an object of type ",
-                           nb::cast<std::string>(nb::str(nb::handle(obj.type()).attr("__name__"))),
-                           " to an array.")
-                           .c_str());
+  std::string what = nb::cast<std::string>(nb::str(nb::handle(obj.type()).attr("__name__")));
+  if (nb::hasattr(obj, "dtype") && nb::hasattr(obj, "tolist")) {
+    // NumPy arrays that DLPack cannot carry: byte-swapped ones go through native order,
+    // object arrays through their Python values.
+    nb::object dt = obj.attr("dtype");
+    if (nb::hasattr(dt, "isnative") && !nb::cast<bool>(dt.attr("isnative"))) {
+      return array_from_python(obj.attr("astype")(dt.attr("newbyteorder")("=")), dtype);
+    }
+    if (nb::hasattr(dt, "kind") && nb::cast<std::string>(nb::str(dt.attr("kind"))) == "O") {
+      return array_from_python(obj.attr("tolist")(), dtype);
+    }
+    what += " of dtype " + nb::cast<std::string>(nb::str(dt));
+  }
+  throw nb::type_error(
+      msg("[array] Cannot convert an object of type ", what, " to an array.").c_str());
 }
 
 array to_operand(nb::handle obj, std::optional<Dtype> like) {
@@ -298,10 +329,7 @@ array widened(const array& a) {
                : kind(t) == Dtype::Kind::i  ? int64
                                             : float64;
   array out = contiguous(astype(a, wide));
-  {
-    nb::gil_scoped_release release;
-    eval(out);
-  }
+  eval_releasing_gil({out});
   return out;
 }
 
@@ -334,40 +362,48 @@ nb::object tolist(array a) {
   return nested(w, 0, pos);
 }
 
+nb::dlpack::dtype dlpack_dtype(Dtype t) {
+  using Code = nb::dlpack::dtype_code;
+  Code code = t == bfloat16               ? Code::Bfloat
+              : t == bool_                ? Code::Bool
+              : t == complex64            ? Code::Complex
+              : kind(t) == Dtype::Kind::u ? Code::UInt
+              : kind(t) == Dtype::Kind::i ? Code::Int
+                                          : Code::Float;
+  return {static_cast<uint8_t>(code), static_cast<uint8_t>(8 * size_of(t)), 1};
+}
+
+nb::ndarray<> host_view(const array& a) {
+  std::vector<size_t> shape(a.shape().begin(), a.shape().end());
+  // The ndarray's owner holds a handle on the array, which also keeps its buffer from being
+  // donated to another op while the view exists.
+  auto* owner = new array(a);
+  nb::capsule keep(owner, [](void* p) noexcept { delete static_cast<array*>(p); });
+  return nb::ndarray<>(const_cast<void*>(a.data<void>()), shape.size(), shape.data(), keep,
+                       a.strides().data(), dlpack_dtype(a.dtype()));
+}
+
+void eval_releasing_gil(std::vector<array> arrays, bool check_signals) {
+  {
+    nb::gil_scoped_release release;
+    // The core cannot yet evaluate one lazy graph from two threads at once (both would run its
+    // nodes), so Python threads take turns; each evaluation still uses every core.
+    static std::mutex mutex;
+    std::lock_guard<std::mutex> lock(mutex);
+    eval(std::move(arrays));
+  }
+  // A Ctrl-C that came during the evaluation raises KeyboardInterrupt now.
+  if (check_signals && PyErr_CheckSignals() != 0) {
+    throw nb::python_error();
+  }
+}
+
 nb::object to_numpy(array a) {
   if (a.dtype() == bfloat16) {
     a = astype(a, float32);
   }
-  {
-    nb::gil_scoped_release release;
-    eval(a);
-  }
-  std::vector<size_t> shape(a.shape().begin(), a.shape().end());
-  auto* owner = new array(a);
-  nb::capsule keep(owner, [](void* p) noexcept { delete static_cast<array*>(p); });
-  nb::dlpack::dtype dt{};
-  switch (kind(a.dtype())) {
-    case Dtype::Kind::b:
-      dt = nb::dtype<bool>();
-      break;
-    case Dtype::Kind::u:
-      dt = {static_cast<uint8_t>(nb::dlpack::dtype_code::UInt),
-            static_cast<uint8_t>(8 * a.itemsize()), 1};
-      break;
-    case Dtype::Kind::i:
-      dt = {static_cast<uint8_t>(nb::dlpack::dtype_code::Int),
-            static_cast<uint8_t>(8 * a.itemsize()), 1};
-      break;
-    case Dtype::Kind::c:
-      dt = {static_cast<uint8_t>(nb::dlpack::dtype_code::Complex), 64, 1};
-      break;
-    default:
-      dt = {static_cast<uint8_t>(nb::dlpack::dtype_code::Float),
-            static_cast<uint8_t>(8 * a.itemsize()), 1};
-  }
-  nb::ndarray<nb::numpy> nd(const_cast<void*>(a.data<void>()), shape.size(), shape.data(), keep,
-                            a.strides().data(), dt);
-  return nd.cast();
+  eval_releasing_gil({a});
+  return nb::ndarray<nb::numpy>(host_view(a)).cast();
 }
 
 }  // namespace mlx::core::python

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
 
 #include <optional>
 
@@ -27,7 +28,21 @@ nanobind::object tolist(array a);
 // float32, which NumPy has.
 nanobind::object to_numpy(array a);
 
-// The Dtype of a DLPack dtype; throws TypeError-style std::invalid_argument when unsupported.
+// The Dtype of a DLPack dtype (and back); throws TypeError when unsupported.
 Dtype dtype_from_dlpack(uint8_t code, uint8_t bits);
+nanobind::dlpack::dtype dlpack_dtype(Dtype t);
+
+// A new array holding a copy of a foreign host array (any layout), converted to `dtype`
+// (default: the same type; complex128 becomes complex64).
+array copy_foreign(const nanobind::ndarray<nanobind::ro>& nd,
+                   std::optional<Dtype> dtype = std::nullopt);
+
+// A DLPack / buffer view of an evaluated array's memory that keeps the array alive.
+nanobind::ndarray<> host_view(const array& a);
+
+// Evaluates with the GIL released (other Python threads run meanwhile). With `check_signals`,
+// a Ctrl-C that arrived meanwhile then raises KeyboardInterrupt (evaluation itself cannot be
+// cut short).
+void eval_releasing_gil(std::vector<array> arrays, bool check_signals = true);
 
 }  // namespace mlx::core::python

@@ -24,5 +24,6 @@ NB_MODULE(core, m) {
   init_transforms(m);
   init_random(m);
   init_fast(m);
+  init_interop(m);
   m.attr("__version__") = MLX_VERSION;
 }

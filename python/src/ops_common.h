@@ -36,17 +36,17 @@ bool is_scalar_or_array(nanobind::handle h);
 namespace nanobind::detail {
 
 template <>
-struct type_caster<mlx::core::python::ScalarOrArray> {
-  NB_TYPE_CASTER(mlx::core::python::ScalarOrArray, const_name("scalar | array"))
+struct type_caster<::mlx::core::python::ScalarOrArray> {
+  NB_TYPE_CASTER(::mlx::core::python::ScalarOrArray, const_name("scalar | array"))
 
   bool from_python(handle src, uint8_t, cleanup_list*) noexcept {
-    if (!mlx::core::python::is_scalar_or_array(src)) {
+    if (!::mlx::core::python::is_scalar_or_array(src)) {
       return false;
     }
     value.obj = borrow(src);
     return true;
   }
-  static handle from_cpp(const mlx::core::python::ScalarOrArray& v, rv_policy, cleanup_list*) {
+  static handle from_cpp(const ::mlx::core::python::ScalarOrArray& v, rv_policy, cleanup_list*) {
     return v.obj.inc_ref();
   }
 };

@@ -16,6 +16,7 @@
 #include "mlx/transforms/eval.h"
 #include "mlx/utils.h"
 #include "python/src/bindings.h"
+#include "python/src/convert.h"
 #include "python/src/transforms.h"
 #include "python/src/trees.h"
 
@@ -466,8 +467,12 @@ nb::object checkpoint_call(nb::handle fun, const nb::args& args, const nb::kwarg
 
 void eval_trees(const nb::args& args, bool async) {
   std::vector<array> arrays = tree_flatten(args, false);
+  if (!async) {
+    eval_releasing_gil(std::move(arrays));
+    return;
+  }
   nb::gil_scoped_release release;
-  async ? async_eval(std::move(arrays)) : eval(std::move(arrays));
+  async_eval(std::move(arrays));
 }
 
 }  // namespace

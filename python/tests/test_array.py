@@ -24,7 +24,7 @@ def test_ragged_lists_are_rejected():
 def test_numpy_round_trip_any_layout(rng):
     base = rng.standard_normal((4, 6))
     for view in (base, base.T, base[::2, ::-3], base[1:, 2:5]):
-        a = mx.array(view)
+        a = mx.array(view, mx.float64)  # float64 NumPy data defaults to float32, as in MLX
         assert a.dtype == mx.float64
         np.testing.assert_array_equal(np.array(a), view)
     for dt in (np.bool_, np.uint8, np.int16, np.int32, np.int64, np.float16, np.float32):

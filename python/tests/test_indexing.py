@@ -333,8 +333,8 @@ def test_at_accumulates_like_ufunc_at(op, dtype, np_dtype, rng):
         x = x.astype(np_dtype)
         v = rng.uniform(0.5, 2.0, vshape or ()) if floating else rng.integers(-5, 6, vshape or ())
         v = np.asarray(v).astype(np_dtype)
-        a = mx.array(x)
-        got = getattr(a.at[as_mx_index(idx, "mx")], op)(v.item() if vshape is None else mx.array(v))
+        a = mx.array(x, dtype)
+        got = getattr(a.at[as_mx_index(idx, "mx")], op)(v.item() if vshape is None else mx.array(v, dtype))
         ref = x.copy()
         AT_OPS[op].at(ref, idx, v)
         assert got.dtype == dtype and got.shape == ref.shape

@@ -27,7 +27,7 @@ def finite_difference(f, params, eps=1e-6):
                 moved = base.copy()
                 moved[idx] += sign * eps
                 trial = list(flat)
-                trial[i] = (key, mx.array(moved))
+                trial[i] = (key, mx.array(moved, value.dtype))
                 g[idx] += sign * f(tree_unflatten(trial)).item() / (2 * eps)
         grads.append((key, g))
     return tree_unflatten(grads)
