@@ -1,0 +1,30 @@
+"""Embedding: a lookup table of vectors."""
+
+import math
+
+import mlx.core as mx
+from mlx.nn.layers.base import Module
+
+
+class Embedding(Module):
+    r"""Maps integer indices to vectors: ``weight[x]``.
+
+    ``weight`` has shape ``(num_embeddings, dims)``, initialised from
+    :math:`\mathcal{N}(0, 1/\text{dims})`. :meth:`as_linear` reuses the table as an output
+    projection (tied embeddings).
+    """
+
+    def __init__(self, num_embeddings: int, dims: int):
+        super().__init__()
+        scale = math.sqrt(1.0 / dims)
+        self.weight = mx.random.normal(shape=(num_embeddings, dims), scale=scale)
+
+    def _extra_repr(self) -> str:
+        return "{}, {}".format(*self["weight"].shape)
+
+    def __call__(self, x):
+        return mx.take(self.weight, x, axis=0)
+
+    def as_linear(self, x):
+        """``x @ weight.T``: scores of ``x`` against every embedding."""
+        return mx.matmul(x, self.weight.T)
