@@ -491,3 +491,80 @@ def test_lstm(rng):
     close(got_c, np.stack(cs, 1))
     h_only, c_only = nn.LSTM(3, 4, bias=False)(mx.array(x[0]))
     assert h_only.shape == c_only.shape == (5, 4)
+
+
+# ---- upsampling ----------------------------------------------------------------------------
+
+
+def np_taps(in_size, out_size, scale, mode, align_corners):
+    """For each output index, the (input index, weight) pairs of the interpolation."""
+    taps = []
+    for o in range(out_size):
+        if mode == "nearest":
+            taps.append([(min(int(math.floor(o / scale)), in_size - 1), 1.0)])
+            continue
+        if align_corners:
+            pos = o * (in_size - 1) / (out_size - 1) if out_size > 1 else 0.0
+        else:
+            pos = (o + 0.5) / scale - 0.5
+        if mode == "linear":
+            pos = max(pos, 0.0)
+            lo = min(int(math.floor(pos)), in_size - 1)
+            t = pos - lo
+            taps.append([(lo, 1 - t), (min(lo + 1, in_size - 1), t)])
+        else:
+            a, base = -0.75, int(math.floor(pos))
+            row = []
+            for k in (-1, 0, 1, 2):
+                d = abs(pos - (base + k))
+                w = ((a + 2) * d**3 - (a + 3) * d**2 + 1) if d <= 1 else (
+                    a * d**3 - 5 * a * d**2 + 8 * a * d - 4 * a)
+                row.append((min(max(base + k, 0), in_size - 1), w))
+            taps.append(row)
+    return taps
+
+
+def np_upsample_2d(x, scales, mode, align_corners):
+    n, h, w, c = x.shape
+    oh, ow = int(h * scales[0]), int(w * scales[1])
+    th = np_taps(h, oh, scales[0], mode, align_corners)
+    tw = np_taps(w, ow, scales[1], mode, align_corners)
+    out = np.zeros((n, oh, ow, c))
+    for i in range(oh):
+        for j in range(ow):
+            for hi, wh in th[i]:
+                for wi, ww in tw[j]:
+                    out[:, i, j] += wh * ww * x[:, hi, wi]
+    return out
+
+
+@pytest.mark.parametrize("mode", ["nearest", "linear", "cubic"])
+@pytest.mark.parametrize("align_corners", [False, True])
+def test_upsample_2d(rng, mode, align_corners):
+    x = rng.standard_normal((2, 3, 4, 2)).astype(np.float32)
+    scales = (2, 1.5)
+    layer = nn.Upsample(scales, mode=mode, align_corners=align_corners)
+    out = layer(mx.array(x))
+    assert out.shape == (2, 6, 6, 2)
+    close(out, np_upsample_2d(np_(x), scales, mode, align_corners and mode != "nearest"))
+
+
+def test_upsample_known_values_and_errors():
+    x = mx.reshape(mx.array([0.0, 1.0, 2.0]), (1, 3, 1))
+    close(nn.Upsample(2)(x).reshape(-1), [0, 0, 1, 1, 2, 2])
+    lin = nn.Upsample(5 / 3, mode="linear", align_corners=True)(x)
+    close(lin.reshape(-1), [0, 0.5, 1, 1.5, 2])
+    assert nn.Upsample((2, 3))(mx.zeros((1, 2, 2, 1))).shape == (1, 4, 6, 1)
+    assert nn.Upsample(2, mode="linear")(mx.zeros((1, 2, 2, 2, 3))).shape == (1, 4, 4, 4, 3)
+    with pytest.raises(ValueError):
+        nn.Upsample(2, mode="area")
+    with pytest.raises(ValueError):
+        nn.Upsample((2, 2))(mx.zeros((1, 4, 1)))
+    with pytest.raises(ValueError):
+        nn.Upsample(2)(mx.zeros((4, 1)))
+
+
+def test_upsample_gradient_spreads_to_sources():
+    x = mx.reshape(mx.arange(4, dtype=mx.float32), (1, 4, 1))
+    grad = mx.grad(lambda a: mx.sum(nn.Upsample(2, mode="linear")(a)))(x)
+    close(mx.sum(grad), 8.0)  # every output's weights sum to one

@@ -60,6 +60,7 @@ from mlx.nn.layers.linear import Bilinear, Identity, Linear
 from mlx.nn.layers.normalization import BatchNorm, GroupNorm, InstanceNorm, LayerNorm, RMSNorm
 from mlx.nn.layers.positional_encoding import ALiBi, RoPE, SinusoidalPositionalEncoding
 from mlx.nn.layers.recurrent import GRU, LSTM, RNN
+from mlx.nn.layers.upsample import Upsample, upsample_cubic, upsample_linear, upsample_nearest
 from mlx.nn.layers.transformer import (
     MultiHeadAttention,
     Transformer,
