@@ -94,7 +94,9 @@ def test_dropout_training_and_eval():
             nn.Dropout(p)
 
 
-@pytest.mark.parametrize("cls,shape", [(nn.Dropout2d, (4, 5, 6, 32)), (nn.Dropout3d, (4, 2, 3, 5, 32))])
+@pytest.mark.parametrize(
+    "cls,shape", [(nn.Dropout2d, (4, 5, 6, 32)), (nn.Dropout3d, (4, 2, 3, 5, 32))]
+)
 def test_channel_dropout_zeroes_whole_channels(cls, shape):
     y = np_(cls(0.5)(mx.ones(shape)))
     spatial = tuple(range(1, len(shape) - 1))

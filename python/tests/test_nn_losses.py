@@ -128,10 +128,14 @@ def test_binary_cross_entropy_defaults_weights_and_clipping():
     got = losses.binary_cross_entropy(mx.array([0.0, 2.0]), mx.array([1.0, 0.0]))
     assert got.shape == ()  # mean by default
     probs = mx.array([0.0, 1.0])
-    got = losses.binary_cross_entropy(probs, mx.array([1.0, 0.0]), with_logits=False, reduction="none")
+    got = losses.binary_cross_entropy(
+        probs, mx.array([1.0, 0.0]), with_logits=False, reduction="none"
+    )
     np.testing.assert_allclose(np.array(got), [100.0, 100.0])
     w = mx.array([2.0, 0.5])
-    got = losses.binary_cross_entropy(mx.array([0.0, 0.0]), mx.array([1.0, 0.0]), w, reduction="none")
+    got = losses.binary_cross_entropy(
+        mx.array([0.0, 0.0]), mx.array([1.0, 0.0]), w, reduction="none"
+    )
     np.testing.assert_allclose(np.array(got), [2 * math.log(2), 0.5 * math.log(2)], rtol=1e-6)
     with pytest.raises(ValueError):
         losses.binary_cross_entropy(mx.zeros((2,)), mx.zeros((3,)))
@@ -198,7 +202,9 @@ def test_gaussian_nll(rng, full):
     expected = 0.5 * (np.log(v) + (t - mu.astype(np.float64)) ** 2 / v)
     if full:
         expected += 0.5 * np.log(2 * np.pi)
-    got = losses.gaussian_nll_loss(mx.array(mu), mx.array(t), mx.array(var), full=full, reduction="none")
+    got = losses.gaussian_nll_loss(
+        mx.array(mu), mx.array(t), mx.array(var), full=full, reduction="none"
+    )
     np.testing.assert_allclose(np.array(got), expected, rtol=1e-5)
     assert losses.gaussian_nll_loss(mx.array(mu), mx.array(t), mx.array(var)).shape == ()
     with pytest.raises(ValueError):
@@ -215,7 +221,9 @@ def test_triplet_loss(rng, p):
     expected = np.maximum(dist(a, pos) - dist(a, neg) + 0.5, 0)
     got = losses.triplet_loss(mx.array(a), mx.array(pos), mx.array(neg), p=p, margin=0.5)
     np.testing.assert_allclose(np.array(got), expected, rtol=1e-5, atol=1e-6)
-    got = losses.triplet_loss(mx.array(a), mx.array(pos), mx.array(neg), p=p, margin=0.5, reduction="mean")
+    got = losses.triplet_loss(
+        mx.array(a), mx.array(pos), mx.array(neg), p=p, margin=0.5, reduction="mean"
+    )
     np.testing.assert_allclose(np.array(got), expected.mean(), rtol=1e-5, atol=1e-6)
 
 

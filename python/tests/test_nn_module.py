@@ -92,7 +92,10 @@ def test_apply_set_dtype_and_update_modules():
     assert {p.dtype for _, p in tree_flatten(m.parameters())} == {mx.float16}
     m.set_dtype(mx.float32, predicate=lambda d: d == mx.float16)
     assert {p.dtype for _, p in tree_flatten(m.parameters())} == {mx.float32}
-    m.apply(lambda p: p + 1, filter_fn=lambda mod, k, v: k != "bias" and nn.Module.valid_parameter_filter(mod, k, v))
+    def not_bias(mod, k, v):
+        return k != "bias" and nn.Module.valid_parameter_filter(mod, k, v)
+
+    m.apply(lambda p: p + 1, filter_fn=not_bias)
     assert (np.array(m.layers[0].bias) == 0).all() and (np.array(m.layers[0].weight) == 1).all()
 
     seen = []
@@ -114,7 +117,9 @@ def test_freeze_and_unfreeze():
     m = MLP()
     all_keys = keys(m.parameters())
     m.freeze()
-    assert m.trainable_parameters() == {"layers": [{}, {}, {}], "extras": {"norm": {}, "offsets": [{}]}}
+    assert m.trainable_parameters() == {
+        "layers": [{}, {}, {}], "extras": {"norm": {}, "offsets": [{}]}
+    }
     assert keys(m.parameters()) == all_keys  # frozen parameters are still parameters
     m.unfreeze(keys="bias")
     assert keys(m.trainable_parameters()) == [
@@ -184,8 +189,11 @@ def test_load_weights_from_list_and_strictness():
 
 def np_mlp_loss_and_grads(params, x, y):
     """Loss mean((relu(x W0^T + b0) W1^T + b1 - y)^2) and its gradients, by hand."""
-    w0, b0 = np.array(params["l0"]["weight"], np.float64), np.array(params["l0"]["bias"], np.float64)
-    w1, b1 = np.array(params["l1"]["weight"], np.float64), np.array(params["l1"]["bias"], np.float64)
+    w0, b0, w1, b1 = (
+        np.array(params[layer][name], np.float64)
+        for layer in ("l0", "l1")
+        for name in ("weight", "bias")
+    )
     z = x @ w0.T + b0
     h = np.maximum(z, 0)
     out = h @ w1.T + b1

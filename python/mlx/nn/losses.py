@@ -58,7 +58,9 @@ def cross_entropy(
         reduction: ``"none"`` (default), ``"mean"`` or ``"sum"``.
     """
     if not 0 <= label_smoothing < 1:
-        raise ValueError(f"[cross_entropy] label_smoothing must be in [0, 1); got {label_smoothing}.")
+        raise ValueError(
+            f"[cross_entropy] label_smoothing must be in [0, 1); got {label_smoothing}."
+        )
     if targets.ndim == logits.ndim:
         _check_same_shape("cross_entropy", logits=logits, targets=targets)
         score = mx.sum(logits * targets, axis=axis)

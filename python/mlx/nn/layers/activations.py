@@ -102,7 +102,8 @@ def gelu(x):
 def gelu_approx(x):
     r"""tanh approximation of GELU:
     :math:`\frac{x}{2}(1 + \tanh(\sqrt{2/\pi}\,(x + 0.044715 x^3)))`."""
-    return 0.5 * x * (1 + mx.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x**3)))
+    # x * x * x: much faster than a power with a scalar exponent on the CPU backend.
+    return 0.5 * x * (1 + mx.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * (x * x * x))))
 
 
 def gelu_fast_approx(x):

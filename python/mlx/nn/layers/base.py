@@ -327,6 +327,8 @@ class Module(dict):
         the cast converts them back. Outputs are in ``dtype``: cast logits to float32 before a
         loss for an accurate reduction. Non-parameter arrays written back by a layer through
         attribute reads (e.g. running statistics) should be read with ``self["name"]``.
+        Set the policy before ``mx.compile`` traces a function that calls the model: a compiled
+        function replays its trace and does not see a later change.
 
         Example:
             >>> model = MLP(); model.set_compute_dtype(mx.bfloat16)   # params stay float32
