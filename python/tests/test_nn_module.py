@@ -330,6 +330,12 @@ def test_compute_dtype_casts_inputs_and_rejects_non_float(rng):
     x = mx.array(rng.standard_normal((3, 4)).astype(np.float32))
     assert layer(x).dtype == mx.bfloat16
     assert layer.weight.dtype == mx.bfloat16 and layer["weight"].dtype == mx.float32
+    emb = nn.Embedding(5, 3).set_compute_dtype(mx.bfloat16)
+    rows = emb(mx.array([1, 4]))
+    assert rows.dtype == mx.bfloat16 and emb["weight"].dtype == mx.float32
+    np.testing.assert_allclose(
+        np.array(rows.astype(mx.float32)), np.array(emb["weight"])[[1, 4]], rtol=1e-2
+    )
     with pytest.raises(ValueError):
         layer.set_compute_dtype(mx.int32)
     parent = nn.Sequential(nn.Linear(4, 4))

@@ -3,7 +3,7 @@
 import math
 
 import mlx.core as mx
-from mlx.nn.layers.base import Module
+from mlx.nn.layers.base import Module, _cast_floating
 
 
 class Embedding(Module):
@@ -23,7 +23,10 @@ class Embedding(Module):
         return "{}, {}".format(*self["weight"].shape)
 
     def __call__(self, x):
-        return mx.take(self.weight, x, axis=0)
+        # Gather from the stored table, then cast the rows (not the whole table) to a compute
+        # dtype when one is set.
+        y = mx.take(self["weight"], x, axis=0)
+        return y if self.compute_dtype is None else _cast_floating(y, self.compute_dtype)
 
     def as_linear(self, x):
         """``x @ weight.T``: scores of ``x`` against every embedding."""
