@@ -2,7 +2,7 @@
 ``"sum"``."""
 
 import math
-from typing import Literal, Optional
+from typing import Literal
 
 import mlx.core as mx
 
