@@ -674,5 +674,5 @@ def test_update_nn_module():
     after = {k: np.array(v) for k, v in tree_flatten(model.parameters())}
     # d sum(W x + b) / dW has rows x; the first momentum step is plain SGD.
     want = before["weight"] - 0.1 * np.array([[1.0, 2.0], [1.0, 2.0]])
-    np.testing.assert_allclose(after["weight"], want, rtol=1e-6)
-    np.testing.assert_allclose(after["bias"], before["bias"] - 0.1, rtol=1e-6)
+    np.testing.assert_allclose(after["weight"], want, rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(after["bias"], before["bias"] - 0.1, rtol=1e-6, atol=1e-7)
