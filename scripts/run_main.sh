@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The main job. For now: linear regression trained by gradient descent with our ops, printing
-# loss and memory statistics (the language-model trainer replaces it in a later issue).
+# The main job: builds what is missing, then trains the GPT-style character language model on
+# Tiny Shakespeare (examples/train_lm.py), printing loss, tokens/s and memory statistics, on the
+# GPU when there is one. Arguments go to the trainer (e.g. --steps 100, --checkpoint ckpt).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/build.sh
-./build/examples/linear_regression "$@"
+PYTHONPATH="$PWD/python" exec .venv/bin/python examples/train_lm.py "$@"
