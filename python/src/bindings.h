@@ -8,3 +8,4 @@ void init_device(nanobind::module_& m);
 void init_array(nanobind::module_& m);
 void init_ops(nanobind::module_& m);
 void init_memory(nanobind::module_& m);
+void init_io(nanobind::module_& m);

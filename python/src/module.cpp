@@ -20,5 +20,6 @@ NB_MODULE(core, m) {
   init_array(m);
   init_ops(m);
   init_memory(m);
+  init_io(m);
   m.attr("__version__") = MLX_VERSION;
 }
