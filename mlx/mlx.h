@@ -5,6 +5,7 @@
 #include "mlx/device.h"
 #include "mlx/dtype.h"
 #include "mlx/fast.h"
+#include "mlx/io/io.h"
 #include "mlx/memory/memory.h"
 #include "mlx/ops.h"
 #include "mlx/random.h"

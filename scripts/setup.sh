@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(build-essential cmake ninja-build ccache libopenblas-dev liblapacke-dev libgtest-dev
-          libbenchmark-dev python3-venv python3-dev)
+          libbenchmark-dev python3-venv python3-dev zlib1g-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

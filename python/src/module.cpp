@@ -25,5 +25,6 @@ NB_MODULE(core, m) {
   init_random(m);
   init_fast(m);
   init_interop(m);
+  init_io(m);
   m.attr("__version__") = MLX_VERSION;
 }
