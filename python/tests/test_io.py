@@ -40,6 +40,12 @@ def sample(rng, shape, dt):
     return np.asarray(x).astype(dt)
 
 
+def keep(x):
+    """mx.array of NumPy data with its dtype (mx.array alone turns float64 into float32)."""
+    x = np.asarray(x)
+    return mx.array(x, mx.float64) if x.dtype == np.float64 else mx.array(x)
+
+
 def check_same(mx_array, expected):
     got = np.array(mx_array)
     assert got.dtype == expected.dtype
@@ -56,7 +62,7 @@ def test_npy_round_trip_with_numpy(tmp_path, rng, dt):
     for i, shape in enumerate(SHAPES):
         x = sample(rng, shape, dt)
         ours = tmp_path / f"ours_{i}.npy"
-        mx.save(str(ours), mx.array(x))
+        mx.save(str(ours), keep(x))
         check_same(mx.load(str(ours)), x)
         loaded = np.load(ours)
         assert loaded.dtype == x.dtype
@@ -72,7 +78,7 @@ def test_npy_fortran_order_and_byte_orders(tmp_path, rng):
     np.save(tmp_path / "f.npy", f)
     check_same(mx.load(str(tmp_path / "f.npy")), x)
     # A transposed MLX array is written in Fortran order, as NumPy does for such arrays.
-    a = mx.array(x).T
+    a = keep(x).T
     mx.save(str(tmp_path / "t.npy"), a)
     loaded = np.load(tmp_path / "t.npy")
     assert loaded.flags.f_contiguous and not loaded.flags.c_contiguous
@@ -88,7 +94,7 @@ def test_npy_fortran_order_and_byte_orders(tmp_path, rng):
 def test_npy_non_contiguous_numpy_input(tmp_path, rng):
     base = rng.standard_normal((6, 8)).astype(np.float32)
     for view in (base[::2, ::-3], base.T, base[1:, 2:5]):
-        mx.save(str(tmp_path / "v.npy"), mx.array(view))
+        mx.save(str(tmp_path / "v.npy"), keep(view))
         np.testing.assert_array_equal(np.load(tmp_path / "v.npy"), view)
 
 
@@ -125,7 +131,7 @@ def test_npz_round_trip_with_numpy(tmp_path, rng):
         (mx.savez_compressed, zipfile.ZIP_DEFLATED),
     ):
         path = tmp_path / f"{save.__name__}.npz"
-        save(str(path), *[mx.array(p) for p in pos], **{k: mx.array(v) for k, v in arrays.items()})
+        save(str(path), *[keep(p) for p in pos], **{k: keep(v) for k, v in arrays.items()})
         with zipfile.ZipFile(path) as z:
             assert z.testzip() is None
             assert all(info.compress_type == compress_type for info in z.infolist())
@@ -181,9 +187,9 @@ def test_safetensors_round_trip_and_format(tmp_path, rng):
     arrays["scalar"] = np.array(-2, np.int64)
     metadata = {"format": "mlx", "note": 'with "quotes" and\nnewlines \u00e9'}
     path = tmp_path / "m.safetensors"
-    mx_arrays = {k: mx.array(v) for k, v in arrays.items()}
+    mx_arrays = {k: keep(v) for k, v in arrays.items()}
     mx_arrays["bf16"] = mx.array(arrays["float32"]).astype(mx.bfloat16)
-    mx_arrays["transposed"] = mx.array(arrays["float64"]).T
+    mx_arrays["transposed"] = keep(arrays["float64"]).T
     mx.save_safetensors(str(path), mx_arrays, metadata=metadata)
 
     loaded, meta = mx.load(str(path), return_metadata=True)
@@ -235,8 +241,8 @@ def test_file_like_objects(tmp_path, rng):
     x = sample(rng, (3, 4), np.float32)
     y = sample(rng, (5,), np.int16)
     buf = io.BytesIO()
-    mx.save(buf, mx.array(x))
-    mx.save(buf, mx.array(y))
+    mx.save(buf, keep(x))
+    mx.save(buf, keep(y))
     buf.seek(0)
     # Several arrays in one stream load one after another, as with NumPy.
     check_same(mx.load(buf, format="npy"), x)
@@ -252,7 +258,7 @@ def test_file_like_objects(tmp_path, rng):
 
     for save in (mx.savez, mx.savez_compressed):
         buf = io.BytesIO()
-        save(buf, a=mx.array(x), b=mx.array(y))
+        save(buf, a=keep(x), b=keep(y))
         buf.seek(0)
         loaded = mx.load(buf, format="npz")
         check_same(loaded["a"], x)
@@ -260,7 +266,7 @@ def test_file_like_objects(tmp_path, rng):
         np.testing.assert_array_equal(np.load(buf)["b"], y)
 
     buf = io.BytesIO()
-    mx.save_safetensors(buf, {"x": mx.array(x)}, metadata={"k": "v"})
+    mx.save_safetensors(buf, {"x": keep(x)}, metadata={"k": "v"})
     buf.seek(0)
     arrays, meta = mx.load(buf, format="safetensors", return_metadata=True)
     check_same(arrays["x"], x)
@@ -268,12 +274,12 @@ def test_file_like_objects(tmp_path, rng):
 
     # Real files: the format comes from the file's name.
     with open(tmp_path / "f.npy", "wb") as f:
-        mx.save(f, mx.array(x))
+        mx.save(f, keep(x))
     with open(tmp_path / "f.npy", "rb") as f:
         check_same(mx.load(f), x)
     # Raw (unbuffered) files, which may read and write in parts.
     with open(tmp_path / "raw.npz", "wb", buffering=0) as f:
-        mx.savez(f, x=mx.array(x))
+        mx.savez(f, x=keep(x))
     with open(tmp_path / "raw.npz", "rb", buffering=0) as f:
         check_same(mx.load(f)["x"], x)
 
