@@ -210,11 +210,14 @@ def main(argv=None):
     tokens_per_step = args.batch * args.context
     t0 = time.perf_counter()
     loss_avg = None
+    first_loss = None
+    val_loss = None
     for it in range(start, args.steps):
         x, y = batches(train, args.batch, args.context, rng)
         loss = step(x, y)
         mx.eval(state)
         loss = loss.item()
+        first_loss = loss if first_loss is None else first_loss
         loss_avg = loss if loss_avg is None else 0.9 * loss_avg + 0.1 * loss
         done = it + 1 - start
         rate = done * tokens_per_step / (time.perf_counter() - t0)
@@ -232,9 +235,12 @@ def main(argv=None):
     if done > 0:
         print(f"{done} steps in {elapsed:.1f} s, {done * tokens_per_step / elapsed:,.0f} tokens/s; "
               f"{memory_line()}")
+    text = ""
     if args.sample:
+        text = sample(model, chars, "ROMEO:", args.sample, 0.8, args.context)
         print("--- sample ---")
-        print(sample(model, chars, "ROMEO:", args.sample, 0.8, args.context))
+        print(text)
+    return {"first_loss": first_loss, "train_loss": loss_avg, "val_loss": val_loss, "sample": text}
 
 
 if __name__ == "__main__":
