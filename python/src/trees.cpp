@@ -160,7 +160,11 @@ nb::object tree_map(nb::handle tree, const std::function<nb::object(nb::handle)>
     return PyTuple_Check(tree.ptr()) ? nb::object(nb::tuple(out)) : nb::object(out);
   }
   if (is_dict(tree)) {
-    nb::dict out;
+    // A dict subclass (an nn.Module, say) is rebuilt as a shallow copy of itself, so that a
+    // function given a model still gets a model.
+    nb::object out = PyDict_CheckExact(tree.ptr())
+                         ? nb::object(nb::dict())
+                         : nb::module_::import_("copy").attr("copy")(tree);
     for (auto& [k, v] : items(tree)) {
       out[k] = tree_map(v, fn);
     }
