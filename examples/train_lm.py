@@ -94,9 +94,11 @@ def unigram_loss(train, val, vocab):
 
 
 def memory_line():
-    s = mx.memory_stats()
-    return (f"mem {s['active_memory'] / 2**20:.0f}M active, {s['peak_memory'] / 2**20:.0f}M peak, "
-            f"{s['cache_memory'] / 2**20:.0f}M cache, hit {s['hit_rate']:.3f}")
+    line = (f"mem {mx.get_active_memory() / 2**20:.0f}M active, "
+            f"{mx.get_peak_memory() / 2**20:.0f}M peak, {mx.get_cache_memory() / 2**20:.0f}M cache")
+    if hasattr(mx, "memory_stats"):  # ours; the rest is MLX's API, so Apple's MLX runs this too
+        line += f", hit {mx.memory_stats()['hit_rate']:.3f}"
+    return line
 
 
 def save_checkpoint(path, model, optimizer, step, rng):
