@@ -4,6 +4,7 @@
 #include <nanobind/stl/complex.h>
 #include <nanobind/stl/string.h>
 
+#include <algorithm>
 #include <complex>
 #include <cstring>
 #include <limits>
@@ -384,6 +385,10 @@ nb::ndarray<> host_view(const array& a) {
 }
 
 void eval_releasing_gil(std::vector<array> arrays, bool check_signals) {
+  if (std::all_of(arrays.begin(), arrays.end(),
+                  [](const array& a) { return a.status() == array::Status::available; })) {
+    return;  // nothing to compute: skip the GIL round trip and the lock
+  }
   {
     nb::gil_scoped_release release;
     // The core cannot yet evaluate one lazy graph from two threads at once (both would run its
