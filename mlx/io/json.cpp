@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <unordered_set>
 
+#include "mlx/io/text_cursor.h"
+
 namespace mlx::core::io::detail {
 
 namespace {
@@ -29,9 +31,9 @@ void append_utf8(std::string& out, uint32_t cp) {
   }
 }
 
-class Parser {
+class Parser : public TextCursor<Parser> {
  public:
-  Parser(std::string_view s, const Context& ctx) : s_(s), ctx_(ctx) {}
+  Parser(std::string_view s, const Context& ctx) : TextCursor(s, " \n\t\r"), ctx_(ctx) {}
 
   Json document() {
     Json v = value(0);
@@ -46,33 +48,6 @@ class Parser {
   [[noreturn]] void fail(const std::string& problem) {
     ctx_.fail("malformed JSON header (" + problem + " at byte " + std::to_string(pos_) + ")");
   }
-  void skip_space() {
-    while (pos_ < s_.size() &&
-           (s_[pos_] == ' ' || s_[pos_] == '\n' || s_[pos_] == '\t' || s_[pos_] == '\r')) {
-      ++pos_;
-    }
-  }
-  bool consume(char c) {
-    skip_space();
-    if (pos_ < s_.size() && s_[pos_] == c) {
-      ++pos_;
-      return true;
-    }
-    return false;
-  }
-  void expect(char c) {
-    if (!consume(c)) {
-      fail(std::string("expected '") + c + "'");
-    }
-  }
-  bool literal(std::string_view word) {
-    if (s_.substr(pos_, word.size()) == word) {
-      pos_ += word.size();
-      return true;
-    }
-    return false;
-  }
-
   Json value(int depth) {
     if (depth > kMaxDepth) {
       fail("nested deeper than " + std::to_string(kMaxDepth) + " levels");
@@ -274,9 +249,8 @@ class Parser {
     }
   }
 
-  std::string_view s_;
-  size_t pos_ = 0;
   const Context& ctx_;
+  friend class TextCursor<Parser>;
 };
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <climits>
 #include <optional>
 
+#include "mlx/io/text_cursor.h"
 #include "mlx/ops/creation.h"
 #include "mlx/transforms/eval.h"
 #include "mlx/utils.h"
@@ -62,9 +63,10 @@ struct NpyHeader {
 
 // Parses the Python dict literal NumPy writes: {'descr': '<f4', 'fortran_order': False,
 // 'shape': (2, 3), } with keys in any order, either quote style and optional trailing commas.
-class HeaderParser {
+class HeaderParser : public TextCursor<HeaderParser> {
  public:
-  HeaderParser(std::string_view s, const Context& ctx) : s_(s), ctx_(ctx) {}
+  HeaderParser(std::string_view s, const Context& ctx)
+      : TextCursor(s, std::string_view(" \n\t\r\0", 5)), ctx_(ctx) {}
 
   NpyHeader parse() {
     NpyHeader h;
@@ -110,25 +112,6 @@ class HeaderParser {
   [[noreturn]] void fail(const std::string& problem) {
     ctx_.fail("bad header (" + problem + ") in " + std::string(s_.substr(0, 200)));
   }
-  void skip_space() {
-    while (pos_ < s_.size() && (s_[pos_] == ' ' || s_[pos_] == '\n' || s_[pos_] == '\t' ||
-                                s_[pos_] == '\r' || s_[pos_] == '\0')) {
-      ++pos_;
-    }
-  }
-  bool consume(char c) {
-    skip_space();
-    if (pos_ < s_.size() && s_[pos_] == c) {
-      ++pos_;
-      return true;
-    }
-    return false;
-  }
-  void expect(char c) {
-    if (!consume(c)) {
-      fail(std::string("expected '") + c + "'");
-    }
-  }
   std::string string_literal() {
     skip_space();
     if (pos_ >= s_.size() || (s_[pos_] != '\'' && s_[pos_] != '"')) {
@@ -163,9 +146,7 @@ class HeaderParser {
   bool boolean() {
     skip_space();
     for (auto [word, value] : {std::pair{"True", true}, std::pair{"False", false}}) {
-      std::string_view w(word);
-      if (s_.substr(pos_, w.size()) == w) {
-        pos_ += w.size();
+      if (literal(word)) {
         return value;
       }
     }
@@ -204,9 +185,8 @@ class HeaderParser {
     return shape;
   }
 
-  std::string_view s_;
-  size_t pos_ = 0;
   const Context& ctx_;
+  friend class TextCursor<HeaderParser>;
 };
 
 // Bytes of the array, or 0 with `overflow` set when they do not fit in 64 bits.
