@@ -107,6 +107,29 @@ TEST(Transforms, CustomVjpReplacesTheRule) {
   expect_close(cts[0], {3, 3, 3});
 }
 
+TEST(Transforms, CustomVmapReplacesTheRule) {
+  // The custom rule marks its use by adding 100, so the test sees which path ran.
+  int calls = 0;
+  auto f = custom_function(
+      [](const std::vector<array>& a) { return std::vector<array>{multiply(a[0], array(2.0f))}; },
+      std::nullopt, std::nullopt,
+      [&calls](const std::vector<array>& inputs, const std::vector<int>& axes) {
+        ++calls;
+        array out = add(multiply(inputs[0], array(2.0f)), array(100.0f));
+        return std::make_pair(std::vector<array>{out}, std::vector<int>{axes[0]});
+      });
+  array x = random_array({3, 2});
+  auto y = vmap(f, {1}, {0})({x})[0];
+  EXPECT_EQ(calls, 1);
+  std::vector<double> expected;
+  for (double v : to_vector(transpose(x))) {
+    expected.push_back(2 * v + 100);
+  }
+  expect_close(y, expected, {2, 3});
+  // Without vmap the function itself runs.
+  expect_close(f({x})[0], to_vector(multiply(x, array(2.0f))), {3, 2});
+}
+
 TEST(Transforms, DependsOrdersWithoutChangingValues) {
   array x = random_array({3});
   array y = random_array({2}, float32, -1, 1, 9);
