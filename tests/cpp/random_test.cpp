@@ -644,9 +644,9 @@ TEST(RandomBernoulli, BroadcastP) {
 }
 
 TEST(RandomBernoulli, Errors) {
-  EXPECT_THROW(random::bernoulli(array(1), {3}), std::invalid_argument);
-  EXPECT_THROW(random::bernoulli(array({0.1f, 0.2f}), {3}), std::invalid_argument);
-  EXPECT_THROW(random::bernoulli(array({0.1f, 0.2f}), {3, 1}), std::invalid_argument);
+  EXPECT_THROW(random::bernoulli(array(1), Shape{3}), std::invalid_argument);
+  EXPECT_THROW(random::bernoulli(array({0.1f, 0.2f}), Shape{3}), std::invalid_argument);
+  EXPECT_THROW(random::bernoulli(array({0.1f, 0.2f}), Shape{3, 1}), std::invalid_argument);
 }
 
 TEST(RandomTruncatedNormal, BoundsAndMoments) {
