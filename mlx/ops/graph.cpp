@@ -16,16 +16,9 @@ std::vector<array> depends(const std::vector<array>& inputs,
   if (dependencies.empty() || inputs.empty()) {
     return inputs;
   }
-  std::vector<Shape> shapes;
-  std::vector<Dtype> dtypes;
-  for (auto& in : inputs) {
-    shapes.push_back(in.shape());
-    dtypes.push_back(in.dtype());
-  }
   std::vector<array> all = inputs;
   all.insert(all.end(), dependencies.begin(), dependencies.end());
-  return array::make_arrays(std::move(shapes), dtypes,
-                            std::make_shared<Depends>(to_stream({}), inputs.size()), all);
+  return detail::outputs_like(inputs, std::make_shared<Depends>(to_stream({}), inputs.size()), all);
 }
 
 array dynamic_broadcast(const std::vector<array>& inputs, StreamOrDevice s) {

@@ -305,4 +305,16 @@ std::pair<std::vector<array>, std::vector<int>> ExpandAxes::vmap(const std::vect
   return {{expand_dims(x, shift_past_batch(axes_), stream())}, {0}};
 }
 
+std::vector<array> detail::outputs_like(const std::vector<array>& like,
+                                        std::shared_ptr<Primitive> primitive,
+                                        const std::vector<array>& inputs) {
+  std::vector<Shape> shapes;
+  std::vector<Dtype> dtypes;
+  for (auto& a : like) {
+    shapes.push_back(a.shape());
+    dtypes.push_back(a.dtype());
+  }
+  return array::make_arrays(std::move(shapes), dtypes, primitive, inputs);
+}
+
 }  // namespace mlx::core

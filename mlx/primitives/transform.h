@@ -153,4 +153,11 @@ class ExpandAxes : public UnaryPrimitive {
   std::vector<int> axes_;
 };
 
+namespace detail {
+// Outputs of `primitive` applied to `inputs`, one per array of `like`, with its shape and dtype.
+std::vector<array> outputs_like(const std::vector<array>& like,
+                                std::shared_ptr<Primitive> primitive,
+                                const std::vector<array>& inputs);
+}  // namespace detail
+
 }  // namespace mlx::core

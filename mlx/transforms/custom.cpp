@@ -10,17 +10,11 @@ ArrayFn custom_function(const ArrayFn& fun, std::optional<CustomVJPFn> fun_vjp,
                         std::optional<CustomJVPFn> fun_jvp, std::optional<CustomVmapFn> fun_vmap) {
   return [=](const std::vector<array>& args) {
     std::vector<array> outputs = fun(args);
-    std::vector<Shape> shapes;
-    std::vector<Dtype> dtypes;
-    for (auto& o : outputs) {
-      shapes.push_back(o.shape());
-      dtypes.push_back(o.dtype());
-    }
     std::vector<array> inputs = args;
     inputs.insert(inputs.end(), outputs.begin(), outputs.end());
     auto primitive = std::make_shared<CustomTransforms>(to_stream({}), args.size(), fun, fun_vjp,
                                                         fun_jvp, fun_vmap);
-    return array::make_arrays(std::move(shapes), dtypes, primitive, inputs);
+    return detail::outputs_like(outputs, primitive, inputs);
   };
 }
 
