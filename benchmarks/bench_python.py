@@ -1,12 +1,17 @@
-"""Times the same workloads with mlx.core, NumPy and (when importable) PyTorch on the CPU, and
-prints a markdown table with the times and the ratios to mlx.
+"""Times the same workloads with mlx.core, NumPy and PyTorch (CPU, when importable) and prints a
+markdown table with the times and the ratios to mlx.
+
+Each library is timed in its own process: libraries that share a process fight over cores (idle
+OpenMP / OpenBLAS threads spin) and can even swap each other's BLAS symbols. `--python LIB=PATH`
+runs a library under another interpreter, e.g. PyTorch from its own venv.
 
 Uses only MLX's public Python API, so `import mlx.core as mx` can be this repository's package or
 Apple's MLX: run the script once per implementation, each in its own environment, saving the
 results, then merge them as extra columns:
 
     python benchmarks/bench_python.py --save ours.json
-    /path/to/apple-venv/bin/python benchmarks/bench_python.py --label "Apple MLX" --save apple.json
+    /path/to/apple-venv/bin/python benchmarks/bench_python.py --libraries mlx \
+        --label "Apple MLX" --save apple.json
     python benchmarks/bench_python.py --add apple.json        # table with an Apple MLX column
 
 A workload whose ops an implementation lacks shows as n/a.
@@ -16,16 +21,15 @@ import json
 import os
 import platform
 import statistics
+import subprocess
+import sys
+import tempfile
 import time
 
 import numpy as np
 
-import mlx.core as mx
-
-try:
-    import torch
-except ImportError:
-    torch = None
+mx = None  # imported by the process that times the library
+torch = None
 
 N_ELEMWISE = 1 << 24  # 16M float32
 ROWS = 4096  # reductions and softmax work on ROWS x ROWS float32
@@ -217,41 +221,91 @@ def fmt_ratio(other, ours):
     return f"{other / ours:.2f}x"
 
 
+def import_library(library):
+    global mx, torch
+    if library == "mlx":
+        import mlx.core
+
+        mx = mlx.core
+        if hasattr(mx, "set_default_device") and hasattr(mx, "cpu"):
+            mx.set_default_device(mx.cpu)  # Apple MLX defaults to the GPU
+        return f"mlx {getattr(mx, '__version__', '?')}"
+    if library == "torch":
+        import torch as t
+
+        torch = t
+        torch.set_grad_enabled(True)
+        return f"PyTorch {torch.__version__}"
+    return f"NumPy {np.__version__}"
+
+
+def time_library(library, only):
+    """{"label", "times"} of one library, timed in this process."""
+    label = import_library(library)
+    column = ("mlx", "numpy", "torch").index(library)
+    times = {}
+    for workload in workloads(np.random.default_rng(0)):
+        name = workload[0]
+        if only and only not in name:
+            continue
+        times[name] = measure(workload[1 + column])
+        if isinstance(times[name], str):
+            print(f"# {label}: {name}: {times[name]}", file=sys.stderr)
+    return {"label": label, "times": times}
+
+
+def time_in_subprocess(library, python, only):
+    """time_library run by `python` in a new process; None when it cannot import the library."""
+    with tempfile.NamedTemporaryFile(suffix=".json") as out:
+        cmd = [python, os.path.abspath(__file__), "--worker", library, "--worker-out", out.name]
+        if only:
+            cmd += ["--only", only]
+        if subprocess.run(cmd).returncode != 0:
+            print(f"# {library}: not timed (see the error above)", file=sys.stderr)
+            return None
+        with open(out.name) as f:
+            return json.load(f)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--libraries", default="mlx,numpy,torch",
+                        help="comma-separated libraries to time (mlx, numpy, torch); the first "
+                             "is the column others are compared with")
+    parser.add_argument("--python", action="append", default=[], metavar="LIB=PATH",
+                        help="interpreter that times LIB (default: this one)")
     parser.add_argument("--label", default=None, help="name of the mlx column")
     parser.add_argument("--save", help="write this run's mlx times to a JSON file")
     parser.add_argument("--add", action="append", default=[],
                         help="JSON file of another mlx run to show as an extra column")
     parser.add_argument("--only", help="run only workloads whose name contains this text")
+    parser.add_argument("--worker", help=argparse.SUPPRESS)
+    parser.add_argument("--worker-out", help=argparse.SUPPRESS)
     args = parser.parse_args()
 
-    if hasattr(mx, "set_default_device") and hasattr(mx, "cpu"):
-        mx.set_default_device(mx.cpu)  # Apple MLX defaults to the GPU
-    label = args.label or f"mlx {getattr(mx, '__version__', '?')}"
-    rng = np.random.default_rng(0)
-    columns = {label: {}, f"NumPy {np.__version__}": {}}
-    if torch is not None:
-        torch.set_grad_enabled(True)
-        columns[f"PyTorch {torch.__version__}"] = {}
-    names = []
-    for name, mx_build, np_build, torch_build in workloads(rng):
-        if args.only and args.only not in name:
-            continue
-        names.append(name)
-        builds = [mx_build, np_build] + ([torch_build] if torch is not None else [])
-        for col, build in zip(columns, builds):
-            columns[col][name] = measure(build)
-            if isinstance(columns[col][name], str):
-                print(f"# {col}: {name}: {columns[col][name]}")
+    if args.worker:
+        with open(args.worker_out, "w") as f:
+            json.dump(time_library(args.worker, args.only), f)
+        return
+
+    pythons = dict(p.split("=", 1) for p in args.python)
+    results = []
+    for library in args.libraries.split(","):
+        result = time_in_subprocess(library, pythons.get(library, sys.executable), args.only)
+        if result is not None:
+            if library == "mlx" and args.label:
+                result["label"] = args.label
+            results.append(result)
     if args.save:
         with open(args.save, "w") as f:
-            json.dump({"label": label, "times": columns[label]}, f, indent=1)
+            json.dump(results[0], f, indent=1)
     for path in args.add:
         with open(path) as f:
-            extra = json.load(f)
-        columns[extra["label"]] = extra["times"]
+            results.append(json.load(f))
 
+    columns = {r["label"]: r["times"] for r in results}
+    label = results[0]["label"]
+    names = list(results[0]["times"])
     threads = os.environ.get("MLX_NUM_THREADS", "default")
     print(f"\n{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
           f"Python {platform.python_version()}, MLX_NUM_THREADS={threads}; median times, "

@@ -246,6 +246,12 @@ void array::set_data(allocator::Buffer buffer, size_t data_size, Strides strides
   set_status(Status::available);
 }
 
+void array::set_external_data(void* ptr, size_t data_size, Strides strides, Flags flags,
+                              Deleter release) {
+  set_data(allocator::Buffer(ptr), data_size, std::move(strides), flags, std::move(release));
+  desc_->data->external = true;
+}
+
 void array::copy_shared_buffer(const array& other, const Strides& strides, Flags flags,
                                size_t data_size, int64_t offset) {
   desc_->data = other.desc_->data;

@@ -171,13 +171,17 @@ class array {
   // Unique holder of its node and of its buffer: an op may write its output in place.
   bool is_donatable() const {
     return desc_.use_count() == 1 && desc_->data && desc_->data.use_count() == 1 &&
-           desc_->data_size == desc_->size;
+           !desc_->data->external && desc_->data_size == desc_->size;
   }
 
   // Used by kernels to attach output memory.
   void set_data(allocator::Buffer buffer, Deleter deleter = allocator::free);
   void set_data(allocator::Buffer buffer, size_t data_size, Strides strides, Flags flags,
                 Deleter deleter = allocator::free);
+  // Makes this array a view of memory it does not own (e.g. a NumPy array's); `release` runs
+  // once no array views it any more. Ops never write into such memory (not donatable).
+  void set_external_data(void* ptr, size_t data_size, Strides strides, Flags flags,
+                         Deleter release);
   // Makes this array a view of `other`'s buffer, starting `offset` elements further on.
   void copy_shared_buffer(const array& other, const Strides& strides, Flags flags, size_t data_size,
                           int64_t offset = 0);
@@ -191,7 +195,9 @@ class array {
   struct Data {
     allocator::Buffer buffer;
     Deleter deleter;
-    Data(allocator::Buffer b, Deleter d) : buffer(b), deleter(std::move(d)) {}
+    bool external;  // memory of another owner: never written by ops
+    Data(allocator::Buffer b, Deleter d, bool ext = false)
+        : buffer(b), deleter(std::move(d)), external(ext) {}
     Data(const Data&) = delete;
     ~Data() { deleter(buffer); }
   };

@@ -8,6 +8,7 @@
 #include "mlx/ops/graph.h"
 #include "mlx/ops/shape.h"
 #include "mlx/primitives/elementwise.h"
+#include "mlx/transforms/transforms.h"
 #include "mlx/utils.h"
 
 namespace mlx::core {
@@ -35,10 +36,15 @@ array binary(BinaryOp op, const array& a, const array& b, Dtype in_dtype, Dtype 
   Shape shape = broadcast_shapes(a.shape(), b.shape(), name);
   array x = astype(a, in_dtype, s);
   array y = astype(b, in_dtype, s);
-  array bx = dynamic_broadcast({x, y}, s);
-  array by = dynamic_broadcast({y, x}, s);
+  if (detail::in_shapeless_tracing()) {
+    x = dynamic_broadcast({x, y}, s);
+    y = dynamic_broadcast({y, x}, s);
+  } else {
+    x = broadcast_to(x, shape, s);
+    y = broadcast_to(y, shape, s);
+  }
   return array(std::move(shape), out_dtype, std::make_shared<Binary>(to_stream(s), op),
-               {std::move(bx), std::move(by)});
+               {std::move(x), std::move(y)});
 }
 
 array arithmetic(BinaryOp op, const array& a, const array& b, const char* name, StreamOrDevice s) {

@@ -2,6 +2,7 @@
 // node on its stream (on the calling thread when a synchronous eval finds the stream idle).
 #include "mlx/transforms/eval.h"
 
+#include <algorithm>
 #include <stdexcept>
 #include <unordered_set>
 
@@ -17,6 +18,14 @@ namespace {
 // Post-order of the nodes that still need computing; one entry per sibling group.
 std::vector<array> build_tape(const std::vector<array>& outputs) {
   std::vector<array> tape;
+  // Fast path for evaluating one new op over computed inputs (eager, op-by-op code).
+  if (outputs.size() == 1 && outputs[0].has_primitive() &&
+      outputs[0].status() == array::Status::unscheduled &&
+      std::none_of(outputs[0].inputs().begin(), outputs[0].inputs().end(),
+                   [](const array& in) { return in.status() == array::Status::unscheduled; })) {
+    tape.push_back(outputs[0]);
+    return tape;
+  }
   std::unordered_set<uintptr_t> seen;
   struct Frame {
     array node;

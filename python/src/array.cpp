@@ -93,14 +93,10 @@ using BinaryFn = array (*)(const array&, const array&, StreamOrDevice);
 template <typename Class>
 void def_binary(Class& cls, const char* name, const char* rname, BinaryFn fn) {
   cls.def(name, [fn](const array& a, nb::handle b) {
-    auto [x, y] = to_operands(nb::cast(a), b);
-    return fn(x, y, {});
+    return is_array(b) ? fn(a, nb::cast<const array&>(b), {}) : fn(a, to_operand(b, a.dtype()), {});
   });
   if (rname) {
-    cls.def(rname, [fn](const array& a, nb::handle b) {
-      auto [y, x] = to_operands(nb::cast(a), b);
-      return fn(x, y, {});
-    });
+    cls.def(rname, [fn](const array& a, nb::handle b) { return fn(to_operand(b, a.dtype()), a, {}); });
   }
 }
 

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "mlx/ops.h"
+#include "mlx/primitives/shape.h"
 #include "mlx/transforms/eval.h"
 #include "mlx/utils.h"
 
@@ -22,7 +23,6 @@ namespace mlx::core::python {
 
 namespace {
 
-bool is_array(nb::handle obj) { return nb::isinstance<array>(obj); }
 
 Dtype int_dtype(int64_t v) {
   return v > std::numeric_limits<int32_t>::max() || v < std::numeric_limits<int32_t>::min() ? int64
@@ -143,11 +143,11 @@ array list_to_array(nb::handle obj, std::optional<Dtype> dtype) {
   return astype(astype(array(v.data(), info.shape, uint8), bool_), t);
 }
 
-// An array aliasing the memory of a foreign host array, with its strides. Only for reading
-// while the caller holds both `nd` and the returned handle: a second handle keeps kernels from
-// donating (writing into) the foreign buffer. A misaligned buffer is seen as bytes (uint8 with
-// a trailing axis of `item` bytes) since kernels load whole elements.
-array alias_foreign(const nb::ndarray<nb::ro>& nd, Dtype storage, int trailing) {
+// An array viewing the memory of a foreign host array, with its strides. The memory is marked
+// external, so no op writes into it; `release` runs once no array views it. A misaligned buffer
+// is seen as bytes (uint8 with a trailing axis of `item` bytes) since kernels load whole
+// elements.
+array view_foreign(const nb::ndarray<nb::ro>& nd, Dtype storage, int trailing, Deleter release) {
   Shape shape;
   Strides strides;
   for (size_t i = 0; i < nd.ndim(); ++i) {
@@ -159,12 +159,60 @@ array alias_foreign(const nb::ndarray<nb::ro>& nd, Dtype storage, int trailing) 
     strides.push_back(1);
   }
   array out(shape, storage, nullptr, {});
-  // The buffer is read through strides only: no layout flags, so no kernel takes a dense path
-  // over a span that may not be dense.
-  size_t size = shape_size(shape);
-  out.set_data(allocator::Buffer(const_cast<void*>(nd.data())), size, strides, array::Flags{},
-               [](allocator::Buffer) {});
+  out.set_external_data(const_cast<void*>(nd.data()), span_for_layout(shape, strides), strides,
+                        flags_for_layout(shape, strides), std::move(release));
   return out;
+}
+
+// Zero-copy imports hold the producer's ndarray handle; dropping it needs the GIL. Arrays die on
+// any thread (eval workers too) and such a thread must not wait for the GIL (its holder may be
+// waiting for that thread), so releases on threads without the GIL queue up and run on the main
+// thread through Py_AddPendingCall.
+struct PendingReleases {
+  std::mutex mutex;
+  std::vector<nb::ndarray<nb::ro>*> handles;
+  bool scheduled = false;
+};
+
+PendingReleases& pending_releases() {
+  static auto* p = new PendingReleases();  // leaked: arrays may die during static destruction
+  return *p;
+}
+
+int drain_pending_releases(void*) {
+  auto& p = pending_releases();
+  std::vector<nb::ndarray<nb::ro>*> handles;
+  {
+    std::lock_guard<std::mutex> lock(p.mutex);
+    handles.swap(p.handles);
+    p.scheduled = false;
+  }
+  for (auto* h : handles) {
+    delete h;
+  }
+  return 0;
+}
+
+void release_foreign(nb::ndarray<nb::ro>* handle) {
+  if (!Py_IsInitialized()) {
+    return;  // the interpreter is gone; so is the producer
+  }
+  if (PyGILState_Check()) {
+    delete handle;
+    return;
+  }
+  auto& p = pending_releases();
+  bool schedule;
+  {
+    std::lock_guard<std::mutex> lock(p.mutex);
+    p.handles.push_back(handle);
+    schedule = !p.scheduled;
+    p.scheduled = true;
+  }
+  if (schedule && Py_AddPendingCall(drain_pending_releases, nullptr) != 0) {
+    std::lock_guard<std::mutex> lock(p.mutex);
+    p.scheduled = false;  // the interpreter's queue is full: the next release retries
+  }
 }
 
 bool row_contiguous(const nb::ndarray<nb::ro>& nd) {
@@ -206,12 +254,13 @@ array copy_foreign(const nb::ndarray<nb::ro>& nd, std::optional<Dtype> dtype) {
     return out;
   }
   // Gather (and convert) with the copy kernels, which handle any strides and run in parallel.
-  // `foreign` stays held until the copy is evaluated.
+  // The caller holds `nd` until the copy is evaluated.
   const Dtype storage = !aligned ? uint8 : complex128 ? float64 : src;
-  array foreign = alias_foreign(nd, storage,
-                                !aligned     ? static_cast<int>(item)
-                                : complex128 ? 2
-                                             : 1);
+  array foreign = view_foreign(nd, storage,
+                               !aligned     ? static_cast<int>(item)
+                               : complex128 ? 2
+                                            : 1,
+                               [](allocator::Buffer) {});
   array out = aligned && !complex128 && target != src ? astype(foreign, target) : copy(foreign);
   if (!aligned) {
     out = view(out, complex128 ? float64 : src);  // (..., item) bytes as one element
@@ -222,6 +271,24 @@ array copy_foreign(const nb::ndarray<nb::ro>& nd, std::optional<Dtype> dtype) {
   out = astype(reshape(out, shape), target);
   eval_releasing_gil({out});
   return out;
+}
+
+std::optional<array> wrap_foreign(const nb::ndarray<nb::ro>& nd) {
+  const auto code = static_cast<nb::dlpack::dtype_code>(nd.dtype().code);
+  const size_t item = nd.dtype().bits / 8;
+  if (nd.device_type() != nb::device::cpu::value ||
+      (code == nb::dlpack::dtype_code::Complex && nd.dtype().bits == 128) ||
+      reinterpret_cast<uintptr_t>(nd.data()) % item != 0) {
+    return std::nullopt;
+  }
+  auto* handle = new nb::ndarray<nb::ro>(nd);
+  try {
+    return view_foreign(nd, dtype_from_dlpack(nd.dtype().code, nd.dtype().bits), 1,
+                        [handle](allocator::Buffer) { release_foreign(handle); });
+  } catch (...) {
+    delete handle;
+    throw;
+  }
 }
 
 Dtype dtype_from_dlpack(uint8_t code, uint8_t bits) {

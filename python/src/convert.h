@@ -11,6 +11,9 @@
 
 namespace mlx::core::python {
 
+// Whether `obj` is an mx.array (inline: every operator calls it).
+inline bool is_array(nanobind::handle obj) { return nanobind::isinstance<array>(obj); }
+
 // mx.array(obj, dtype): copies the data of lists and foreign arrays.
 array array_from_python(nanobind::handle obj, std::optional<Dtype> dtype = std::nullopt);
 
@@ -36,6 +39,11 @@ nanobind::dlpack::dtype dlpack_dtype(Dtype t);
 // (default: the same type; complex128 becomes complex64).
 array copy_foreign(const nanobind::ndarray<nanobind::ro>& nd,
                    std::optional<Dtype> dtype = std::nullopt);
+
+// An array sharing the memory of a foreign host array (zero-copy; ops never write into it),
+// which stays alive while any array views it. None when the memory cannot be shared: not on the
+// host, misaligned, or of an element type arrays lack (complex128).
+std::optional<array> wrap_foreign(const nanobind::ndarray<nanobind::ro>& nd);
 
 // A DLPack / buffer view of an evaluated array's memory that keeps the array alive.
 nanobind::ndarray<> host_view(const array& a);

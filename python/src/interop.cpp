@@ -1,10 +1,8 @@
 // Interchange with other array libraries: the buffer protocol and DLPack export of mx.array,
 // __array__ for NumPy, and mx.from_dlpack.
 //
-// Imports always copy. Aliasing foreign memory is unsafe here: an op may write its output into
-// an input buffer that only it holds (array::is_donatable), and a view of the foreign memory
-// can end up being the sole holder of it once the imported array is gone, so a later op could
-// write into the producer's memory.
+// mx.array(x) copies, as in MLX. mx.from_dlpack(x) shares host memory (the array API's default,
+// copy=None): the shared memory is marked external, so no op writes into the producer's memory.
 #include "python/src/interop.h"
 
 #include <nanobind/ndarray.h>
@@ -204,12 +202,6 @@ nb::object dlpack(const array& self, nb::handle stream, nb::handle max_version,
 }
 
 array from_dlpack(nb::handle x, std::optional<bool> copy) {
-  if (copy == false) {
-    throw nb::buffer_error(
-        "[from_dlpack] Zero-copy import (copy=False) is not supported: the memory of "
-        "imported arrays is always copied, so that no op can write into the producer's "
-        "memory.");
-  }
   if (nb::isinstance<array>(x)) {
     array a = nb::cast<array>(x);
     return copy == true ? fresh_copy(a) : a;
@@ -223,6 +215,16 @@ array from_dlpack(nb::handle x, std::optional<bool> copy) {
   nb::ndarray<nb::ro> nd;
   if (!nb::try_cast(x, nd)) {
     throw nb::type_error("[from_dlpack] The object's __dlpack__ export could not be read.");
+  }
+  if (copy != true) {
+    if (auto shared = wrap_foreign(nd)) {
+      return *shared;
+    }
+    if (copy == false) {
+      throw nb::buffer_error(
+          "[from_dlpack] copy=False, but the memory cannot be shared: it is not host memory, "
+          "is misaligned, or holds complex128, which arrays lack.");
+    }
   }
   return copy_foreign(nd);
 }

@@ -8,6 +8,11 @@ namespace nb = nanobind;
 
 NB_MODULE(core, m) {
   m.doc() = "mlx.core: lazy arrays, ops, transforms and devices.";
+#ifdef NDEBUG
+  // Other extensions (PyTorch, for one) can keep our objects alive until after nanobind's
+  // shutdown check, which would then print leak reports to users; debug builds keep them.
+  nb::set_leak_warnings(false);
+#endif
   nb::register_exception_translator([](const std::exception_ptr& p, void*) {
     try {
       std::rethrow_exception(p);

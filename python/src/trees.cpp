@@ -6,6 +6,7 @@
 #include <string>
 
 #include "mlx/utils.h"
+#include "python/src/convert.h"
 
 namespace nb = nanobind;
 
@@ -15,7 +16,6 @@ namespace {
 
 bool is_sequence(nb::handle obj) { return PyList_Check(obj.ptr()) || PyTuple_Check(obj.ptr()); }
 bool is_dict(nb::handle obj) { return PyDict_Check(obj.ptr()); }
-bool is_array(nb::handle obj) { return nb::isinstance<array>(obj); }
 
 std::string py_type(nb::handle obj) { return nb::cast<std::string>(nb::type_name(obj.type())); }
 

@@ -6,6 +6,7 @@ import gc
 import hashlib
 import signal
 import threading
+import weakref
 
 import numpy as np
 import pytest
@@ -275,22 +276,83 @@ def test_array_from_numpy_any_layout(layout, np_dtype, rng):
         np.testing.assert_array_equal(np.asarray(a), x)
 
 
-def test_imports_copy_the_data(rng):
+def test_array_copies_and_from_dlpack_shares(rng):
     x = rng.standard_normal((3, 3)).astype(np.float32)
-    for a in (mx.array(x), mx.from_dlpack(x), mx.array(x.T)):
-        before = np.asarray(a).copy()
-        x[...] = 0
-        np.testing.assert_array_equal(np.asarray(a), before)
-        x[...] = rng.standard_normal((3, 3))
+    for view in (x, x.T, x[::-1, 1:]):
+        copied, shared = mx.array(view), mx.from_dlpack(view)
+        before = view.copy()
+        x[...] += 1
+        np.testing.assert_array_equal(np.asarray(copied), before)
+        np.testing.assert_array_equal(np.asarray(shared), view)
+        assert np.asarray(shared).ctypes.data == view.ctypes.data
 
 
-def test_imported_arrays_never_write_the_source():
-    # The imported copy is donated to the next op; the NumPy source must stay as it was.
-    x = np.ones(1 << 16, np.float32)
-    for make in (mx.array, mx.from_dlpack, lambda v: mx.array(v[::-1])):
-        y = mx.exp(make(x))
+def test_from_dlpack_copy_argument(rng):
+    x = rng.standard_normal(5).astype(np.float32)
+    private = mx.from_dlpack(x, copy=True)
+    shared = mx.from_dlpack(x, copy=False)
+    x[0] = 100
+    assert private.tolist()[0] != 100 and shared.tolist()[0] == 100
+    # complex128 has no array dtype: it can only be imported as a (complex64) copy
+    z = np.ones(3, np.complex128)
+    assert mx.from_dlpack(z).dtype == mx.complex64
+    with pytest.raises(BufferError, match="copy=False"):
+        mx.from_dlpack(z, copy=False)
+
+
+def test_ops_never_write_into_shared_memory():
+    # Ops write their output into an input buffer that only they hold (donation); shared
+    # memory belongs to the producer and must never be written.
+    for x in (np.ones(1 << 16, np.float32), np.ones((256, 256), np.float32).T):
+        y = mx.exp(mx.from_dlpack(x))
         mx.eval(y)
+        a = mx.from_dlpack(x)
+        a[3] = 7.0  # a rebinds to the updated array
+        b = mx.from_dlpack(x).astype(mx.float32) * 2
+        s = mx.sort(mx.from_dlpack(x), axis=None)
+        mx.eval(a, b, s)
         np.testing.assert_array_equal(x, 1)
+        assert (np.asarray(a)[3] == 7.0).all()
+
+
+def test_shared_memory_lives_while_arrays_view_it():
+    x = np.arange(1 << 12, dtype=np.float32)
+    owner = weakref.ref(x)
+    a = mx.from_dlpack(x)
+    view = a[::2]
+    del x, a
+    gc.collect()
+    assert owner() is not None
+    assert view[:3].tolist() == [0.0, 2.0, 4.0]
+    del view
+    gc.collect()
+    assert owner() is None
+
+
+def test_shared_memory_released_by_an_evaluation_thread():
+    # The evaluation drops the last view while the GIL is released; the release of the
+    # producer's memory then waits for the main thread.
+    x = np.ones(1 << 12, np.float32)
+    owner = weakref.ref(x)
+    y = mx.exp(mx.from_dlpack(x))
+    del x
+    mx.eval(y)
+    for _ in range(3):
+        gc.collect()
+    assert owner() is None
+    np.testing.assert_allclose(np.asarray(y), np.e, rtol=1e-6)
+
+
+def test_torch_round_trip_without_copies():
+    torch = pytest.importorskip("torch")
+    t = torch.arange(6, dtype=torch.float32).reshape(2, 3)
+    a = mx.from_dlpack(t)
+    t[0, 0] = 42
+    assert a.tolist()[0][0] == 42
+    back = torch.from_dlpack(a)
+    assert back.data_ptr() == t.data_ptr()
+    u = torch.from_dlpack(mx.arange(4) * 2)
+    assert u.tolist() == [0, 2, 4, 6]
 
 
 def test_numpy_dtype_defaults_follow_mlx(rng):
@@ -382,8 +444,6 @@ def test_from_dlpack_accepts_any_producer(rng):
 def test_from_dlpack_errors():
     with pytest.raises(TypeError, match="__dlpack__"):
         mx.from_dlpack([1, 2])
-    with pytest.raises(BufferError, match="copy=False"):
-        mx.from_dlpack(np.ones(3), copy=False)
 
 
 # ---- errors --------------------------------------------------------------------------------
