@@ -23,8 +23,8 @@ import mlx.nn as nn
 import mlx.optimizers as optim
 from mlx.utils import tree_flatten, tree_unflatten
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-DEFAULT_DATA = os.path.join(HERE, "..", "data", "tinyshakespeare.txt")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from lm_data import DEFAULT_DATA, load_corpus, sample_windows, unigram_loss  # noqa: E402
 
 
 class Block(nn.Module):
@@ -70,27 +70,9 @@ class GPT(nn.Module):
         return self.embed.as_linear(self.norm(x))
 
 
-def load_corpus(path):
-    with open(path, encoding="utf-8") as f:
-        text = f.read()
-    chars = sorted(set(text))
-    index = {c: i for i, c in enumerate(chars)}
-    data = np.array([index[c] for c in text], dtype=np.int32)
-    split = int(0.9 * len(data))
-    return chars, data[:split], data[split:]
-
-
 def batches(data, batch, context, rng):
-    starts = rng.integers(0, len(data) - context - 1, size=batch)
-    x = np.stack([data[s : s + context] for s in starts])
-    y = np.stack([data[s + 1 : s + context + 1] for s in starts])
+    x, y = sample_windows(data, batch, context, rng)
     return mx.array(x), mx.array(y)
-
-
-def unigram_loss(train, val, vocab):
-    counts = np.bincount(train, minlength=vocab).astype(np.float64) + 1
-    p = counts / counts.sum()
-    return float(-np.log(p[val]).mean())
 
 
 def memory_line():
@@ -214,12 +196,14 @@ def main(argv=None):
     loss_avg = None
     first_loss = None
     val_loss = None
+    t_first = None  # end of the first step (which includes tracing and compiling)
     for it in range(start, args.steps):
         x, y = batches(train, args.batch, args.context, rng)
         loss = step(x, y)
         mx.eval(state)
         loss = loss.item()
         first_loss = loss if first_loss is None else first_loss
+        t_first = time.perf_counter() if t_first is None else t_first
         loss_avg = loss if loss_avg is None else 0.9 * loss_avg + 0.1 * loss
         done = it + 1 - start
         rate = done * tokens_per_step / (time.perf_counter() - t0)
@@ -234,15 +218,20 @@ def main(argv=None):
                 save_checkpoint(args.checkpoint, model, optimizer, it + 1, rng)
     elapsed = time.perf_counter() - t0
     done = args.steps - start
+    rate = steady_rate = None
     if done > 0:
-        print(f"{done} steps in {elapsed:.1f} s, {done * tokens_per_step / elapsed:,.0f} tokens/s; "
-              f"{memory_line()}")
+        rate = done * tokens_per_step / elapsed
+        if done > 1:
+            steady_rate = (done - 1) * tokens_per_step / (t0 + elapsed - t_first)
+        print(f"{done} steps in {elapsed:.1f} s, {rate:,.0f} tokens/s; {memory_line()}")
     text = ""
     if args.sample:
         text = sample(model, chars, "ROMEO:", args.sample, 0.8, args.context)
         print("--- sample ---")
         print(text)
-    return {"first_loss": first_loss, "train_loss": loss_avg, "val_loss": val_loss, "sample": text}
+    return {"first_loss": first_loss, "train_loss": loss_avg, "val_loss": val_loss, "sample": text,
+            "tokens_per_s": rate, "steady_tokens_per_s": steady_rate,
+            "peak_memory": mx.get_peak_memory()}
 
 
 if __name__ == "__main__":

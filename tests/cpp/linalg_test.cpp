@@ -238,6 +238,31 @@ TEST(Linalg, MatmulLarge) {
                random_array({120, 300}, int32, -50, 50, 6));
 }
 
+TEST(Linalg, MatmulSplitAcrossThreads) {
+  // Mid-size products are split into blocks of rows (M >= N) or columns (N > M) over the pool,
+  // each a BLAS call on a sub-matrix; extents that are not multiples of the block alignment,
+  // transposed operands and accumulation into c must all land in the right place.
+  for (Dtype t : {float32, float64, bfloat16}) {
+    SCOPED_TRACE(dtype_name(t));
+    check_matmul(random_array({203, 160}, t, -1, 1, 1), random_array({160, 45}, t, -1, 1, 2));
+    check_matmul(random_array({45, 160}, t, -1, 1, 3), random_array({160, 203}, t, -1, 1, 4));
+    check_matmul(transpose(random_array({160, 203}, t, -1, 1, 5)),
+                 transpose(random_array({45, 160}, t, -1, 1, 6)));
+    check_matmul(transpose(random_array({160, 45}, t, -1, 1, 7)),
+                 transpose(random_array({203, 160}, t, -1, 1, 8)));
+    check_matmul(random_array({3, 77, 160}, t, -1, 1, 9), random_array({160, 190}, t, -1, 1, 10));
+  }
+  array a = transpose(random_array({160, 45}, float32, -1, 1, 11));
+  array b = random_array({160, 203}, float32, -1, 1, 12);
+  auto ab = ref_matmul(to_vector(a), a.shape(), to_vector(b), b.shape());
+  auto cv = test::random_values(45 * 203, -1, 1, 13);
+  for (size_t i = 0; i < cv.size(); ++i) {
+    ab.values[i] = 0.5 * ab.values[i] + 2.0 * cv[i];
+  }
+  expect_close(addmm(test::from_vector(cv, {45, 203}), a, b, 0.5f, 2.0f), ab.values, {45, 203},
+               -1, 1e-4);
+}
+
 TEST(Linalg, MatmulErrors) {
   EXPECT_THROW(matmul(array(1.0f), random_array({2})), std::invalid_argument);
   EXPECT_THROW(matmul(random_array({2}), array(1.0f)), std::invalid_argument);

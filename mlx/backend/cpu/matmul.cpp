@@ -5,6 +5,7 @@
 #include <cblas.h>
 
 #include <algorithm>
+#include <atomic>
 #include <climits>
 #include <optional>
 
@@ -164,23 +165,78 @@ class MatrixSource {
   std::optional<int64_t> cached_;  // offset of the matrix in scratch_
 };
 
-void gemm(const BlasLayout& la, const BlasLayout& lb, int M, int N, int K, float alpha,
-          const float* a, const float* b, float beta, float* c, int ldc) {
+void blas_gemm(const BlasLayout& la, const BlasLayout& lb, int M, int N, int K, float alpha,
+               const float* a, const float* b, float beta, float* c, int ldc) {
   cblas_sgemm(CblasRowMajor, la.trans ? CblasTrans : CblasNoTrans,
               lb.trans ? CblasTrans : CblasNoTrans, M, N, K, alpha, a, la.ld, b, lb.ld, beta, c,
               ldc);
 }
-void gemm(const BlasLayout& la, const BlasLayout& lb, int M, int N, int K, double alpha,
-          const double* a, const double* b, double beta, double* c, int ldc) {
+void blas_gemm(const BlasLayout& la, const BlasLayout& lb, int M, int N, int K, double alpha,
+               const double* a, const double* b, double beta, double* c, int ldc) {
   cblas_dgemm(CblasRowMajor, la.trans ? CblasTrans : CblasNoTrans,
               lb.trans ? CblasTrans : CblasNoTrans, M, N, K, alpha, a, la.ld, b, lb.ld, beta, c,
               ldc);
 }
-void gemm(const BlasLayout& la, const BlasLayout& lb, int M, int N, int K, complex64_t alpha,
-          const complex64_t* a, const complex64_t* b, complex64_t beta, complex64_t* c, int ldc) {
+void blas_gemm(const BlasLayout& la, const BlasLayout& lb, int M, int N, int K,
+               complex64_t alpha, const complex64_t* a, const complex64_t* b, complex64_t beta, complex64_t* c, int ldc) {
   cblas_cgemm(CblasRowMajor, la.trans ? CblasTrans : CblasNoTrans,
               lb.trans ? CblasTrans : CblasNoTrans, M, N, K, &alpha, a, la.ld, b, lb.ld, &beta, c,
               ldc);
+}
+
+// Threads OpenBLAS may use for the next call (a cached global: the setter is not free).
+void set_blas_threads(int n) {
+#ifdef OPENBLAS_VERSION
+  static std::atomic<int> current{-1};
+  if (current.exchange(n) != n) {
+    openblas_set_num_threads(n);
+  }
+#else
+  (void)n;
+#endif
+}
+
+// One product C = alpha A B + beta C. OpenBLAS's own threads spin (sched_yield) for a while
+// after each call and then fight the pool's threads for the cores during the elementwise work
+// around every product. So products below kBlasThreadedFlops run as single-threaded BLAS
+// calls on blocks of rows (or columns, when N > M) spread over the pool; only large products,
+// where OpenBLAS's shared packing wins and the spinning afterwards is a small fraction, use
+// OpenBLAS's threads. Splitting along the longer side keeps the duplicated packing of the
+// other operand small.
+template <typename T>
+void gemm(const BlasLayout& la, const BlasLayout& lb, int M, int N, int K, T alpha, const T* a,
+          const T* b, T beta, T* c, int ldc) {
+  constexpr double kBlasThreadedFlops = 1e9;
+  constexpr double kMinFlopsPerPart = 1 << 21;
+  constexpr int kAlign = 16;  // rows / columns per block: a multiple of the micro-kernel tiles
+  const double flops = 2.0 * M * N * K;
+  const bool by_rows = M >= N;
+  const int64_t extent = by_rows ? M : N;
+  const int64_t blocks = (extent + kAlign - 1) / kAlign;
+  const int64_t parts = std::min<int64_t>(
+      {num_threads(), static_cast<int64_t>(flops / kMinFlopsPerPart) + 1, blocks});
+  if (flops >= kBlasThreadedFlops || parts <= 1) {
+    set_blas_threads(flops >= kBlasThreadedFlops ? num_threads() : 1);
+    blas_gemm(la, lb, M, N, K, alpha, a, b, beta, c, ldc);
+    return;
+  }
+  set_blas_threads(1);
+  parallel_for(parts, 1, [&](int64_t p0, int64_t p1) {
+    for (int64_t part = p0; part < p1; ++part) {
+      int64_t lo = std::min(extent, blocks * part / parts * kAlign);
+      int64_t hi = std::min(extent, blocks * (part + 1) / parts * kAlign);
+      if (lo == hi) {
+        continue;
+      }
+      if (by_rows) {
+        const T* pa = a + (la.trans ? lo : lo * la.ld);
+        blas_gemm(la, lb, static_cast<int>(hi - lo), N, K, alpha, pa, b, beta, c + lo * ldc, ldc);
+      } else {
+        const T* pb = b + (lb.trans ? lo * lb.ld : lo);
+        blas_gemm(la, lb, M, static_cast<int>(hi - lo), K, alpha, a, pb, beta, c + lo, ldc);
+      }
+    }
+  });
 }
 
 // BLAS on T's own memory (float32, float64, complex64), or through float32 copies for

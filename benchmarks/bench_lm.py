@@ -1,0 +1,198 @@
+"""Trains the main job's model (examples/train_lm.py) for a few steps with each implementation and
+prints a table of training throughput: this repository's mlx, Apple's MLX (same script, run by
+another interpreter) and the same model written in PyTorch (eager, CPU).
+
+Each implementation runs in its own process, with the same data, batch, model and optimizer
+(AdamW with warm-up and cosine decay, gradient clipping at 1.0). Throughput excludes the first
+step, which traces and compiles.
+
+    python benchmarks/bench_lm.py --python torch=/path/to/torch-venv/bin/python \\
+        --python apple=/path/to/apple-mlx-venv/bin/python --steps apple=8
+"""
+import argparse
+import json
+import math
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, os.path.join(ROOT, "examples"))
+
+MODEL = dict(dims=128, layers=4, heads=4, context=128, batch=32, lr=3e-3, warmup=50,
+             weight_decay=0.1, total_steps=600)
+
+
+def run_mlx(steps):
+    """The main job itself, cut to `steps` steps (same schedule as the default run)."""
+    import train_lm
+
+    m = MODEL
+    argv = ["--steps", str(steps), "--sample", "0", "--eval-every", str(10**9), "--cpu",
+            "--dims", str(m["dims"]), "--layers", str(m["layers"]), "--heads", str(m["heads"]),
+            "--context", str(m["context"]), "--batch", str(m["batch"])]
+    out = train_lm.main(argv)
+    import mlx.core as mx
+
+    return {"label": f"mlx {getattr(mx, '__version__', '?')}", "tokens_per_s": out["steady_tokens_per_s"],
+            "first_loss": out["first_loss"], "last_loss": out["train_loss"]}
+
+
+def run_torch(steps):
+    """The same model in PyTorch: pre-norm blocks, fused bias-free QKV, RoPE (rotating halves,
+    as nn.RoPE does by default), causal SDPA, exact GELU, output tied to the embedding."""
+    import torch
+    import torch.nn.functional as F
+    from lm_data import DEFAULT_DATA, load_corpus, sample_windows
+
+    m = MODEL
+    torch.manual_seed(0)
+    chars, train, _ = load_corpus(DEFAULT_DATA)
+
+    def rope_tables(T, d):
+        half = d // 2
+        freqs = 10000.0 ** (-torch.arange(half, dtype=torch.float32) / half)
+        angles = torch.arange(T, dtype=torch.float32)[:, None] * freqs[None]
+        return angles.cos(), angles.sin()
+
+    def rope(x, cos, sin):
+        half = x.shape[-1] // 2
+        x1, x2 = x[..., :half], x[..., half:]
+        return torch.cat([x1 * cos - x2 * sin, x1 * sin + x2 * cos], dim=-1)
+
+    class Block(torch.nn.Module):
+        def __init__(self, dims, heads):
+            super().__init__()
+            self.heads = heads
+            self.norm1 = torch.nn.LayerNorm(dims)
+            self.qkv = torch.nn.Linear(dims, 3 * dims, bias=False)
+            self.out = torch.nn.Linear(dims, dims, bias=False)
+            self.norm2 = torch.nn.LayerNorm(dims)
+            self.mlp_in = torch.nn.Linear(dims, 4 * dims)
+            self.mlp_out = torch.nn.Linear(4 * dims, dims)
+
+        def forward(self, x, cos, sin):
+            B, T, D = x.shape
+            q, k, v = self.qkv(self.norm1(x)).split(D, dim=-1)
+            q, k, v = (z.view(B, T, self.heads, D // self.heads).transpose(1, 2) for z in (q, k, v))
+            o = F.scaled_dot_product_attention(rope(q, cos, sin), rope(k, cos, sin), v,
+                                               is_causal=True)
+            x = x + self.out(o.transpose(1, 2).reshape(B, T, D))
+            return x + self.mlp_out(F.gelu(self.mlp_in(self.norm2(x))))
+
+    class GPT(torch.nn.Module):
+        def __init__(self, vocab, dims, layers, heads):
+            super().__init__()
+            self.embed = torch.nn.Embedding(vocab, dims)
+            torch.nn.init.normal_(self.embed.weight, std=dims**-0.5)  # as MLX's nn.Embedding
+            self.blocks = torch.nn.ModuleList(Block(dims, heads) for _ in range(layers))
+            self.norm = torch.nn.LayerNorm(dims)
+            self.head_dim = dims // heads
+
+        def forward(self, tokens):
+            cos, sin = rope_tables(tokens.shape[1], self.head_dim)
+            x = self.embed(tokens)
+            for block in self.blocks:
+                x = block(x, cos, sin)
+            return self.norm(x) @ self.embed.weight.T
+
+    model = GPT(len(chars), m["dims"], m["layers"], m["heads"])
+    opt = torch.optim.AdamW(model.parameters(), lr=m["lr"], weight_decay=m["weight_decay"])
+    warmup, total, lr = m["warmup"], m["total_steps"], m["lr"]
+
+    def schedule(step):  # multiplier of lr, as train_lm's join_schedules
+        if step < warmup:
+            return 1e-2 + (1 - 1e-2) * step / warmup
+        t = min(step - warmup, total - warmup) / (total - warmup)
+        return 0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * t))
+
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, schedule)
+    rng = np.random.default_rng(0)
+    losses, t_first = [], None
+    for _ in range(steps):
+        x, y = (torch.from_numpy(a) for a in sample_windows(
+            train, m["batch"], m["context"], rng))
+        logits = model(x.long())
+        loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.long().reshape(-1))
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        sched.step()
+        losses.append(loss.item())
+        t_first = time.perf_counter() if t_first is None else t_first
+    elapsed = time.perf_counter() - t_first
+    avg = losses[0]
+    for v in losses[1:]:
+        avg = 0.9 * avg + 0.1 * v
+    return {"label": f"PyTorch {torch.__version__} (eager, {torch.get_num_threads()} threads)",
+            "tokens_per_s": (steps - 1) * m["batch"] * m["context"] / elapsed,
+            "first_loss": losses[0], "last_loss": avg}
+
+
+def worker(kind, steps, out_path):
+    result = run_torch(steps) if kind == "torch" else run_mlx(steps)
+    result["max_rss_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    with open(out_path, "w") as f:
+        json.dump(result, f)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--python", action="append", default=[], metavar="NAME=PATH",
+                   help="interpreter for 'torch' or 'apple' (Apple's MLX); those without one "
+                        "are skipped")
+    p.add_argument("--steps", action="append", default=[], metavar="[NAME=]N",
+                   help="steps per implementation (default 30)")
+    p.add_argument("--worker", help=argparse.SUPPRESS)
+    p.add_argument("--worker-steps", type=int, help=argparse.SUPPRESS)
+    p.add_argument("--worker-out", help=argparse.SUPPRESS)
+    args = p.parse_args()
+    if args.worker:
+        worker(args.worker, args.worker_steps, args.worker_out)
+        return
+
+    pythons = {"ours": sys.executable, **dict(s.split("=", 1) for s in args.python)}
+    steps = {"default": 30}
+    for s in args.steps:
+        name, _, n = s.rpartition("=")
+        steps[name or "default"] = int(n)
+    rows = []
+    for name, python in pythons.items():
+        env = dict(os.environ)
+        if name == "apple":
+            env.pop("PYTHONPATH", None)  # Apple's mlx, not this repository's
+        with tempfile.NamedTemporaryFile(suffix=".json") as out:
+            n = steps.get(name, steps["default"])
+            cmd = [python, os.path.abspath(__file__), "--worker", "torch" if name == "torch" else "mlx",
+                   "--worker-steps", str(n), "--worker-out", out.name]
+            print(f"# {name}: {n} steps", file=sys.stderr)
+            if subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL).returncode != 0:
+                print(f"# {name}: failed (see above)", file=sys.stderr)
+                continue
+            with open(out.name) as f:
+                result = json.load(f)
+            names = {"ours": "ours", "apple": "Apple MLX", "torch": "PyTorch"}
+            result["label"] = f"{names.get(name, name)}: {result['label']}"
+            rows.append(dict(result, steps=n))
+    ours = rows[0]["tokens_per_s"]
+    m = MODEL
+    print(f"\nGPT {m['layers']} layers x {m['dims']} dims, {m['heads']} heads, context "
+          f"{m['context']}, batch {m['batch']}; CPU, {os.cpu_count()} cores\n")
+    print("| implementation | steps | tokens/s | relative to ours | loss at step 1 | "
+          "loss (EMA) at the end | max RSS |")
+    print("|---|---|---|---|---|---|---|")
+    for r in rows:
+        print(f"| {r['label']} | {r['steps']} | {r['tokens_per_s']:,.0f} | "
+              f"{r['tokens_per_s'] / ours:.2f}x | {r['first_loss']:.3f} | {r['last_loss']:.3f} | "
+              f"{r['max_rss_mib']:.0f} MiB |")
+
+
+if __name__ == "__main__":
+    main()
