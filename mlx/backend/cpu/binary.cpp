@@ -109,26 +109,21 @@ void select_loop(const array& cond, const array& x, const array& y, array& out) 
   out.set_data(allocator::malloc(out.nbytes()));
   auto layout =
       collapse_dims<4>(out.shape(), {cond.strides(), x.strides(), y.strides(), out.strides()});
-  int64_t rows = num_rows(layout.shape);
-  int64_t len = layout.shape.back();
   int64_t sc = layout.strides[0].back(), sx = layout.strides[1].back(),
           sy = layout.strides[2].back();
   const bool* pc = cond.data<bool>();
   const T* px = x.data<T>();
   const T* py = y.data<T>();
   T* dst = out.data<T>();
-  parallel_for(rows, std::max<int64_t>(1, kParallelBytes / (len * sizeof(T) + 1)),
-               [&](int64_t r0, int64_t r1) {
-                 for_each_row(layout, r0, r1, [&](const std::array<int64_t, 4>& off) {
-                   const bool* c = pc + off[0];
-                   const T* xs = px + off[1];
-                   const T* ys = py + off[2];
-                   T* d = dst + off[3];
-                   for (int64_t i = 0; i < len; ++i) {
-                     d[i] = c[i * sc] ? xs[i * sx] : ys[i * sy];
-                   }
-                 });
-               });
+  parallel_rows(layout, sizeof(T), [&](const std::array<int64_t, 4>& off, int64_t len) {
+    const bool* c = pc + off[0];
+    const T* xs = px + off[1];
+    const T* ys = py + off[2];
+    T* d = dst + off[3];
+    for (int64_t i = 0; i < len; ++i) {
+      d[i] = c[i * sc] ? xs[i * sx] : ys[i * sy];
+    }
+  });
 }
 }  // namespace
 

@@ -40,17 +40,12 @@ void unary_runs(const array& in, array& out, RunFn apply_run) {
   }
   out.set_data(allocator::malloc(out.nbytes()));
   auto layout = collapse_dims<2>(in.shape(), {in.strides(), out.strides()});
-  int64_t rows = num_rows(layout.shape);
-  int64_t len = layout.shape.back();
   int64_t s_in = layout.strides[0].back();
   const In* src = in.data<In>();
   Out* dst = out.data<Out>();
-  parallel_for(rows, std::max<int64_t>(1, kParallelBytes / (len * sizeof(Out) + 1)),
-               [&](int64_t r0, int64_t r1) {
-                 for_each_row(layout, r0, r1, [&](const std::array<int64_t, 2>& off) {
-                   apply_run(src + off[0], s_in, dst + off[1], len);
-                 });
-               });
+  parallel_rows(layout, sizeof(Out), [&](const std::array<int64_t, 2>& off, int64_t len) {
+    apply_run(src + off[0], s_in, dst + off[1], len);
+  });
 }
 
 template <typename In, typename Out, typename Op>
@@ -121,32 +116,27 @@ void binary_loop(const array& a, const array& b, array& out, Op op) {
   } else {
     out.set_data(allocator::malloc(out.nbytes()));
     auto layout = collapse_dims<3>(out.shape(), {a.strides(), b.strides(), out.strides()});
-    int64_t rows = num_rows(layout.shape);
-    int64_t len = layout.shape.back();
     int64_t sa = layout.strides[0].back();
     int64_t sb = layout.strides[1].back();
     Out* dst = out.data<Out>();
-    parallel_for(rows, std::max<int64_t>(1, kParallelBytes / (len * sizeof(Out) + 1)),
-                 [&](int64_t r0, int64_t r1) {
-                   for_each_row(layout, r0, r1, [&](const std::array<int64_t, 3>& off) {
-                     const In* x = pa + off[0];
-                     const In* y = pb + off[1];
-                     Out* d = dst + off[2];
-                     if (sa == 1 && sb == 1) {
-                       for (int64_t i = 0; i < len; ++i)
-                         d[i] = op(x[i], y[i]);
-                     } else if (sa == 0 && sb == 1) {
-                       for (int64_t i = 0; i < len; ++i)
-                         d[i] = op(x[0], y[i]);
-                     } else if (sa == 1 && sb == 0) {
-                       for (int64_t i = 0; i < len; ++i)
-                         d[i] = op(x[i], y[0]);
-                     } else {
-                       for (int64_t i = 0; i < len; ++i)
-                         d[i] = op(x[i * sa], y[i * sb]);
-                     }
-                   });
-                 });
+    parallel_rows(layout, sizeof(Out), [&](const std::array<int64_t, 3>& off, int64_t len) {
+      const In* x = pa + off[0];
+      const In* y = pb + off[1];
+      Out* d = dst + off[2];
+      if (sa == 1 && sb == 1) {
+        for (int64_t i = 0; i < len; ++i)
+          d[i] = op(x[i], y[i]);
+      } else if (sa == 0 && sb == 1) {
+        for (int64_t i = 0; i < len; ++i)
+          d[i] = op(x[0], y[i]);
+      } else if (sa == 1 && sb == 0) {
+        for (int64_t i = 0; i < len; ++i)
+          d[i] = op(x[i], y[0]);
+      } else {
+        for (int64_t i = 0; i < len; ++i)
+          d[i] = op(x[i * sa], y[i * sb]);
+      }
+    });
   }
 }
 

@@ -2,11 +2,13 @@
 // walk the outer dimensions row by row with offsets updated incrementally.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <vector>
 
 #include "mlx/array.h"
+#include "mlx/backend/cpu/thread_pool.h"
 
 namespace mlx::core::cpu {
 
@@ -103,6 +105,37 @@ inline int64_t num_rows(const Shape& collapsed) {
     rows *= collapsed[d];
   }
   return rows;
+}
+
+// Calls fn(offsets, n) for every row of the layout, in pieces of at most kParallelBytes spread
+// over the pool: offsets are those of the piece's first element and n its length. Unlike
+// parallel_for over rows, a layout of a few long rows (one, when everything collapses, as for
+// dense operands next to a broadcast scalar) still uses every thread.
+template <size_t N, typename F>
+void parallel_rows(const Layout<N>& layout, int64_t elem_bytes, F&& fn) {
+  const int64_t rows = num_rows(layout.shape);
+  const int64_t len = layout.shape.back();
+  const int64_t piece = std::max<int64_t>(1, kParallelBytes / std::max<int64_t>(elem_bytes, 1));
+  if (len <= piece) {
+    parallel_for(rows, std::max<int64_t>(1, piece / std::max<int64_t>(len, 1)),
+                 [&](int64_t r0, int64_t r1) {
+                   for_each_row(layout, r0, r1,
+                                [&](const std::array<int64_t, N>& off) { fn(off, len); });
+                 });
+    return;
+  }
+  const int64_t pieces = (len + piece - 1) / piece;
+  parallel_for(rows * pieces, 1, [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t) {
+      const int64_t start = t % pieces * piece;
+      for_each_row(layout, t / pieces, t / pieces + 1, [&](std::array<int64_t, N> off) {
+        for (size_t k = 0; k < N; ++k) {
+          off[k] += start * layout.strides[k].back();
+        }
+        fn(off, std::min(piece, len - start));
+      });
+    }
+  });
 }
 
 }  // namespace mlx::core::cpu
