@@ -141,6 +141,10 @@ array erfinv(const array& a, StreamOrDevice s) { return float_unary(UnaryOp::Erf
 array sigmoid(const array& a, StreamOrDevice s) {
   return float_unary(UnaryOp::Sigmoid, a, s, false);
 }
+array gelu(const array& a, StreamOrDevice s) { return float_unary(UnaryOp::Gelu, a, s, false); }
+array gelu_grad(const array& a, StreamOrDevice s) {
+  return float_unary(UnaryOp::GeluGrad, a, s, false);
+}
 
 array degrees(const array& a, StreamOrDevice s) {
   Dtype t = at_least_float(a.dtype());

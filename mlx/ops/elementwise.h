@@ -38,6 +38,10 @@ array arctanh(const array& a, StreamOrDevice s = {});
 array erf(const array& a, StreamOrDevice s = {});
 array erfinv(const array& a, StreamOrDevice s = {});
 array sigmoid(const array& a, StreamOrDevice s = {});
+// GELU, x Phi(x) with Phi the standard normal CDF, as one kernel (nn.gelu), and its derivative
+// Phi(x) + x phi(x) (the kernel of gelu's vjp). Extensions: MLX composes gelu from erf.
+array gelu(const array& a, StreamOrDevice s = {});
+array gelu_grad(const array& a, StreamOrDevice s = {});
 array degrees(const array& a, StreamOrDevice s = {});
 array radians(const array& a, StreamOrDevice s = {});
 array floor(const array& a, StreamOrDevice s = {});

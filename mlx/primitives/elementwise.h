@@ -35,6 +35,8 @@ namespace mlx::core {
   X(Erf) \
   X(ErfInv) \
   X(Sigmoid) \
+  X(Gelu) \
+  X(GeluGrad) \
   X(Floor) \
   X(Ceil) \
   X(Round) \

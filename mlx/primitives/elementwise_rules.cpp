@@ -67,6 +67,8 @@ Dtype unary_out_dtype(UnaryOp op, Dtype in) {
     case UnaryOp::Erf:
     case UnaryOp::ErfInv:
     case UnaryOp::Sigmoid:
+    case UnaryOp::Gelu:
+    case UnaryOp::GeluGrad:
     case UnaryOp::Floor:
     case UnaryOp::Ceil:
     case UnaryOp::Round:
@@ -192,6 +194,14 @@ std::optional<array> unary_linear(UnaryOp op, const array& g, const array& x, co
     }
     case UnaryOp::Sigmoid:
       return multiply(g, multiply(y, subtract(one, y, s), s), s);
+    case UnaryOp::Gelu:
+      return multiply(g, gelu_grad(x, s), s);
+    case UnaryOp::GeluGrad: {
+      // d/dx (Phi(x) + x phi(x)) = phi(x) (2 - x^2), phi the standard normal density.
+      array phi = multiply(scalar(1.0 / std::sqrt(2.0 * std::numbers::pi), x),
+                           exp(multiply(scalar(-0.5, x), sq(x), s), s), s);
+      return multiply(g, multiply(phi, subtract(scalar(2.0, x), sq(x), s), s), s);
+    }
     case UnaryOp::Conjugate:
       return conjugate(g, s);
     case UnaryOp::Real:

@@ -45,6 +45,9 @@ const Unary kUnary[] = {
     {"erf", &mlx::core::erf},
     {"erfinv", &erfinv},
     {"sigmoid", &sigmoid},
+    // Not MLX API: the fused kernels behind nn.gelu, hence the underscore.
+    {"_gelu", &gelu},
+    {"_gelu_grad", &gelu_grad},
     {"degrees", &degrees},
     {"radians", &radians},
     {"floor", &mlx::core::floor},

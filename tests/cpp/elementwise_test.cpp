@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <functional>
+#include <numbers>
 
 #include "mlx/mlx.h"
 #include "test_utils.h"
@@ -91,6 +92,14 @@ std::vector<UnaryCase> unary_cases() {
        -0.99, 0.99},
       {"sigmoid", f([](const array& a, StreamOrDevice s) { return sigmoid(a, s); }),
        [](double x) { return 1 / (1 + std::exp(-x)); }, -20, 20},
+      {"gelu", f([](const array& a, StreamOrDevice s) { return gelu(a, s); }),
+       [](double x) { return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0))); }, -6, 6},
+      {"gelu_grad", f([](const array& a, StreamOrDevice s) { return gelu_grad(a, s); }),
+       [](double x) {
+         return 0.5 * (1 + std::erf(x / std::sqrt(2.0))) +
+                x * std::exp(-0.5 * x * x) / std::sqrt(2 * std::numbers::pi);
+       },
+       -6, 6},
       {"floor", f([](const array& a, StreamOrDevice s) { return floor(a, s); }),
        [](double x) { return std::floor(x); }, -5, 5},
       {"ceil", f([](const array& a, StreamOrDevice s) { return ceil(a, s); }),

@@ -53,6 +53,8 @@ std::vector<UnaryCase> differentiable_unary() {
       {"erf", [](const array& x) { return erf(x); }, -2, 2},
       {"erfinv", [](const array& x) { return erfinv(x); }, -0.9, 0.9},
       {"sigmoid", [](const array& x) { return sigmoid(x); }, -3, 3},
+      {"gelu", [](const array& x) { return gelu(x); }, -3, 3},
+      {"gelu_grad", [](const array& x) { return gelu_grad(x); }, -3, 3},
   };
 }
 

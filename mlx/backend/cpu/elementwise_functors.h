@@ -87,6 +87,18 @@ inline double erfinv_impl(double a) {
   return y;
 }
 
+// x Phi(x) and its derivative Phi(x) + x phi(x), Phi and phi the standard normal CDF and
+// density.
+template <typename T>
+inline T gelu_impl(T x) {
+  return T(0.5) * x * (T(1) + std::erf(x * T(0.70710678118654752440)));
+}
+template <typename T>
+inline T gelu_grad_impl(T x) {
+  return T(0.5) * (T(1) + std::erf(x * T(0.70710678118654752440))) +
+         x * T(0.39894228040143267794) * std::exp(T(-0.5) * x * x);
+}
+
 template <typename T>
 inline T sigmoid_impl(T x) {
   // Stable for large |x|: never computes exp of a large positive number.
@@ -118,6 +130,8 @@ MLX_FLOAT_FN(ArcSinh, std::asinh(x))
 MLX_FLOAT_FN(ArcCosh, std::acosh(x))
 MLX_FLOAT_FN(ArcTanh, std::atanh(x))
 MLX_FLOAT_FN(Sigmoid, sigmoid_impl(x))
+MLX_FLOAT_FN(Gelu, gelu_impl(x))
+MLX_FLOAT_FN(GeluGrad, gelu_grad_impl(x))
 #undef MLX_FLOAT_FN
 
 struct Erf {

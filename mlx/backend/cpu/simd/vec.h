@@ -812,6 +812,13 @@ inline VecF erf(VecF x) {
   return copysign(select(a < VecF(1.0f), small, 1.0f - erfc), x);
 }
 
+// x Phi(x) and Phi(x) + x phi(x) (GELU and its derivative) from erf and exp above.
+inline VecF gelu(VecF x) { return 0.5f * x * (1.0f + erf(x * VecF(0.707106781f))); }
+inline VecF gelu_grad(VecF x) {
+  VecF cdf = 0.5f * (1.0f + erf(x * VecF(0.707106781f)));
+  return fma(x * VecF(0.398942280f), exp(x * x * VecF(-0.5f)), cdf);
+}
+
 inline VecF erfinv(VecF x) {
   using detail::horner;
   // erfinv(x) = x P(w), w = -log(1 - x^2), fitted separately for w < 5 (in w) and

@@ -26,6 +26,8 @@ void tanh(const float* in, float* out, int64_t n);
 void sigmoid(const float* in, float* out, int64_t n);
 void erf(const float* in, float* out, int64_t n);
 void erfinv(const float* in, float* out, int64_t n);
+void gelu(const float* in, float* out, int64_t n);
+void gelu_grad(const float* in, float* out, int64_t n);
 void sinh(const float* in, float* out, int64_t n);
 void cosh(const float* in, float* out, int64_t n);
 void atan(const float* in, float* out, int64_t n);
