@@ -1,6 +1,7 @@
 // All op families of mlx::core.
 #pragma once
 
+#include "mlx/ops/composites.h"
 #include "mlx/ops/creation.h"
 #include "mlx/ops/elementwise.h"
 #include "mlx/ops/graph.h"

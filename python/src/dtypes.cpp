@@ -1,11 +1,14 @@
-// mx.Dtype, the dtype objects, dtype categories, finfo and iinfo.
+// mx.Dtype, the dtype objects, dtype categories, finfo, iinfo, can_cast and isdtype.
 #include <nanobind/operators.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/variant.h>
+#include <nanobind/stl/vector.h>
 
+#include <algorithm>
 #include <variant>
 
 #include "mlx/dtype.h"
+#include "mlx/ops/composites.h"
 #include "python/src/bindings.h"
 
 namespace nb = nanobind;
@@ -17,6 +20,15 @@ using DtypeOrCategory = std::variant<Dtype, DtypeCategory>;
 
 bool is_subdtype(const DtypeOrCategory& a, const DtypeOrCategory& b) {
   return std::visit([](auto x, auto y) { return issubdtype(x, y); }, a, b);
+}
+
+// One entry of isdtype's `kind`: a dtype (equality) or a kind string.
+using DtypeOrKind = std::variant<Dtype, std::string>;
+bool is_kind(Dtype dtype, const DtypeOrKind& kind) {
+  if (auto* d = std::get_if<Dtype>(&kind)) {
+    return dtype == *d;
+  }
+  return isdtype(dtype, std::get<std::string>(kind));
 }
 
 }  // namespace
@@ -53,6 +65,28 @@ void init_dtypes(nb::module_& m) {
 
   m.def("issubdtype", &is_subdtype, nb::arg("arg1"), nb::arg("arg2"),
         "Whether a dtype or category is below another in the dtype hierarchy.");
+
+  m.def(
+      "can_cast",
+      [](const std::variant<Dtype, array>& from_, Dtype to) {
+        Dtype from = std::holds_alternative<Dtype>(from_) ? std::get<Dtype>(from_)
+                                                          : std::get<array>(from_).dtype();
+        return can_cast(from, to);
+      },
+      nb::arg("from_"), nb::arg("to"),
+      "Whether promoting `from_` (a dtype or an array's dtype) with `to` gives `to`.");
+  m.def(
+      "isdtype",
+      [](Dtype dtype, const std::variant<DtypeOrKind, std::vector<DtypeOrKind>>& kind) {
+        if (auto* one = std::get_if<DtypeOrKind>(&kind)) {
+          return is_kind(dtype, *one);
+        }
+        const auto& many = std::get<std::vector<DtypeOrKind>>(kind);
+        return std::any_of(many.begin(), many.end(),
+                           [&](const DtypeOrKind& k) { return is_kind(dtype, k); });
+      },
+      nb::arg("dtype"), nb::arg("kind"),
+      "Whether `dtype` matches a dtype, a kind string or any entry of a tuple of them.");
 
   nb::class_<finfo>(m, "finfo", "Machine limits of a floating point dtype.")
       .def(nb::init<Dtype>(), nb::arg("dtype"))

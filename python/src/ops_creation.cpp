@@ -1,4 +1,6 @@
-// Array creation: arange, linspace, full, zeros, ones, eye, identity, tri and the *_like forms.
+// Array creation: arange, linspace, full, zeros, ones, eye, identity, tri, the *_like forms,
+// window functions (hanning, hamming, blackman, bartlett) and asarray.
+#include "mlx/utils.h"
 #include "python/src/ops_common.h"
 
 namespace nb = nanobind;
@@ -46,6 +48,46 @@ void def_fill(nb::module_& m, const char* name, FillFn fn) {
         return fn(to_ints(shape), dtype.value_or(float32), s);
       },
       "shape"_a, "dtype"_a = nb::none(), nb::kw_only(), "stream"_a = nb::none());
+}
+
+using WindowFn = array (*)(int, StreamOrDevice);
+const std::pair<const char*, WindowFn> kWindows[] = {
+    {"hanning", &hanning}, {"hamming", &hamming}, {"blackman", &blackman}, {"bartlett", &bartlett}};
+
+// mx.asarray: the input itself when it is an array of the requested dtype (unless copy=True),
+// memory shared through DLPack where the producer allows it (unless copy=True), else a converted
+// copy; copy=False raises ValueError when a copy is unavoidable.
+nb::object asarray_impl(nb::handle a, std::optional<Dtype> dtype, std::optional<bool> copy) {
+  auto convert = [&](const array& x) -> nb::object {
+    if (!dtype || *dtype == x.dtype()) {
+      return nb::cast(x);
+    }
+    if (copy == false) {
+      throw std::invalid_argument(msg("[asarray] copy=False, but converting ", x.dtype(), " to ",
+                                      *dtype, " requires a copy."));
+    }
+    return nb::cast(astype(x, *dtype));
+  };
+  if (nb::isinstance<array>(a)) {
+    const array& x = nb::cast<const array&>(a);
+    if (copy == true) {
+      return nb::cast(astype(mlx::core::copy(x), dtype.value_or(x.dtype())));
+    }
+    return (!dtype || *dtype == x.dtype()) ? nb::borrow(a) : convert(x);
+  }
+  if (copy != true && nb::hasattr(a, "__dlpack__")) {
+    try {
+      nb::object shared = nb::module_::import_("mlx.core").attr("from_dlpack")(a, "copy"_a = false);
+      return convert(nb::cast<array>(shared));
+    } catch (const nb::python_error&) {
+      // Not shareable (device memory, unsupported dtype or layout): copy below unless forbidden.
+    }
+  }
+  if (copy == false) {
+    throw std::invalid_argument(
+        "[asarray] copy=False, but the input cannot be converted without a copy.");
+  }
+  return nb::cast(array_from_python(a, dtype));
 }
 
 }  // namespace
@@ -97,6 +139,13 @@ void init_ops_creation(nb::module_& m) {
         return identity(n, dtype.value_or(float32), s);
       },
       "n"_a, "dtype"_a = nb::none(), nb::kw_only(), "stream"_a = nb::none());
+  for (const auto& [name, fn] : kWindows) {
+    m.def(
+        name, [fn](int M, StreamOrDevice s) { return fn(M, s); }, "M"_a, nb::kw_only(),
+        "stream"_a = nb::none());
+  }
+  m.def("asarray", &asarray_impl, "a"_a, "dtype"_a = nb::none(), nb::kw_only(),
+        "copy"_a = nb::none(), "Converts the input to an array, without a copy where possible.");
 }
 
 }  // namespace mlx::core::python

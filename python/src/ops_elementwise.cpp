@@ -127,6 +127,7 @@ void init_ops_elementwise(nb::module_& m) {
         return to_tuple(divmod(x, y, s));
       },
       "a"_a, "b"_a, nb::kw_only(), "stream"_a = nb::none());
+  def_op(m, {"positive"}, [](const array& a, StreamOrDevice s) { return positive(a, s); });
   def_op(
       m, {"round", true},
       [](const array& a, int decimals, StreamOrDevice s) { return round(a, decimals, s); },

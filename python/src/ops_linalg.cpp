@@ -1,4 +1,5 @@
-// Products (matmul, addmm, tensordot, inner, outer, kron) and graph ops (depends, result_type).
+// Products (matmul, addmm, tensordot, inner, outer, kron, vecdot) and graph ops (depends,
+// result_type).
 #include "python/src/ops_common.h"
 
 namespace nb = nanobind;
@@ -43,6 +44,12 @@ void init_ops_linalg(nb::module_& m) {
         return tensordot(a, b, to_ints(axes_a), to_ints(axes_b), s);
       },
       "b"_a, "axes"_a = 2);
+  def_op(
+      m, {"vecdot"},
+      [](const array& a, const ScalarOrArray& b, int axis, StreamOrDevice s) {
+        return vecdot(a, b.get(a.dtype()), axis, s);
+      },
+      "b"_a, nb::kw_only(), "axis"_a = -1);
   m.def(
       "depends",
       [](const ArrayOrList& inputs, const ArrayOrList& dependencies) -> nb::object {

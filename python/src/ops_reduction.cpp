@@ -72,6 +72,18 @@ void init_ops_reduction(nb::module_& m) {
         "axis"_a = nb::none(), nb::kw_only(), "reverse"_a = false, "inclusive"_a = true);
   }
   def_op(
+      m, {"median"},
+      [](const array& a, const OptAxes& axis, bool keepdims, StreamOrDevice s) {
+        return median(a, to_axes(axis, a.ndim()), keepdims, s);
+      },
+      "axis"_a = nb::none(), "keepdims"_a = false);
+  def_op(
+      m, {"count_nonzero"},
+      [](const array& a, const OptAxes& axis, bool keepdims, StreamOrDevice s) {
+        return count_nonzero(a, to_axes(axis, a.ndim()), keepdims, s);
+      },
+      nb::kw_only(), "axis"_a = nb::none(), "keepdims"_a = false);
+  def_op(
       m, {"softmax"},
       [](const array& a, const OptAxes& axis, bool precise, StreamOrDevice s) {
         return softmax(a, to_axes(axis, a.ndim()), precise, s);

@@ -278,6 +278,10 @@ void init_ops_shape(nb::module_& m) {
   def_atleast(m, "atleast_1d", &atleast_1d);
   def_atleast(m, "atleast_2d", &atleast_2d);
   def_atleast(m, "atleast_3d", &atleast_3d);
+  def_op(
+      m, {"diff"},
+      [](const array& a, int n, int axis, StreamOrDevice s) { return diff(a, n, axis, s); },
+      "n"_a = 1, "axis"_a = -1);
   init_dynamic_slices(m);
 }
 
