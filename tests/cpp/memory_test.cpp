@@ -1,5 +1,8 @@
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <vector>
+
 #include "mlx/memory/buffer_cache.h"
 #include "mlx/memory/caching_allocator.h"
 #include "mlx/mlx.h"
@@ -86,6 +89,42 @@ TEST(Memory, DonationKeepsChainPeakNearTwoArrays) {
   // x stays alive (held here); the chain itself should need about one more array.
   EXPECT_LE(peak, bytes + bytes / 2) << "peak above base: " << peak;
   EXPECT_GE(peak, bytes);
+}
+
+TEST(Memory, ExternalMemoryIsNeverWrittenAndReleasedOnce) {
+  // Memory of another owner (e.g. a NumPy array) viewed without a copy: ops must not write
+  // their output into it even when the graph holds the only reference (where an owned buffer
+  // would be donated), and the owner's release runs exactly once, after the last view.
+  std::vector<float> owner(1024, 2.0f);
+  int releases = 0;
+  auto external = [&] {
+    array a(Shape{1024}, float32, nullptr, {});
+    a.set_external_data(owner.data(), owner.size(), {1}, {true, true, true},
+                        [&releases](allocator::Buffer) { ++releases; });
+    return a;
+  };
+  {
+    array y = exp(external());  // the only reference to the input is the graph's
+    eval(y);
+    EXPECT_NE(y.data<float>(), owner.data());
+    EXPECT_FLOAT_EQ(y.data<float>()[0], std::exp(2.0f));
+    EXPECT_EQ(releases, 1);  // the input was dropped after its consumer ran
+  }
+  for (float v : owner) {
+    ASSERT_EQ(v, 2.0f);
+  }
+  {
+    array view = slice(external(), {0}, {512});
+    eval(view);
+    EXPECT_FALSE(view.is_donatable());
+    array z = negative(view);
+    eval(z);
+    EXPECT_EQ(releases, 1);  // `view` still holds the memory
+  }
+  EXPECT_EQ(releases, 2);
+  for (float v : owner) {
+    ASSERT_EQ(v, 2.0f);
+  }
 }
 
 TEST(Memory, LimitErrorsAreClear) {
