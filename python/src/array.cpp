@@ -96,7 +96,8 @@ void def_binary(Class& cls, const char* name, const char* rname, BinaryFn fn) {
     return is_array(b) ? fn(a, nb::cast<const array&>(b), {}) : fn(a, to_operand(b, a.dtype()), {});
   });
   if (rname) {
-    cls.def(rname, [fn](const array& a, nb::handle b) { return fn(to_operand(b, a.dtype()), a, {}); });
+    cls.def(rname,
+            [fn](const array& a, nb::handle b) { return fn(to_operand(b, a.dtype()), a, {}); });
   }
 }
 

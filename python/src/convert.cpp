@@ -23,7 +23,6 @@ namespace mlx::core::python {
 
 namespace {
 
-
 Dtype int_dtype(int64_t v) {
   return v > std::numeric_limits<int32_t>::max() || v < std::numeric_limits<int32_t>::min() ? int64
                                                                                             : int32;

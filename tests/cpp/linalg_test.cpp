@@ -259,8 +259,8 @@ TEST(Linalg, MatmulSplitAcrossThreads) {
   for (size_t i = 0; i < cv.size(); ++i) {
     ab.values[i] = 0.5 * ab.values[i] + 2.0 * cv[i];
   }
-  expect_close(addmm(test::from_vector(cv, {45, 203}), a, b, 0.5f, 2.0f), ab.values, {45, 203},
-               -1, 1e-4);
+  expect_close(addmm(test::from_vector(cv, {45, 203}), a, b, 0.5f, 2.0f), ab.values, {45, 203}, -1,
+               1e-4);
 }
 
 TEST(Linalg, MatmulErrors) {

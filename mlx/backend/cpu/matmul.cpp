@@ -178,8 +178,9 @@ void blas_gemm(const BlasLayout& la, const BlasLayout& lb, int M, int N, int K, 
               lb.trans ? CblasTrans : CblasNoTrans, M, N, K, alpha, a, la.ld, b, lb.ld, beta, c,
               ldc);
 }
-void blas_gemm(const BlasLayout& la, const BlasLayout& lb, int M, int N, int K,
-               complex64_t alpha, const complex64_t* a, const complex64_t* b, complex64_t beta, complex64_t* c, int ldc) {
+void blas_gemm(const BlasLayout& la, const BlasLayout& lb, int M, int N, int K, complex64_t alpha,
+               const complex64_t* a, const complex64_t* b, complex64_t beta, complex64_t* c,
+               int ldc) {
   cblas_cgemm(CblasRowMajor, la.trans ? CblasTrans : CblasNoTrans,
               lb.trans ? CblasTrans : CblasNoTrans, M, N, K, &alpha, a, la.ld, b, lb.ld, &beta, c,
               ldc);
@@ -219,8 +220,8 @@ void gemm(const BlasLayout& la, const BlasLayout& lb, int M, int N, int K, T alp
   const int64_t row_blocks = (M + kAlign - 1) / kAlign, col_blocks = (N + kAlign - 1) / kAlign;
   const int64_t parts = std::min<int64_t>(
       {threads, static_cast<int64_t>(flops / kMinFlopsPerPart) + 1, row_blocks * col_blocks});
-  const bool blas_threads = threads <= kFewThreads ? flops >= kFewThreadsBlasFlops
-                                                   : std::min({M, N, K}) >= kSkinny;
+  const bool blas_threads =
+      threads <= kFewThreads ? flops >= kFewThreadsBlasFlops : std::min({M, N, K}) >= kSkinny;
   if (blas_threads || parts <= 1) {
     set_blas_threads(blas_threads ? threads : 1);
     blas_gemm(la, lb, M, N, K, alpha, a, b, beta, c, ldc);

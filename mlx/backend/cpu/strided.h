@@ -117,11 +117,10 @@ void parallel_rows(const Layout<N>& layout, int64_t elem_bytes, F&& fn) {
   const int64_t len = layout.shape.back();
   const int64_t piece = std::max<int64_t>(1, kParallelBytes / std::max<int64_t>(elem_bytes, 1));
   if (len <= piece) {
-    parallel_for(rows, std::max<int64_t>(1, piece / std::max<int64_t>(len, 1)),
-                 [&](int64_t r0, int64_t r1) {
-                   for_each_row(layout, r0, r1,
-                                [&](const std::array<int64_t, N>& off) { fn(off, len); });
-                 });
+    parallel_for(
+        rows, std::max<int64_t>(1, piece / std::max<int64_t>(len, 1)), [&](int64_t r0, int64_t r1) {
+          for_each_row(layout, r0, r1, [&](const std::array<int64_t, N>& off) { fn(off, len); });
+        });
     return;
   }
   const int64_t pieces = (len + piece - 1) / piece;
