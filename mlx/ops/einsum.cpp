@@ -199,6 +199,17 @@ bool needed_elsewhere(int l, const std::vector<Labels>& terms, size_t self, cons
   return false;
 }
 
+// The distinct labels of operand k that survive its own reduction.
+Labels needed_labels(const Equation& e, size_t k) {
+  Labels kept;
+  for (int l : e.inputs[k]) {
+    if (!contains(kept, l) && needed_elsewhere(l, e.inputs, k, e.output)) {
+      kept.push_back(l);
+    }
+  }
+  return kept;
+}
+
 int64_t labels_size(const Labels& ls, const std::vector<int64_t>& sizes) {
   int64_t n = 1;
   for (int l : ls) {
@@ -220,13 +231,7 @@ struct Step {
 std::vector<Step> plan(const Equation& e) {
   std::vector<Labels> terms;
   for (size_t k = 0; k < e.inputs.size(); ++k) {
-    Labels kept;
-    for (int l : e.inputs[k]) {
-      if (!contains(kept, l) && needed_elsewhere(l, e.inputs, k, e.output)) {
-        kept.push_back(l);
-      }
-    }
-    terms.push_back(kept);
+    terms.push_back(needed_labels(e, k));
   }
   if (terms.size() == 1) {
     return {{{0}, terms[0]}};
@@ -312,14 +317,11 @@ Shape dims_of(const Labels& ls, const array& x, const Labels& lx, const array& y
   Shape sh;
   for (int l : ls) {
     int32_t d = 1;
-    for (auto [a, la] : {std::pair{&x, &lx}, std::pair{&y, &ly}}) {
-      auto it = std::find(la->begin(), la->end(), l);
-      if (it != la->end()) {
-        d = std::max(d, a->shape(it - la->begin()));
-        if (a->shape(it - la->begin()) == 0) {
-          d = 0;
-          break;
-        }
+    for (auto [x_or_y, lxy] : {std::pair{&x, &lx}, std::pair{&y, &ly}}) {
+      auto it = std::find(lxy->begin(), lxy->end(), l);
+      if (it != lxy->end()) {
+        int32_t n = x_or_y->shape(it - lxy->begin());
+        d = (d == 0 || n == 0) ? 0 : std::max(d, n);
       }
     }
     sh.push_back(d);
@@ -509,14 +511,8 @@ array einsum(const std::string& subscripts, const std::vector<array>& operands, 
   std::vector<array> xs;
   std::vector<Labels> ls;
   for (size_t k = 0; k < operands.size(); ++k) {
-    Labels keep;
-    for (int l : e.inputs[k]) {
-      if (needed_elsewhere(l, e.inputs, k, e.output)) {
-        keep.push_back(l);
-      }
-    }
     Labels labels = e.inputs[k];
-    xs.push_back(reduce_operand(operands[k], labels, keep, s));
+    xs.push_back(reduce_operand(operands[k], labels, needed_labels(e, k), s));
     ls.push_back(labels);
   }
   for (auto& st : steps) {

@@ -41,6 +41,8 @@ CASES = [
     ("...,...", [(2, 3), (3,)]),
     ("i...,i...->...", [(2, 3), (2, 1)]),
     ("...", [(2, 3)]),
+    ("...ij->j...i", [(2, 5, 3, 4)]),
+    ("a...b,b...c->...ac", [(2, 3, 4), (4, 1, 5)]),
     (",ij->ij", [(), (2, 3)]),
     (",", [(), ()]),
     ("", [()]),
@@ -76,10 +78,12 @@ def test_non_contiguous_inputs(rng):
     a = rng.standard_normal((6, 5)).astype(np.float32).T  # transposed
     b = rng.standard_normal((12, 4)).astype(np.float32)[::2]  # stepped rows
     c = rng.standard_normal((4, 7)).astype(np.float32)[::-1, ::-1]  # reversed
-    check(mx.einsum("ij,jk,kl->il", mx.array(a), mx.array(b), mx.array(c)), np.einsum("ij,jk,kl->il", a, b, c), rtol=1e-5, atol=1e-5)
+    out = mx.einsum("ij,jk,kl->il", mx.array(a), mx.array(b), mx.array(c))
+    check(out, np.einsum("ij,jk,kl->il", a, b, c), rtol=1e-5, atol=1e-5)
     x = mx.array(rng.standard_normal((5, 6)).astype(np.float32))
     xt = mx.transpose(x)
-    check(mx.einsum("ij,jk", xt, x), np.einsum("ij,jk", np.array(xt), np.array(x)), rtol=1e-5, atol=1e-5)
+    ref = np.einsum("ij,jk", np.array(xt), np.array(x))
+    check(mx.einsum("ij,jk", xt, x), ref, rtol=1e-5, atol=1e-5)
     sl = x[::2, ::-1]
     check(mx.einsum("ij->ji", sl), np.array(sl).T)
 
@@ -109,7 +113,8 @@ def test_stream_keyword(rng):
 def test_large_contraction(rng):
     a = rng.standard_normal((8, 128, 96)).astype(np.float32)
     b = rng.standard_normal((8, 96, 64)).astype(np.float32)
-    check(mx.einsum("bij,bjk->bik", mx.array(a), mx.array(b)), np.einsum("bij,bjk->bik", a, b), rtol=1e-4, atol=1e-4)
+    out = mx.einsum("bij,bjk->bik", mx.array(a), mx.array(b))
+    check(out, np.einsum("bij,bjk->bik", a, b), rtol=1e-4, atol=1e-4)
 
 
 def test_grad_matches_matmul(rng):
@@ -159,7 +164,8 @@ def test_path():
     path, info = mx.einsum_path("ij,jk,kl", z((5, 8)), z((8, 10)), z((10, 7)))
     assert path == [(1, 2), (0, 1)]
     # NumPy's greedy path agrees on these.
-    np_path = np.einsum_path("ij,jk,kl", np.zeros((5, 8)), np.zeros((8, 10)), np.zeros((10, 7)), optimize="greedy")[0]
+    np_ops = [np.zeros((5, 8)), np.zeros((8, 10)), np.zeros((10, 7))]
+    np_path = np.einsum_path("ij,jk,kl", *np_ops, optimize="greedy")[0]
     assert [tuple(p) for p in np_path[1:]] == path
     assert "Complete contraction:  ij,jk,kl->il" in info
 
