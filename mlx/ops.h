@@ -3,6 +3,7 @@
 
 #include "mlx/ops/composites.h"
 #include "mlx/ops/creation.h"
+#include "mlx/ops/einsum.h"
 #include "mlx/ops/elementwise.h"
 #include "mlx/ops/graph.h"
 #include "mlx/ops/indexing.h"

@@ -1,5 +1,5 @@
-// Products (matmul, addmm, tensordot, inner, outer, kron, vecdot) and graph ops (depends,
-// result_type).
+// Products (matmul, addmm, tensordot, inner, outer, kron, vecdot, einsum) and graph ops
+// (depends, result_type).
 #include "python/src/ops_common.h"
 
 namespace nb = nanobind;
@@ -20,6 +20,15 @@ std::vector<array> as_list(const ArrayOrList& x) {
     return {*a};
   }
   return std::get<std::vector<array>>(x);
+}
+
+// The operands of einsum(subscripts, *operands), which MLX takes as arrays only.
+std::vector<array> einsum_operands(const nb::args& args, const char* op) {
+  std::vector<array> out;
+  for (nb::handle h : args) {
+    out.push_back(cast_arg<array>(h, op, "arrays"));
+  }
+  return out;
 }
 
 }  // namespace
@@ -50,6 +59,27 @@ void init_ops_linalg(nb::module_& m) {
         return vecdot(a, b.get(a.dtype()), axis, s);
       },
       "b"_a, nb::kw_only(), "axis"_a = -1);
+  m.def(
+      "einsum",
+      [](const std::string& subscripts, const nb::args& operands, StreamOrDevice s) {
+        return einsum(subscripts, einsum_operands(operands, "einsum"), s);
+      },
+      "subscripts"_a, "operands"_a, "stream"_a = nb::none());
+  m.def(
+      "einsum_path",
+      [](const std::string& subscripts, const nb::args& operands) {
+        auto [path, info] = einsum_path(subscripts, einsum_operands(operands, "einsum_path"));
+        nb::list steps;
+        for (auto& step : path) {
+          nb::list positions;
+          for (int p : step) {
+            positions.append(p);
+          }
+          steps.append(nb::tuple(positions));
+        }
+        return nb::make_tuple(steps, info);
+      },
+      "subscripts"_a, "operands"_a);
   m.def(
       "depends",
       [](const ArrayOrList& inputs, const ArrayOrList& dependencies) -> nb::object {
