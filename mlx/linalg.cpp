@@ -198,15 +198,28 @@ array cross(const array& a, const array& b, int axis, StreamOrDevice s) {
   if (a.ndim() == 0 || b.ndim() == 0) {
     throw std::invalid_argument("[linalg::cross] Inputs must have at least one dimension.");
   }
-  Shape shape = broadcast_shapes(a.shape(), b.shape(), "linalg::cross");
-  int ax = normalize_axis(axis, static_cast<int>(shape.size()), "linalg::cross");
-  if (shape[ax] != 3) {
-    throw std::invalid_argument(msg("[linalg::cross] Inputs must have size 3 along axis ", axis,
-                                    "; got shapes ", a.shape(), " and ", b.shape(), "."));
-  }
+  // A 2-vector gets a zero third component.
+  auto to3 = [&](const array& v) {
+    int ax = normalize_axis(axis, v.ndim(), "linalg::cross");
+    int n = v.shape(ax);
+    if (n != 2 && n != 3) {
+      throw std::invalid_argument(msg("[linalg::cross] Inputs must have size 2 or 3 along axis ",
+                                      axis, "; got shapes ", a.shape(), " and ", b.shape(), "."));
+    }
+    if (n == 3) {
+      return v;
+    }
+    Shape zshape = v.shape();
+    zshape[ax] = 1;
+    return concatenate({v, zeros(zshape, v.dtype(), s)}, ax, s);
+  };
   Dtype dt = promote_types(a.dtype(), b.dtype());
-  array x = broadcast_to(astype(a, dt, s), shape, s);
-  array y = broadcast_to(astype(b, dt, s), shape, s);
+  array x = to3(astype(a, dt, s));
+  array y = to3(astype(b, dt, s));
+  Shape shape = broadcast_shapes(x.shape(), y.shape(), "linalg::cross");
+  int ax = normalize_axis(axis, static_cast<int>(shape.size()), "linalg::cross");
+  x = broadcast_to(x, shape, s);
+  y = broadcast_to(y, shape, s);
   auto comp = [&](const array& v, int i) { return take(v, i, ax, s); };
   auto term = [&](int i, int j) {
     return subtract(multiply(comp(x, i), comp(y, j), s), multiply(comp(x, j), comp(y, i), s), s);
@@ -401,6 +414,38 @@ std::vector<array> lu(const array& a, StreamOrDevice s) {
   array l = add(tril(slice(out[0], start, l_stop, st), -1, st), eye(m, k, 0, dt, st), st);
   array u = triu(slice(out[0], start, u_stop, st), 0, st);
   return {out[2], l, u};
+}
+
+namespace {
+
+// {sign of the row permutation, diagonal of U} of a's LU factorization.
+std::pair<array, array> lu_parts(const array& a, StreamOrDevice s, const char* op) {
+  auto out = luf(a, s, op);
+  if (a.shape(-1) != a.shape(-2)) {
+    throw std::invalid_argument(
+        msg("[", op, "] Expected square matrices; got shape ", a.shape(), "."));
+  }
+  Stream st = out[0].primitive().stream();
+  int n = a.shape(-1);
+  array swaps = sum(not_equal(out[1], arange(0, n, uint32, st), st), -1, false, st);
+  array odd = remainder(astype(swaps, int32, st), array(2, int32), st);
+  Dtype dt = out[0].dtype();
+  array sign = subtract(array(1, dt), multiply(array(2, dt), astype(odd, dt, st), st), st);
+  return {sign, diagonal(out[0], 0, -2, -1, st)};
+}
+
+}  // namespace
+
+array det(const array& a, StreamOrDevice s) {
+  auto [sign, d] = lu_parts(a, s, "linalg::det");
+  return multiply(sign, prod(d, -1, false, d.primitive().stream()), d.primitive().stream());
+}
+
+std::pair<array, array> slogdet(const array& a, StreamOrDevice s) {
+  auto [sign, d] = lu_parts(a, s, "linalg::slogdet");
+  Stream st = d.primitive().stream();
+  array total = multiply(sign, prod(mlx::core::sign(d, st), -1, false, st), st);
+  return {total, sum(log(abs(d, st), st), -1, false, st)};
 }
 
 }  // namespace mlx::core::linalg

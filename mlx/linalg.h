@@ -35,7 +35,8 @@ inline array norm(const array& a, int axis, bool keepdims = false, StreamOrDevic
   return norm(a, std::vector<int>{axis}, keepdims, s);
 }
 
-// Cross product of 3-vectors along `axis` (inputs broadcast).
+// Cross product of 3-vectors along `axis` (inputs broadcast); 2-vectors get a zero third
+// component.
 array cross(const array& a, const array& b, int axis = -1, StreamOrDevice s = {});
 
 array inv(const array& a, StreamOrDevice s = {});
@@ -70,5 +71,9 @@ std::pair<array, array> eig(const array& a, StreamOrDevice s = {});
 std::pair<array, array> lu_factor(const array& a, StreamOrDevice s = {});
 // {p, L, U} with A = L[p, :] @ U (p: uint32 row indices).
 std::vector<array> lu(const array& a, StreamOrDevice s = {});
+
+// Determinant, and {sign, log|det|}, from the LU factorization.
+array det(const array& a, StreamOrDevice s = {});
+std::pair<array, array> slogdet(const array& a, StreamOrDevice s = {});
 
 }  // namespace mlx::core::linalg

@@ -115,6 +115,8 @@ TEST(LinalgLapack, Cross) {
   array d = from_vector({4, 5, 6, 7, 8, 9}, {3, 2});
   // (1,2,3) x (4,6,8) = (16-18, 12-8, 6-8); (1,2,3) x (5,7,9) = (18-21, 15-9, 7-10)
   expect_close(linalg::cross(c, d, 0), {-2, -3, 4, 6, -2, -3}, {3, 2});
+  // A 2-vector has a zero third component: (1,2,0) x (0,0,1) = (2,-1,0).
+  expect_close(linalg::cross(from_vector({1, 2}, {2}), from_vector({0, 0, 1}, {3})), {2, -1, 0});
   EXPECT_THROW(linalg::cross(random_array({2, 4}), random_array({2, 4})), std::invalid_argument);
   EXPECT_THROW(linalg::cross(random_array({2, 3}), random_array({3, 3})), std::invalid_argument);
 }
@@ -285,6 +287,28 @@ TEST(LinalgLapack, LU) {
     EXPECT_EQ(piv.dtype(), uint32);
     EXPECT_EQ(piv.shape(-1), std::min(shape[shape.size() - 2], shape.back()));
   }
+}
+
+TEST(LinalgLapack, EmptyInputs) {
+  auto plu = linalg::lu(zeros({2, 3, 0}, float32));
+  expect_close(plu[0], {0, 1, 2, 0, 1, 2}, {2, 3});
+  EXPECT_EQ(linalg::svd(zeros({0, 3, 2}, float32))[0].shape(), (Shape{0, 3, 3}));
+  EXPECT_EQ(linalg::qr(zeros({0, 3, 2}, float32)).second.shape(), (Shape{0, 2, 2}));
+  EXPECT_EQ(linalg::cholesky(zeros({0, 2, 2}, float32)).shape(), (Shape{0, 2, 2}));
+}
+
+TEST(LinalgLapack, Det) {
+  // Row swap: det = -(1*4 - ... ) of [[0, 2], [3, 1]] = -6.
+  array a = from_vector({0, 2, 3, 1}, {2, 2});
+  expect_close(linalg::det(a), {-6});
+  auto [sign, logabs] = linalg::slogdet(a);
+  expect_close(sign, {-1});
+  expect_close(logabs, {std::log(6.0)});
+  // Batched: det(A B) = det(A) det(B).
+  array x = well_conditioned({3}, 4, float64, 11);
+  array y = well_conditioned({3}, 4, float64, 12);
+  expect_allclose(linalg::det(matmul(x, y)), multiply(linalg::det(x), linalg::det(y)), 1e-9);
+  EXPECT_THROW(linalg::det(random_array({2, 3})), std::invalid_argument);
 }
 
 TEST(LinalgLapack, Vmap) {

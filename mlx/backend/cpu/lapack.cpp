@@ -379,6 +379,14 @@ void LUF::eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs
   outputs[1].set_data(allocator::malloc(outputs[1].nbytes()));
   outputs[2].set_data(allocator::malloc(outputs[2].nbytes()));
   int m = in.shape(-2), n = in.shape(-1), k = std::min(m, n);
+  if (n == 0) {
+    // No columns: no pivoting, p is the identity of every (m-row) matrix.
+    uint32_t* p = outputs[2].data<uint32_t>();
+    for (size_t i = 0; i < outputs[2].size(); ++i) {
+      p[i] = static_cast<uint32_t>(i % m);
+    }
+    return;
+  }
   dispatch_lapack(in.dtype(), "linalg::lu", [&]<typename T>() {
     for_each_matrix(
         batch_count(in), int64_t(m) * n * sizeof(T),
