@@ -134,6 +134,34 @@ std::pair<std::vector<array>, std::vector<int>> Solve::vmap(const std::vector<ar
   return {{linalg::solve(a, b, stream())}, {0}};
 }
 
+// Eigh: A_bar = sym(V (diag(w_bar) + F o (V^T V_bar)) V^T), F_ij = 1 / (w_j - w_i) off the
+// diagonal (distinct eigenvalues assumed).
+
+std::vector<array> Eigh::jvp(const std::vector<array>&, const std::vector<array>&,
+                             const std::vector<int>&) {
+  unsupported(name(), "jvp");
+}
+
+std::vector<array> Eigh::vjp(const std::vector<array>& primals,
+                             const std::vector<array>& cotangents, const std::vector<int>&,
+                             const std::vector<array>& outputs) {
+  StreamOrDevice s = stream();
+  const array& w = outputs[0];
+  array v = compute_vectors_ ? outputs[1] : linalg::eigh(primals[0], upper_ ? "U" : "L", s).second;
+  Dtype dt = w.dtype();
+  int n = w.shape(-1);
+  array eye = identity(n, dt, s);
+  array inner = multiply(eye, expand_dims(cotangents[0], -2, s), s);
+  if (compute_vectors_ && cotangents.size() > 1) {
+    array diff = subtract(expand_dims(w, -2, s), expand_dims(w, -1, s), s);
+    array is_diag = astype(eye, bool_, s);
+    array f = where(is_diag, array(0, dt), reciprocal(where(is_diag, array(1, dt), diff, s), s), s);
+    inner = add(inner, multiply(f, matmul(mT(v, s), cotangents[1], s), s), s);
+  }
+  array g = matmul(matmul(v, inner, s), mT(v, s), s);
+  return {multiply(add(g, mT(g, s), s), array(0.5, dt), s)};
+}
+
 // Factorizations without derivative rules.
 
 #define MLX_LINALG_NO_DERIVATIVES(P)                                              \
@@ -148,7 +176,6 @@ std::pair<std::vector<array>, std::vector<int>> Solve::vmap(const std::vector<ar
 
 MLX_LINALG_NO_DERIVATIVES(QRF)
 MLX_LINALG_NO_DERIVATIVES(SVD)
-MLX_LINALG_NO_DERIVATIVES(Eigh)
 MLX_LINALG_NO_DERIVATIVES(Eig)
 MLX_LINALG_NO_DERIVATIVES(LUF)
 #undef MLX_LINALG_NO_DERIVATIVES

@@ -282,5 +282,7 @@ def test_gradients():
     sym = lambda x: x @ mx.swapaxes(x, -1, -2) + 4 * mx.eye(4, dtype=mx.float64)
     r = rand(2, 4, 4, dtype=np.float64)
     finite_diff_check(lambda x: mx.linalg.cholesky(sym(x)), r)
+    finite_diff_check(lambda x: mx.linalg.eigvalsh(sym(x)), r)
+    finite_diff_check(lambda x: mx.linalg.eigh(sym(x))[1] ** 2, r)
     with pytest.raises(ValueError, match="not supported"):
         mx.grad(lambda x: mx.sum(mx.linalg.qr(x)[1]))(arr(a))

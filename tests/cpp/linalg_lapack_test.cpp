@@ -361,6 +361,15 @@ TEST(LinalgLapack, Gradients) {
   array r = random_array({2, 4, 4}, float64, -1, 1, 26);
   check_grad([&](const array& x) { return linalg::cholesky(sym(x)); }, r, 27);
   check_grad([&](const array& x) { return linalg::cholesky(sym(x), true); }, r, 28);
+  // eigh through the same parametrization; squared eigenvectors are sign-invariant.
+  check_grad([&](const array& x) { return linalg::eigvalsh(sym(x)); }, r, 30);
+  check_grad([&](const array& x) { return square(linalg::eigh(sym(x)).second); }, r, 31);
+  check_grad(
+      [&](const array& x) {
+        auto [w, v] = linalg::eigh(sym(x), "U");
+        return add(expand_dims(w, -1), square(v));
+      },
+      r, 32);
   // jvp of inv against the vjp-checked identity d(inv) = -X dA X.
   array t = random_array({2, 4, 4}, float64, -1, 1, 29);
   auto [outs, tans] =
