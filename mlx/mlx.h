@@ -6,6 +6,7 @@
 #include "mlx/dtype.h"
 #include "mlx/fast.h"
 #include "mlx/io/io.h"
+#include "mlx/linalg.h"
 #include "mlx/memory/memory.h"
 #include "mlx/ops.h"
 #include "mlx/random.h"

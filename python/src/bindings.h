@@ -14,3 +14,4 @@ void init_random(nanobind::module_& m);
 void init_fast(nanobind::module_& m);
 void init_interop(nanobind::module_& m);
 void init_io(nanobind::module_& m);
+void init_linalg(nanobind::module_& m);

@@ -31,5 +31,6 @@ NB_MODULE(core, m) {
   init_fast(m);
   init_interop(m);
   init_io(m);
+  init_linalg(m);
   m.attr("__version__") = MLX_VERSION;
 }
