@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "mlx/backend/cpu/copy.h"
+#include "mlx/backend/cpu/scratch.h"
 #include "mlx/backend/cpu/thread_pool.h"
 #include "mlx/primitives/linalg_lapack.h"
 #include "mlx/utils.h"
@@ -111,20 +112,6 @@ void for_each_matrix(int64_t count, int64_t bytes_per_matrix, F&& f, W&& what) {
     }
   }
 }
-
-// Memory from the caching allocator, released on scope exit.
-template <typename T>
-class Scratch {
- public:
-  explicit Scratch(size_t n) : buf_(allocator::malloc(std::max<size_t>(n, 1) * sizeof(T))) {}
-  ~Scratch() { allocator::free(buf_); }
-  Scratch(const Scratch&) = delete;
-  Scratch& operator=(const Scratch&) = delete;
-  T* data() { return static_cast<T*>(buf_.raw_ptr()); }
-
- private:
-  allocator::Buffer buf_;
-};
 
 // Zeros the strict lower (upper == true keeps the upper triangle) or strict upper triangle.
 template <typename T>

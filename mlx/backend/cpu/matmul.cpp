@@ -11,6 +11,7 @@
 #include <optional>
 
 #include "mlx/backend/cpu/copy.h"
+#include "mlx/backend/cpu/scratch.h"
 #include "mlx/backend/cpu/dispatch.h"
 #include "mlx/backend/cpu/strided.h"
 #include "mlx/backend/cpu/thread_pool.h"
@@ -40,20 +41,6 @@ std::optional<BlasLayout> blas_layout(int64_t rows, int64_t cols, int64_t s_r, i
   }
   return std::nullopt;
 }
-
-// Memory from the caching allocator, released on scope exit.
-template <typename T>
-class Scratch {
- public:
-  explicit Scratch(size_t n) : buf_(allocator::malloc(std::max<size_t>(n, 1) * sizeof(T))) {}
-  ~Scratch() { allocator::free(buf_); }
-  Scratch(const Scratch&) = delete;
-  Scratch& operator=(const Scratch&) = delete;
-  T* data() { return static_cast<T*>(buf_.raw_ptr()); }
-
- private:
-  allocator::Buffer buf_;
-};
 
 // The batch of matrix products out[i] = a[i] @ b[i] (out row-contiguous, M x N each).
 struct Problem {
