@@ -11,8 +11,8 @@
 #include <optional>
 
 #include "mlx/backend/cpu/copy.h"
-#include "mlx/backend/cpu/scratch.h"
 #include "mlx/backend/cpu/dispatch.h"
+#include "mlx/backend/cpu/scratch.h"
 #include "mlx/backend/cpu/strided.h"
 #include "mlx/backend/cpu/thread_pool.h"
 #include "mlx/primitives/linalg.h"
