@@ -195,9 +195,8 @@ class array {
   struct Data {
     allocator::Buffer buffer;
     Deleter deleter;
-    bool external;  // memory of another owner: never written by ops
-    Data(allocator::Buffer b, Deleter d, bool ext = false)
-        : buffer(b), deleter(std::move(d)), external(ext) {}
+    bool external = false;  // memory of another owner: never written by ops
+    Data(allocator::Buffer b, Deleter d) : buffer(b), deleter(std::move(d)) {}
     Data(const Data&) = delete;
     ~Data() { deleter(buffer); }
   };

@@ -92,9 +92,7 @@ using BinaryFn = array (*)(const array&, const array&, StreamOrDevice);
 // Binds `name` and its reflected form `rname` to `fn` with Python-scalar operands.
 template <typename Class>
 void def_binary(Class& cls, const char* name, const char* rname, BinaryFn fn) {
-  cls.def(name, [fn](const array& a, nb::handle b) {
-    return is_array(b) ? fn(a, nb::cast<const array&>(b), {}) : fn(a, to_operand(b, a.dtype()), {});
-  });
+  cls.def(name, [fn](const array& a, nb::handle b) { return fn(a, to_operand(b, a.dtype()), {}); });
   if (rname) {
     cls.def(rname,
             [fn](const array& a, nb::handle b) { return fn(to_operand(b, a.dtype()), a, {}); });
@@ -160,8 +158,7 @@ void init_array(nb::module_& m) {
       .def("__matmul__", [](const array& a, const array& b) { return matmul(a, b); })
       .def("__rmatmul__", [](const array& a, const array& b) { return matmul(b, a); })
       .def("__divmod__", [](const array& a, nb::handle b) {
-        auto [x, y] = to_operands(nb::cast(a), b);
-        auto qr = divmod(x, y);
+        auto qr = divmod(a, to_operand(b, a.dtype()));
         return nb::make_tuple(qr[0], qr[1]);
       });
 
