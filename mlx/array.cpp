@@ -2,9 +2,9 @@
 
 #include <sstream>
 
-#include "mlx/backend/cpu/copy.h"
+#include "mlx/backend/common/convert.h"
 #include "mlx/primitives/primitive.h"
-#include "mlx/transforms/eval.h"
+#include "mlx/runtime/eval.h"
 #include "mlx/utils.h"
 
 namespace mlx::core {
@@ -268,7 +268,7 @@ void array::copy_shared_buffer(const array& other) {
 }
 
 void array::init_from(const void* src, Dtype src_dtype) {
-  cpu::convert_contiguous(src, src_dtype, desc_->data_ptr, dtype(), size());
+  convert_elements(src, src_dtype, desc_->data_ptr, dtype(), size());
 }
 
 void array::check_init_size(size_t n) const {
@@ -290,7 +290,7 @@ T array::item() const {
     throw std::invalid_argument("[item] The array is not evaluated; call eval() first.");
   }
   T out;
-  cpu::convert_contiguous(desc_->data_ptr, dtype(), &out, dtype_of<T>(), 1);
+  convert_elements(desc_->data_ptr, dtype(), &out, dtype_of<T>(), 1);
   return out;
 }
 

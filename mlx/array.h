@@ -11,9 +11,9 @@
 #include <vector>
 
 #include "mlx/dtype.h"
-#include "mlx/event.h"
 #include "mlx/memory/allocator.h"
-#include "mlx/stream.h"
+#include "mlx/runtime/event.h"
+#include "mlx/runtime/stream.h"
 
 namespace mlx::core {
 

@@ -5,7 +5,7 @@
 #include <string>
 
 #include "mlx/array.h"
-#include "mlx/stream.h"
+#include "mlx/runtime/stream.h"
 
 namespace mlx::core::fast {
 

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "mlx/array.h"
-#include "mlx/stream.h"
+#include "mlx/runtime/stream.h"
 
 namespace mlx::core::linalg {
 

@@ -2,7 +2,6 @@
 #pragma once
 
 #include "mlx/array.h"
-#include "mlx/device.h"
 #include "mlx/dtype.h"
 #include "mlx/fast.h"
 #include "mlx/io/io.h"
@@ -10,7 +9,8 @@
 #include "mlx/memory/memory.h"
 #include "mlx/ops.h"
 #include "mlx/random.h"
-#include "mlx/stream.h"
-#include "mlx/transforms/eval.h"
+#include "mlx/runtime/device.h"
+#include "mlx/runtime/eval.h"
+#include "mlx/runtime/stream.h"
 #include "mlx/transforms/transforms.h"
 #include "mlx/utils.h"

@@ -11,7 +11,7 @@
 #include <utility>
 
 #include "mlx/array.h"
-#include "mlx/stream.h"
+#include "mlx/runtime/stream.h"
 
 namespace mlx::core::random {
 

@@ -14,7 +14,7 @@
 
 #include "mlx/array.h"
 #include "mlx/io/stream.h"
-#include "mlx/stream.h"
+#include "mlx/runtime/stream.h"
 
 namespace mlx::core {
 

@@ -5,7 +5,7 @@
 #include "mlx/io/io.h"
 #include "mlx/io/npy.h"
 #include "mlx/io/zip.h"
-#include "mlx/transforms/eval.h"
+#include "mlx/runtime/eval.h"
 
 namespace mlx::core {
 

@@ -6,7 +6,7 @@
 
 #include "mlx/io/text_cursor.h"
 #include "mlx/ops/creation.h"
-#include "mlx/transforms/eval.h"
+#include "mlx/runtime/eval.h"
 #include "mlx/utils.h"
 
 namespace mlx::core::io::detail {

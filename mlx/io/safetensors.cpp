@@ -9,7 +9,7 @@
 #include "mlx/io/io.h"
 #include "mlx/io/json.h"
 #include "mlx/ops/creation.h"
-#include "mlx/transforms/eval.h"
+#include "mlx/runtime/eval.h"
 #include "mlx/utils.h"
 
 namespace mlx::core {

@@ -2,7 +2,7 @@
 #pragma once
 
 #include "mlx/array.h"
-#include "mlx/stream.h"
+#include "mlx/runtime/stream.h"
 
 namespace mlx::core {
 

@@ -4,7 +4,7 @@
 #include <optional>
 
 #include "mlx/array.h"
-#include "mlx/stream.h"
+#include "mlx/runtime/stream.h"
 
 namespace mlx::core {
 

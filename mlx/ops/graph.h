@@ -2,7 +2,7 @@
 #pragma once
 
 #include "mlx/array.h"
-#include "mlx/device.h"
+#include "mlx/runtime/device.h"
 
 namespace mlx::core {
 

@@ -6,7 +6,7 @@
 #include <utility>
 
 #include "mlx/array.h"
-#include "mlx/stream.h"
+#include "mlx/runtime/stream.h"
 
 namespace mlx::core {
 

@@ -8,7 +8,7 @@ namespace mlx::core {
 class Full : public UnaryPrimitive {
  public:
   explicit Full(Stream stream) : UnaryPrimitive(stream) {}
-  void eval_cpu(const std::vector<array>& inputs, array& out) override;
+  MLX_DECLARE_EVAL
   const char* name() const override { return "Full"; }
   bool is_equivalent(const Primitive& other) const override {
     return dynamic_cast<const Full*>(&other) != nullptr;
@@ -20,7 +20,7 @@ class Arange : public UnaryPrimitive {
  public:
   Arange(Stream stream, double start, double stop, double step)
       : UnaryPrimitive(stream), start_(start), stop_(stop), step_(step) {}
-  void eval_cpu(const std::vector<array>& inputs, array& out) override;
+  MLX_DECLARE_EVAL
   const char* name() const override { return "Arange"; }
   bool is_equivalent(const Primitive& other) const override {
     auto* o = dynamic_cast<const Arange*>(&other);

@@ -91,7 +91,7 @@ const char* binary_op_name(BinaryOp op);
 class Unary : public UnaryPrimitive {
  public:
   Unary(Stream stream, UnaryOp op) : UnaryPrimitive(stream), op_(op) {}
-  void eval_cpu(const std::vector<array>& inputs, array& out) override;
+  MLX_DECLARE_EVAL
   const char* name() const override { return unary_op_name(op_); }
   bool is_equivalent(const Primitive& other) const override {
     auto* o = dynamic_cast<const Unary*>(&other);
@@ -111,7 +111,7 @@ class Unary : public UnaryPrimitive {
 class Binary : public UnaryPrimitive {
  public:
   Binary(Stream stream, BinaryOp op) : UnaryPrimitive(stream), op_(op) {}
-  void eval_cpu(const std::vector<array>& inputs, array& out) override;
+  MLX_DECLARE_EVAL
   const char* name() const override { return binary_op_name(op_); }
   bool is_equivalent(const Primitive& other) const override {
     auto* o = dynamic_cast<const Binary*>(&other);
@@ -131,7 +131,7 @@ class Binary : public UnaryPrimitive {
 class DivMod : public Primitive {
  public:
   explicit DivMod(Stream stream) : Primitive(stream) {}
-  void eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) override;
+  MLX_DECLARE_EVAL
   const char* name() const override { return "DivMod"; }
   bool is_equivalent(const Primitive& other) const override {
     return dynamic_cast<const DivMod*>(&other) != nullptr;
@@ -143,7 +143,7 @@ class DivMod : public Primitive {
 class Select : public UnaryPrimitive {
  public:
   explicit Select(Stream stream) : UnaryPrimitive(stream) {}
-  void eval_cpu(const std::vector<array>& inputs, array& out) override;
+  MLX_DECLARE_EVAL
   const char* name() const override { return "Select"; }
   bool is_equivalent(const Primitive& other) const override {
     return dynamic_cast<const Select*>(&other) != nullptr;

@@ -11,7 +11,7 @@ class RMSNorm : public UnaryPrimitive {
  public:
   RMSNorm(Stream stream, float eps, bool has_weight)
       : UnaryPrimitive(stream), eps_(eps), has_weight_(has_weight) {}
-  void eval_cpu(const std::vector<array>& inputs, array& out) override;
+  MLX_DECLARE_EVAL
   const char* name() const override { return "RMSNorm"; }
   bool is_equivalent(const Primitive& other) const override;
   std::vector<Shape> output_shapes(const std::vector<array>& inputs) override {
@@ -29,7 +29,7 @@ class LayerNorm : public UnaryPrimitive {
  public:
   LayerNorm(Stream stream, float eps, bool has_weight, bool has_bias)
       : UnaryPrimitive(stream), eps_(eps), has_weight_(has_weight), has_bias_(has_bias) {}
-  void eval_cpu(const std::vector<array>& inputs, array& out) override;
+  MLX_DECLARE_EVAL
   const char* name() const override { return "LayerNorm"; }
   bool is_equivalent(const Primitive& other) const override;
   std::vector<Shape> output_shapes(const std::vector<array>& inputs) override {
@@ -56,7 +56,7 @@ class RoPE : public UnaryPrimitive {
         scale_(scale),
         has_freqs_(has_freqs),
         inverse_(inverse) {}
-  void eval_cpu(const std::vector<array>& inputs, array& out) override;
+  MLX_DECLARE_EVAL
   const char* name() const override { return "RoPE"; }
   bool is_equivalent(const Primitive& other) const override;
   std::vector<Shape> output_shapes(const std::vector<array>& inputs) override {
@@ -86,7 +86,7 @@ class ScaledDotProductAttention : public UnaryPrimitive {
         causal_(causal),
         has_mask_(has_mask),
         has_sinks_(has_sinks) {}
-  void eval_cpu(const std::vector<array>& inputs, array& out) override;
+  MLX_DECLARE_EVAL
   const char* name() const override { return "ScaledDotProductAttention"; }
   bool is_equivalent(const Primitive& other) const override;
   std::vector<Shape> output_shapes(const std::vector<array>& inputs) override;
@@ -106,7 +106,7 @@ class RMSNormVJP : public Primitive {
  public:
   RMSNormVJP(Stream stream, float eps, bool has_weight)
       : Primitive(stream), eps_(eps), has_weight_(has_weight) {}
-  void eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) override;
+  MLX_DECLARE_EVAL
   const char* name() const override { return "RMSNormVJP"; }
   bool is_equivalent(const Primitive& other) const override;
   std::vector<Shape> output_shapes(const std::vector<array>& inputs) override;
@@ -121,7 +121,7 @@ class LayerNormVJP : public Primitive {
  public:
   LayerNormVJP(Stream stream, float eps, bool has_weight, bool has_bias)
       : Primitive(stream), eps_(eps), has_weight_(has_weight), has_bias_(has_bias) {}
-  void eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) override;
+  MLX_DECLARE_EVAL
   const char* name() const override { return "LayerNormVJP"; }
   bool is_equivalent(const Primitive& other) const override;
   std::vector<Shape> output_shapes(const std::vector<array>& inputs) override;
@@ -144,7 +144,7 @@ class ScaledDotProductAttentionVJP : public Primitive {
         causal_(causal),
         has_mask_(has_mask),
         has_sinks_(has_sinks) {}
-  void eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) override;
+  MLX_DECLARE_EVAL
   const char* name() const override { return "ScaledDotProductAttentionVJP"; }
   bool is_equivalent(const Primitive& other) const override;
   std::vector<Shape> output_shapes(const std::vector<array>& inputs) override;

@@ -15,7 +15,7 @@ class Gather : public UnaryPrimitive {
         axes_(std::move(axes)),
         slice_sizes_(std::move(slice_sizes)),
         op_(op) {}
-  void eval_cpu(const std::vector<array>& inputs, array& out) override;
+  MLX_DECLARE_EVAL
   MLX_DECLARE_TRANSFORM_RULES
   const char* name() const override { return "Gather"; }
   bool is_equivalent(const Primitive& other) const override;
@@ -34,7 +34,7 @@ class Gather : public UnaryPrimitive {
 class GatherAxis : public UnaryPrimitive {
  public:
   GatherAxis(Stream stream, int axis) : UnaryPrimitive(stream), axis_(axis) {}
-  void eval_cpu(const std::vector<array>& inputs, array& out) override;
+  MLX_DECLARE_EVAL
   MLX_DECLARE_TRANSFORM_RULES
   const char* name() const override { return "GatherAxis"; }
   bool is_equivalent(const Primitive& other) const override;
@@ -55,7 +55,7 @@ class Scatter : public UnaryPrimitive {
  public:
   Scatter(Stream stream, ScatterReduce reduce, std::vector<int> axes)
       : UnaryPrimitive(stream), reduce_(reduce), axes_(std::move(axes)) {}
-  void eval_cpu(const std::vector<array>& inputs, array& out) override;
+  MLX_DECLARE_EVAL
   MLX_DECLARE_TRANSFORM_RULES
   const char* name() const override { return "Scatter"; }
   bool is_equivalent(const Primitive& other) const override;
@@ -76,7 +76,7 @@ class ScatterAxis : public UnaryPrimitive {
  public:
   ScatterAxis(Stream stream, ScatterReduce reduce, int axis)
       : UnaryPrimitive(stream), reduce_(reduce), axis_(axis) {}
-  void eval_cpu(const std::vector<array>& inputs, array& out) override;
+  MLX_DECLARE_EVAL
   MLX_DECLARE_TRANSFORM_RULES
   const char* name() const override { return "ScatterAxis"; }
   bool is_equivalent(const Primitive& other) const override;
@@ -98,7 +98,7 @@ class SortAlongAxis : public UnaryPrimitive {
  public:
   SortAlongAxis(Stream stream, SortKind kind, int axis, int kth = 0)
       : UnaryPrimitive(stream), kind_(kind), axis_(axis), kth_(kth) {}
-  void eval_cpu(const std::vector<array>& inputs, array& out) override;
+  MLX_DECLARE_EVAL
   MLX_DECLARE_TRANSFORM_RULES
   const char* name() const override;
   bool is_equivalent(const Primitive& other) const override;

@@ -10,7 +10,7 @@ namespace mlx::core {
 class Matmul : public UnaryPrimitive {
  public:
   explicit Matmul(Stream stream) : UnaryPrimitive(stream) {}
-  void eval_cpu(const std::vector<array>& inputs, array& out) override;
+  MLX_DECLARE_EVAL
   MLX_DECLARE_TRANSFORM_RULES
   const char* name() const override { return "Matmul"; }
   bool is_equivalent(const Primitive& other) const override {
@@ -24,7 +24,7 @@ class AddMM : public UnaryPrimitive {
  public:
   AddMM(Stream stream, float alpha, float beta)
       : UnaryPrimitive(stream), alpha_(alpha), beta_(beta) {}
-  void eval_cpu(const std::vector<array>& inputs, array& out) override;
+  MLX_DECLARE_EVAL
   MLX_DECLARE_TRANSFORM_RULES
   const char* name() const override { return "AddMM"; }
   bool is_equivalent(const Primitive& other) const override;

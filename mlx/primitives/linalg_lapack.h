@@ -12,7 +12,7 @@ class Inverse : public UnaryPrimitive {
   enum class Kind { General, Triangular, Cholesky };
   Inverse(Stream stream, Kind kind, bool upper)
       : UnaryPrimitive(stream), kind_(kind), upper_(upper) {}
-  void eval_cpu(const std::vector<array>& inputs, array& out) override;
+  MLX_DECLARE_EVAL
   MLX_DECLARE_TRANSFORM_RULES
   const char* name() const override { return "Inverse"; }
   bool is_equivalent(const Primitive& other) const override;
@@ -28,7 +28,7 @@ class Inverse : public UnaryPrimitive {
 class Cholesky : public UnaryPrimitive {
  public:
   Cholesky(Stream stream, bool upper) : UnaryPrimitive(stream), upper_(upper) {}
-  void eval_cpu(const std::vector<array>& inputs, array& out) override;
+  MLX_DECLARE_EVAL
   MLX_DECLARE_TRANSFORM_RULES
   const char* name() const override { return "Cholesky"; }
   bool is_equivalent(const Primitive& other) const override;
@@ -44,7 +44,7 @@ class Cholesky : public UnaryPrimitive {
 class Solve : public UnaryPrimitive {
  public:
   explicit Solve(Stream stream) : UnaryPrimitive(stream) {}
-  void eval_cpu(const std::vector<array>& inputs, array& out) override;
+  MLX_DECLARE_EVAL
   MLX_DECLARE_TRANSFORM_RULES
   const char* name() const override { return "Solve"; }
   bool is_equivalent(const Primitive& other) const override {
@@ -59,7 +59,7 @@ class Solve : public UnaryPrimitive {
 class QRF : public Primitive {
  public:
   explicit QRF(Stream stream) : Primitive(stream) {}
-  void eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) override;
+  MLX_DECLARE_EVAL
   MLX_DECLARE_TRANSFORM_RULES
   const char* name() const override { return "QRF"; }
   bool is_equivalent(const Primitive& other) const override {
@@ -71,7 +71,7 @@ class QRF : public Primitive {
 class SVD : public Primitive {
  public:
   SVD(Stream stream, bool compute_uv) : Primitive(stream), compute_uv_(compute_uv) {}
-  void eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) override;
+  MLX_DECLARE_EVAL
   MLX_DECLARE_TRANSFORM_RULES
   const char* name() const override { return "SVD"; }
   bool is_equivalent(const Primitive& other) const override;
@@ -85,7 +85,7 @@ class Eigh : public Primitive {
  public:
   Eigh(Stream stream, bool upper, bool compute_vectors)
       : Primitive(stream), upper_(upper), compute_vectors_(compute_vectors) {}
-  void eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) override;
+  MLX_DECLARE_EVAL
   MLX_DECLARE_TRANSFORM_RULES
   const char* name() const override { return "Eigh"; }
   bool is_equivalent(const Primitive& other) const override;
@@ -99,7 +99,7 @@ class Eigh : public Primitive {
 class Eig : public Primitive {
  public:
   Eig(Stream stream, bool compute_vectors) : Primitive(stream), compute_vectors_(compute_vectors) {}
-  void eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) override;
+  MLX_DECLARE_EVAL
   MLX_DECLARE_TRANSFORM_RULES
   const char* name() const override { return "Eig"; }
   bool is_equivalent(const Primitive& other) const override;
@@ -113,7 +113,7 @@ class Eig : public Primitive {
 class LUF : public Primitive {
  public:
   explicit LUF(Stream stream) : Primitive(stream) {}
-  void eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) override;
+  MLX_DECLARE_EVAL
   MLX_DECLARE_TRANSFORM_RULES
   const char* name() const override { return "LUF"; }
   bool is_equivalent(const Primitive& other) const override {

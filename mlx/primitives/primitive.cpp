@@ -6,10 +6,6 @@
 
 namespace mlx::core {
 
-void Primitive::eval_gpu(const std::vector<array>&, std::vector<array>&) {
-  throw std::runtime_error(msg("[", name(), "] has no GPU implementation."));
-}
-
 std::vector<array> Primitive::jvp(const std::vector<array>&, const std::vector<array>&,
                                   const std::vector<int>&) {
   throw std::invalid_argument(msg("[", name(), "] jvp is not implemented."));

@@ -1,5 +1,5 @@
-// The unit of everything: a primitive evaluates on a backend and (later) knows its
-// derivatives and batching rule.
+// The unit of everything: a primitive evaluates on each backend (eval_cpu, eval_gpu) and
+// knows its derivatives and batching rule.
 #pragma once
 
 #include <ostream>
@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "mlx/array.h"
-#include "mlx/stream.h"
+#include "mlx/runtime/stream.h"
 
 namespace mlx::core {
 
@@ -20,9 +20,12 @@ class Primitive {
 
   const Stream& stream() const { return stream_; }
 
+  // What a kernel writes: every output (a single-output primitive sees one array).
+  using Outputs = std::vector<array>;
+  // One per backend, declared with MLX_DECLARE_EVAL. Kernels live in backend/<name>/; a
+  // backend without a kernel for a primitive lists it in its one missing-kernels file.
   virtual void eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) = 0;
-  // Default: a clear error naming the primitive.
-  virtual void eval_gpu(const std::vector<array>& inputs, std::vector<array>& outputs);
+  virtual void eval_gpu(const std::vector<array>& inputs, std::vector<array>& outputs) = 0;
 
   // Transform rules; the defaults throw "[Name] ... not implemented".
   virtual std::vector<array> jvp(const std::vector<array>& primals,
@@ -46,6 +49,11 @@ class Primitive {
   Stream stream_;
 };
 
+// Declares a primitive's kernels, one per backend.
+#define MLX_DECLARE_EVAL                                                      \
+  void eval_cpu(const std::vector<array>& inputs, Outputs& outputs) override; \
+  void eval_gpu(const std::vector<array>& inputs, Outputs& outputs) override;
+
 // Declares a primitive's jvp, vjp and vmap overrides (defined in <family>_rules.cpp).
 #define MLX_DECLARE_TRANSFORM_RULES                                                               \
   std::vector<array> jvp(const std::vector<array>& primals, const std::vector<array>& tangents,   \
@@ -56,12 +64,18 @@ class Primitive {
   std::pair<std::vector<array>, std::vector<int>> vmap(const std::vector<array>& inputs,          \
                                                        const std::vector<int>& axes) override;
 
+// A primitive with one output: its kernels take that output directly.
 class UnaryPrimitive : public Primitive {
  public:
   using Primitive::Primitive;
+  using Outputs = array;
   virtual void eval_cpu(const std::vector<array>& inputs, array& out) = 0;
+  virtual void eval_gpu(const std::vector<array>& inputs, array& out) = 0;
   void eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) final {
     eval_cpu(inputs, outputs[0]);
+  }
+  void eval_gpu(const std::vector<array>& inputs, std::vector<array>& outputs) final {
+    eval_gpu(inputs, outputs[0]);
   }
 };
 

@@ -40,7 +40,7 @@ class RandomBits : public UnaryPrimitive {
  public:
   RandomBits(Stream stream, Shape shape, int width)
       : UnaryPrimitive(stream), shape_(std::move(shape)), width_(width) {}
-  void eval_cpu(const std::vector<array>& inputs, array& out) override;
+  MLX_DECLARE_EVAL
   MLX_DECLARE_TRANSFORM_RULES
   const char* name() const override { return "RandomBits"; }
   bool is_equivalent(const Primitive& other) const override;

@@ -13,7 +13,7 @@ class Reduce : public UnaryPrimitive {
 
   Reduce(Stream stream, ReduceType type, std::vector<int> axes)
       : UnaryPrimitive(stream), type_(type), axes_(std::move(axes)) {}
-  void eval_cpu(const std::vector<array>& inputs, array& out) override;
+  MLX_DECLARE_EVAL
   MLX_DECLARE_TRANSFORM_RULES
   const char* name() const override;
   bool is_equivalent(const Primitive& other) const override;
@@ -34,7 +34,7 @@ class ArgReduce : public UnaryPrimitive {
 
   ArgReduce(Stream stream, ReduceType type, int axis)
       : UnaryPrimitive(stream), type_(type), axis_(axis) {}
-  void eval_cpu(const std::vector<array>& inputs, array& out) override;
+  MLX_DECLARE_EVAL
   MLX_DECLARE_TRANSFORM_RULES
   const char* name() const override { return type_ == ArgMin ? "ArgMin" : "ArgMax"; }
   bool is_equivalent(const Primitive& other) const override;
@@ -59,7 +59,7 @@ class Scan : public UnaryPrimitive {
         axis_(axis),
         reverse_(reverse),
         inclusive_(inclusive) {}
-  void eval_cpu(const std::vector<array>& inputs, array& out) override;
+  MLX_DECLARE_EVAL
   MLX_DECLARE_TRANSFORM_RULES
   const char* name() const override;
   bool is_equivalent(const Primitive& other) const override;
@@ -82,7 +82,7 @@ class Scan : public UnaryPrimitive {
 class Softmax : public UnaryPrimitive {
  public:
   Softmax(Stream stream, bool precise) : UnaryPrimitive(stream), precise_(precise) {}
-  void eval_cpu(const std::vector<array>& inputs, array& out) override;
+  MLX_DECLARE_EVAL
   MLX_DECLARE_TRANSFORM_RULES
   const char* name() const override { return "Softmax"; }
   bool is_equivalent(const Primitive& other) const override;
@@ -99,7 +99,7 @@ class Softmax : public UnaryPrimitive {
 class LogSumExp : public UnaryPrimitive {
  public:
   explicit LogSumExp(Stream stream) : UnaryPrimitive(stream) {}
-  void eval_cpu(const std::vector<array>& inputs, array& out) override;
+  MLX_DECLARE_EVAL
   MLX_DECLARE_TRANSFORM_RULES
   const char* name() const override { return "LogSumExp"; }
   bool is_equivalent(const Primitive& other) const override {

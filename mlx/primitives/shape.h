@@ -9,7 +9,7 @@ namespace mlx::core {
 class AsType : public UnaryPrimitive {
  public:
   AsType(Stream stream, Dtype dtype) : UnaryPrimitive(stream), dtype_(dtype) {}
-  void eval_cpu(const std::vector<array>& inputs, array& out) override;
+  MLX_DECLARE_EVAL
   const char* name() const override { return "AsType"; }
   bool is_equivalent(const Primitive& other) const override;
   std::vector<Shape> output_shapes(const std::vector<array>& inputs) override {
@@ -25,7 +25,7 @@ class AsType : public UnaryPrimitive {
 class Copy : public UnaryPrimitive {
  public:
   explicit Copy(Stream stream) : UnaryPrimitive(stream) {}
-  void eval_cpu(const std::vector<array>& inputs, array& out) override;
+  MLX_DECLARE_EVAL
   const char* name() const override { return "Copy"; }
   bool is_equivalent(const Primitive& other) const override {
     return dynamic_cast<const Copy*>(&other) != nullptr;
@@ -39,7 +39,7 @@ class Copy : public UnaryPrimitive {
 class Broadcast : public UnaryPrimitive {
  public:
   Broadcast(Stream stream, Shape shape) : UnaryPrimitive(stream), shape_(std::move(shape)) {}
-  void eval_cpu(const std::vector<array>& inputs, array& out) override;
+  MLX_DECLARE_EVAL
   const char* name() const override { return "Broadcast"; }
   bool is_equivalent(const Primitive& other) const override;
   const Shape& shape() const { return shape_; }
@@ -52,7 +52,7 @@ class Broadcast : public UnaryPrimitive {
 class Reshape : public UnaryPrimitive {
  public:
   Reshape(Stream stream, Shape shape) : UnaryPrimitive(stream), shape_(std::move(shape)) {}
-  void eval_cpu(const std::vector<array>& inputs, array& out) override;
+  MLX_DECLARE_EVAL
   const char* name() const override { return "Reshape"; }
   bool is_equivalent(const Primitive& other) const override;
 
@@ -65,7 +65,7 @@ class Transpose : public UnaryPrimitive {
  public:
   Transpose(Stream stream, std::vector<int> axes)
       : UnaryPrimitive(stream), axes_(std::move(axes)) {}
-  void eval_cpu(const std::vector<array>& inputs, array& out) override;
+  MLX_DECLARE_EVAL
   const char* name() const override { return "Transpose"; }
   bool is_equivalent(const Primitive& other) const override;
   const std::vector<int>& axes() const { return axes_; }
@@ -84,7 +84,7 @@ class Slice : public UnaryPrimitive {
         start_(std::move(start)),
         stop_(std::move(stop)),
         strides_(std::move(strides)) {}
-  void eval_cpu(const std::vector<array>& inputs, array& out) override;
+  MLX_DECLARE_EVAL
   const char* name() const override { return "Slice"; }
   bool is_equivalent(const Primitive& other) const override;
   const Shape& start() const { return start_; }
@@ -105,7 +105,7 @@ class AsStrided : public UnaryPrimitive {
         shape_(std::move(shape)),
         strides_(std::move(strides)),
         offset_(offset) {}
-  void eval_cpu(const std::vector<array>& inputs, array& out) override;
+  MLX_DECLARE_EVAL
   const char* name() const override { return "AsStrided"; }
   bool is_equivalent(const Primitive& other) const override;
 
@@ -121,7 +121,7 @@ class AsStrided : public UnaryPrimitive {
 class Concatenate : public UnaryPrimitive {
  public:
   Concatenate(Stream stream, int axis) : UnaryPrimitive(stream), axis_(axis) {}
-  void eval_cpu(const std::vector<array>& inputs, array& out) override;
+  MLX_DECLARE_EVAL
   const char* name() const override { return "Concatenate"; }
   bool is_equivalent(const Primitive& other) const override;
   std::vector<Shape> output_shapes(const std::vector<array>& inputs) override;
@@ -142,7 +142,7 @@ class SliceUpdate : public UnaryPrimitive {
         start_(std::move(start)),
         stop_(std::move(stop)),
         strides_(std::move(strides)) {}
-  void eval_cpu(const std::vector<array>& inputs, array& out) override;
+  MLX_DECLARE_EVAL
   const char* name() const override { return "SliceUpdate"; }
   bool is_equivalent(const Primitive& other) const override;
   std::vector<Shape> output_shapes(const std::vector<array>& inputs) override {
@@ -165,7 +165,7 @@ class Diagonal : public UnaryPrimitive {
  public:
   Diagonal(Stream stream, int offset, int axis1, int axis2)
       : UnaryPrimitive(stream), offset_(offset), axis1_(axis1), axis2_(axis2) {}
-  void eval_cpu(const std::vector<array>& inputs, array& out) override;
+  MLX_DECLARE_EVAL
   const char* name() const override { return "Diagonal"; }
   bool is_equivalent(const Primitive& other) const override;
 
@@ -181,7 +181,7 @@ class Diagonal : public UnaryPrimitive {
 class View : public UnaryPrimitive {
  public:
   View(Stream stream, Dtype dtype) : UnaryPrimitive(stream), dtype_(dtype) {}
-  void eval_cpu(const std::vector<array>& inputs, array& out) override;
+  MLX_DECLARE_EVAL
   const char* name() const override { return "View"; }
   bool is_equivalent(const Primitive& other) const override;
 

@@ -12,14 +12,6 @@ namespace mlx::core {
 
 namespace {
 
-// Outputs share the leading inputs' buffers.
-void share_leading_inputs(const std::vector<array>& inputs, std::vector<array>& outputs,
-                          size_t first = 0) {
-  for (size_t i = 0; i < outputs.size(); ++i) {
-    outputs[i].copy_shared_buffer(inputs[first + i]);
-  }
-}
-
 std::vector<array> leading(const std::vector<array>& v, size_t n) {
   return std::vector<array>(v.begin(), v.begin() + n);
 }
@@ -28,12 +20,6 @@ std::vector<array> leading(const std::vector<array>& v, size_t n) {
 
 // StopGradient
 
-void StopGradient::eval_cpu(const std::vector<array>& inputs, array& out) {
-  out.copy_shared_buffer(inputs[0]);
-}
-void StopGradient::eval_gpu(const std::vector<array>& inputs, std::vector<array>& outputs) {
-  share_leading_inputs(inputs, outputs);
-}
 std::vector<array> StopGradient::jvp(const std::vector<array>& primals, const std::vector<array>&,
                                      const std::vector<int>&) {
   return {zeros_like(primals[0])};
@@ -49,12 +35,6 @@ std::pair<std::vector<array>, std::vector<int>> StopGradient::vmap(const std::ve
 
 // Depends
 
-void Depends::eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) {
-  share_leading_inputs(inputs, outputs);
-}
-void Depends::eval_gpu(const std::vector<array>& inputs, std::vector<array>& outputs) {
-  share_leading_inputs(inputs, outputs);
-}
 std::vector<Shape> Depends::output_shapes(const std::vector<array>& inputs) {
   std::vector<Shape> shapes;
   for (size_t i = 0; i < num_outputs_; ++i) {
@@ -90,12 +70,6 @@ std::pair<std::vector<array>, std::vector<int>> Depends::vmap(const std::vector<
 
 // CustomTransforms
 
-void CustomTransforms::eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) {
-  share_leading_inputs(inputs, outputs, num_primals_);
-}
-void CustomTransforms::eval_gpu(const std::vector<array>& inputs, std::vector<array>& outputs) {
-  share_leading_inputs(inputs, outputs, num_primals_);
-}
 std::vector<Shape> CustomTransforms::output_shapes(const std::vector<array>& inputs) {
   std::vector<Shape> shapes;
   for (size_t i = num_primals_; i < inputs.size(); ++i) {
@@ -159,13 +133,6 @@ std::pair<std::vector<array>, std::vector<int>> CustomTransforms::vmap(
 
 // DynamicBroadcast
 
-void DynamicBroadcast::eval_cpu(const std::vector<array>& inputs, array& out) {
-  Broadcast(stream(), out.shape()).eval_cpu({inputs[0]}, out);
-}
-void DynamicBroadcast::eval_gpu(const std::vector<array>& inputs, std::vector<array>& outputs) {
-  std::vector<array> first{inputs[0]};
-  Broadcast(stream(), outputs[0].shape()).eval_gpu(first, outputs);
-}
 std::vector<Shape> DynamicBroadcast::output_shapes(const std::vector<array>& inputs) {
   std::vector<Shape> shapes;
   for (auto& in : inputs) {
@@ -203,9 +170,6 @@ std::pair<std::vector<array>, std::vector<int>> DynamicBroadcast::vmap(
 
 // NumberOfElements
 
-void NumberOfElements::eval_gpu(const std::vector<array>& inputs, std::vector<array>& outputs) {
-  eval_cpu(inputs, outputs[0]);
-}
 bool NumberOfElements::is_equivalent(const Primitive& other) const {
   auto* o = dynamic_cast<const NumberOfElements*>(&other);
   return o && o->axes_ == axes_ && o->inverted_ == inverted_ && o->dtype_ == dtype_;
@@ -244,9 +208,6 @@ std::vector<int> shift_past_batch(const std::vector<int>& axes) {
 
 }  // namespace
 
-void SqueezeAxes::eval_cpu(const std::vector<array>& inputs, array& out) {
-  Reshape(stream(), out.shape()).eval_cpu(inputs, out);
-}
 bool SqueezeAxes::is_equivalent(const Primitive& other) const {
   auto* o = dynamic_cast<const SqueezeAxes*>(&other);
   return o && o->axes_ == axes_;
@@ -277,9 +238,6 @@ std::pair<std::vector<array>, std::vector<int>> SqueezeAxes::vmap(const std::vec
   return {{squeeze(x, shift_past_batch(axes_), stream())}, {0}};
 }
 
-void ExpandAxes::eval_cpu(const std::vector<array>& inputs, array& out) {
-  Reshape(stream(), out.shape()).eval_cpu(inputs, out);
-}
 bool ExpandAxes::is_equivalent(const Primitive& other) const {
   auto* o = dynamic_cast<const ExpandAxes*>(&other);
   return o && o->axes_ == axes_;

@@ -14,8 +14,7 @@ namespace mlx::core {
 class StopGradient : public UnaryPrimitive {
  public:
   explicit StopGradient(Stream stream) : UnaryPrimitive(stream) {}
-  void eval_cpu(const std::vector<array>& inputs, array& out) override;
-  void eval_gpu(const std::vector<array>& inputs, std::vector<array>& outputs) override;
+  MLX_DECLARE_EVAL
   const char* name() const override { return "StopGradient"; }
   bool is_equivalent(const Primitive& other) const override {
     return dynamic_cast<const StopGradient*>(&other) != nullptr;
@@ -38,8 +37,7 @@ class StopGradient : public UnaryPrimitive {
 class Depends : public Primitive {
  public:
   Depends(Stream stream, size_t num_outputs) : Primitive(stream), num_outputs_(num_outputs) {}
-  void eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) override;
-  void eval_gpu(const std::vector<array>& inputs, std::vector<array>& outputs) override;
+  MLX_DECLARE_EVAL
   const char* name() const override { return "Depends"; }
   std::vector<Shape> output_shapes(const std::vector<array>& inputs) override;
   std::vector<array> jvp(const std::vector<array>& primals, const std::vector<array>& tangents,
@@ -67,8 +65,7 @@ class CustomTransforms : public Primitive {
         vjp_fun_(std::move(vjp_fun)),
         jvp_fun_(std::move(jvp_fun)),
         vmap_fun_(std::move(vmap_fun)) {}
-  void eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) override;
-  void eval_gpu(const std::vector<array>& inputs, std::vector<array>& outputs) override;
+  MLX_DECLARE_EVAL
   const char* name() const override { return "CustomTransforms"; }
   std::vector<Shape> output_shapes(const std::vector<array>& inputs) override;
   std::vector<array> jvp(const std::vector<array>& primals, const std::vector<array>& tangents,
@@ -95,8 +92,7 @@ class CustomTransforms : public Primitive {
 class DynamicBroadcast : public UnaryPrimitive {
  public:
   explicit DynamicBroadcast(Stream stream) : UnaryPrimitive(stream) {}
-  void eval_cpu(const std::vector<array>& inputs, array& out) override;
-  void eval_gpu(const std::vector<array>& inputs, std::vector<array>& outputs) override;
+  MLX_DECLARE_EVAL
   const char* name() const override { return "DynamicBroadcast"; }
   bool is_equivalent(const Primitive& other) const override {
     return dynamic_cast<const DynamicBroadcast*>(&other) != nullptr;
@@ -111,8 +107,7 @@ class NumberOfElements : public UnaryPrimitive {
  public:
   NumberOfElements(Stream stream, std::vector<int> axes, bool inverted, Dtype dtype)
       : UnaryPrimitive(stream), axes_(std::move(axes)), inverted_(inverted), dtype_(dtype) {}
-  void eval_cpu(const std::vector<array>& inputs, array& out) override;
-  void eval_gpu(const std::vector<array>& inputs, std::vector<array>& outputs) override;
+  MLX_DECLARE_EVAL
   const char* name() const override { return "NumberOfElements"; }
   bool is_equivalent(const Primitive& other) const override;
   std::vector<Shape> output_shapes(const std::vector<array>&) override { return {Shape{}}; }
@@ -129,7 +124,7 @@ class SqueezeAxes : public UnaryPrimitive {
  public:
   SqueezeAxes(Stream stream, std::vector<int> axes)
       : UnaryPrimitive(stream), axes_(std::move(axes)) {}
-  void eval_cpu(const std::vector<array>& inputs, array& out) override;
+  MLX_DECLARE_EVAL
   const char* name() const override { return "Squeeze"; }
   bool is_equivalent(const Primitive& other) const override;
   std::vector<Shape> output_shapes(const std::vector<array>& inputs) override;
@@ -143,7 +138,7 @@ class ExpandAxes : public UnaryPrimitive {
  public:
   ExpandAxes(Stream stream, std::vector<int> axes)
       : UnaryPrimitive(stream), axes_(std::move(axes)) {}
-  void eval_cpu(const std::vector<array>& inputs, array& out) override;
+  MLX_DECLARE_EVAL
   const char* name() const override { return "ExpandDims"; }
   bool is_equivalent(const Primitive& other) const override;
   std::vector<Shape> output_shapes(const std::vector<array>& inputs) override;

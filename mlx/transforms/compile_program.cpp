@@ -6,7 +6,7 @@
 #include <unordered_map>
 
 #include "mlx/primitives/shape.h"
-#include "mlx/transforms/eval.h"
+#include "mlx/runtime/eval.h"
 #include "mlx/transforms/graph.h"
 #include "mlx/utils.h"
 

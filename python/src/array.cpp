@@ -10,7 +10,7 @@
 #include <sstream>
 
 #include "mlx/ops.h"
-#include "mlx/transforms/eval.h"
+#include "mlx/runtime/eval.h"
 #include "mlx/utils.h"
 #include "python/src/bindings.h"
 #include "python/src/convert.h"

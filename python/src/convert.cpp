@@ -14,7 +14,7 @@
 
 #include "mlx/ops.h"
 #include "mlx/primitives/shape.h"
-#include "mlx/transforms/eval.h"
+#include "mlx/runtime/eval.h"
 #include "mlx/utils.h"
 
 namespace nb = nanobind;

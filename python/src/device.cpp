@@ -1,5 +1,5 @@
 // Devices and streams: mx.Device, mx.cpu / mx.gpu, mx.Stream, default streams, synchronize.
-#include "mlx/device.h"
+#include "mlx/runtime/device.h"
 
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
@@ -7,7 +7,7 @@
 
 #include <sstream>
 
-#include "mlx/stream.h"
+#include "mlx/runtime/stream.h"
 #include "python/src/bindings.h"
 
 namespace nb = nanobind;

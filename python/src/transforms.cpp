@@ -13,7 +13,7 @@
 #include <numeric>
 
 #include "mlx/ops.h"
-#include "mlx/transforms/eval.h"
+#include "mlx/runtime/eval.h"
 #include "mlx/utils.h"
 #include "python/src/bindings.h"
 #include "python/src/convert.h"

@@ -98,6 +98,7 @@ class Failing : public UnaryPrimitive {
   void eval_cpu(const std::vector<array>&, array&) override {
     throw std::runtime_error("[Failing] kernel error");
   }
+  void eval_gpu(const std::vector<array>& in, array& out) override { eval_cpu(in, out); }
   const char* name() const override { return "Failing"; }
 };
 }  // namespace

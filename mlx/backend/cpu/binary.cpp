@@ -1,4 +1,4 @@
-#include "mlx/backend/cpu/dispatch.h"
+#include "mlx/backend/common/convert.h"
 #include "mlx/backend/cpu/elementwise.h"
 #include "mlx/backend/cpu/elementwise_functors.h"
 #include "mlx/primitives/elementwise.h"

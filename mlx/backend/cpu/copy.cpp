@@ -3,48 +3,13 @@
 #include <algorithm>
 #include <cstring>
 
-#include "mlx/backend/cpu/dispatch.h"
+#include "mlx/backend/common/convert.h"
 #include "mlx/backend/cpu/strided.h"
 #include "mlx/backend/cpu/thread_pool.h"
 
 namespace mlx::core::cpu {
 
 namespace {
-
-template <typename From, typename To>
-void convert_row(const From* src, int64_t src_stride, To* dst, int64_t dst_stride, int64_t n) {
-  if (src_stride == 1 && dst_stride == 1) {
-    if constexpr (std::is_same_v<From, To>) {
-      std::memcpy(dst, src, n * sizeof(To));
-    } else {
-      for (int64_t i = 0; i < n; ++i) {
-        dst[i] = cast_value<To>(src[i]);
-      }
-    }
-  } else if (src_stride == 0) {
-    To v = cast_value<To>(src[0]);
-    for (int64_t i = 0; i < n; ++i) {
-      dst[i * dst_stride] = v;
-    }
-  } else {
-    for (int64_t i = 0; i < n; ++i) {
-      dst[i * dst_stride] = cast_value<To>(src[i * src_stride]);
-    }
-  }
-}
-
-// Calls f.template operator()<From, To>() for the element types of two dtypes. Copies between
-// equal dtypes move bytes, so they go through same-size unsigned types.
-template <typename F>
-void dispatch_pair(Dtype from, Dtype to, const char* op, F&& f) {
-  if (from == to) {
-    dispatch_by_size(from.size, op, [&]<typename T>() { f.template operator()<T, T>(); });
-    return;
-  }
-  dispatch_all(from, op, [&]<typename From>() {
-    dispatch_all(to, op, [&]<typename To>() { f.template operator()<From, To>(); });
-  });
-}
 
 // Row by row over the collapsed layout, rows spread across threads; converts dtype.
 void copy_rows(const array& src, int64_t src_offset, array& dst, int64_t dst_offset,

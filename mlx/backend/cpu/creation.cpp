@@ -1,7 +1,7 @@
 #include "mlx/primitives/creation.h"
 
+#include "mlx/backend/common/convert.h"
 #include "mlx/backend/cpu/copy.h"
-#include "mlx/backend/cpu/dispatch.h"
 
 namespace mlx::core {
 
@@ -12,10 +12,10 @@ void Full::eval_cpu(const std::vector<array>& inputs, array& out) {
 
 void Arange::eval_cpu(const std::vector<array>&, array& out) {
   out.set_data(allocator::malloc(out.nbytes()));
-  cpu::dispatch_real(out.dtype(), "arange", [&]<typename T>() {
+  dispatch_real(out.dtype(), "arange", [&]<typename T>() {
     T* dst = out.data<T>();
     for (size_t i = 0; i < out.size(); ++i) {
-      dst[i] = cpu::cast_value<T>(start_ + static_cast<double>(i) * step_);
+      dst[i] = cast_value<T>(start_ + static_cast<double>(i) * step_);
     }
   });
 }

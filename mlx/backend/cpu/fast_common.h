@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "mlx/array.h"
-#include "mlx/backend/cpu/dispatch.h"
+#include "mlx/backend/common/convert.h"
 #include "mlx/backend/cpu/strided.h"
 
 namespace mlx::core::fast::detail {
@@ -68,11 +68,11 @@ template <typename Acc, typename T>
 void load_row(const T* src, int64_t stride, int64_t n, Acc* dst) {
   if (stride == 1) {
     for (int64_t i = 0; i < n; ++i) {
-      dst[i] = cpu::cast_value<Acc>(src[i]);
+      dst[i] = cast_value<Acc>(src[i]);
     }
   } else {
     for (int64_t i = 0; i < n; ++i) {
-      dst[i] = cpu::cast_value<Acc>(src[i * stride]);
+      dst[i] = cast_value<Acc>(src[i * stride]);
     }
   }
 }
@@ -80,13 +80,13 @@ void load_row(const T* src, int64_t stride, int64_t n, Acc* dst) {
 // The rows of the last axis of arrays of one shape as a layout for cpu::for_each_row: the
 // leading dimensions (merged where contiguous in all of them) followed by the last one.
 template <size_t N>
-cpu::Layout<N> last_axis_rows(const std::array<const array*, N>& xs) {
+Layout<N> last_axis_rows(const std::array<const array*, N>& xs) {
   const Shape& shape = xs[0]->shape();
   std::array<Strides, N> lead_strides;
   for (size_t k = 0; k < N; ++k) {
     lead_strides[k].assign(xs[k]->strides().begin(), xs[k]->strides().end() - 1);
   }
-  auto layout = cpu::collapse_dims<N>(Shape(shape.begin(), shape.end() - 1), lead_strides);
+  auto layout = collapse_dims<N>(Shape(shape.begin(), shape.end() - 1), lead_strides);
   layout.shape.push_back(shape.back());
   for (size_t k = 0; k < N; ++k) {
     layout.strides[k].push_back(xs[k]->strides().back());
@@ -94,7 +94,7 @@ cpu::Layout<N> last_axis_rows(const std::array<const array*, N>& xs) {
   return layout;
 }
 
-inline cpu::Layout<1> last_axis_rows(const array& x) { return last_axis_rows<1>({&x}); }
+inline Layout<1> last_axis_rows(const array& x) { return last_axis_rows<1>({&x}); }
 
 // A per-feature parameter (weight or bias) as an Acc vector of n entries (`fill` when absent).
 template <typename T, typename Acc>

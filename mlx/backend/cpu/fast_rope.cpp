@@ -94,7 +94,7 @@ void RoPE::eval_cpu(const std::vector<array>& inputs, array& out) {
   int64_t rows = static_cast<int64_t>(x.size()) / d;
   int64_t rows_per_batch = rows / x.shape(0);
   // Every row, not merged, so that a row's index gives its batch and position.
-  cpu::Layout<1> layout{x.shape(), {x.strides()}};
+  Layout<1> layout{x.shape(), {x.strides()}};
   int64_t stride = x.strides().back();
   dispatch_float(x.dtype(), "rope", [&]<typename T_>() {
     using Acc = AccType<T_>;

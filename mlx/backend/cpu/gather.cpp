@@ -2,8 +2,9 @@
 // copied row by row.
 #include <algorithm>
 
-#include "mlx/backend/cpu/dispatch.h"
-#include "mlx/backend/cpu/index_utils.h"
+#include "mlx/backend/common/dispatch.h"
+#include "mlx/backend/common/index_utils.h"
+#include "mlx/backend/cpu/index_offsets.h"
 #include "mlx/backend/cpu/strided.h"
 #include "mlx/backend/cpu/thread_pool.h"
 #include "mlx/primitives/indexing.h"

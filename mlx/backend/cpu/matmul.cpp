@@ -10,8 +10,8 @@
 #include <limits>
 #include <optional>
 
+#include "mlx/backend/common/convert.h"
 #include "mlx/backend/cpu/copy.h"
-#include "mlx/backend/cpu/dispatch.h"
 #include "mlx/backend/cpu/scratch.h"
 #include "mlx/backend/cpu/strided.h"
 #include "mlx/backend/cpu/thread_pool.h"

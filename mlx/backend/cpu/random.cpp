@@ -17,12 +17,12 @@ constexpr int64_t kChunkBlocks = 256;
 // The keys in row-major order, whatever their layout.
 std::vector<uint32_t> gather_keys(const array& keys) {
   std::vector<uint32_t> out(keys.size());
-  auto layout = cpu::collapse_dims<1>(keys.shape(), {keys.strides()});
+  auto layout = collapse_dims<1>(keys.shape(), {keys.strides()});
   int64_t len = layout.shape.back();
   int64_t stride = layout.strides[0].back();
   const uint32_t* src = keys.data<uint32_t>();
   uint32_t* dst = out.data();
-  cpu::for_each_row(layout, 0, cpu::num_rows(layout.shape), [&](const std::array<int64_t, 1>& off) {
+  cpu::for_each_row(layout, 0, num_rows(layout.shape), [&](const std::array<int64_t, 1>& off) {
     for (int64_t i = 0; i < len; ++i) {
       *dst++ = src[off[0] + i * stride];
     }

@@ -23,8 +23,8 @@
 #include <vector>
 
 #include "mlx/array.h"
+#include "mlx/backend/common/convert.h"
 #include "mlx/backend/cpu/copy.h"
-#include "mlx/backend/cpu/dispatch.h"
 #include "mlx/backend/cpu/reduce_utils.h"
 #include "mlx/backend/cpu/thread_pool.h"
 #include "mlx/primitives/reduction.h"

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <memory>
 
+#include "mlx/backend/common/convert.h"
 #include "mlx/backend/cpu/reduce.h"
 #include "mlx/backend/cpu/strided.h"
 

@@ -4,9 +4,10 @@
 #include <algorithm>
 #include <cmath>
 
+#include "mlx/backend/common/dispatch.h"
+#include "mlx/backend/common/index_utils.h"
 #include "mlx/backend/cpu/copy.h"
-#include "mlx/backend/cpu/dispatch.h"
-#include "mlx/backend/cpu/index_utils.h"
+#include "mlx/backend/cpu/index_offsets.h"
 #include "mlx/backend/cpu/strided.h"
 #include "mlx/backend/cpu/thread_pool.h"
 #include "mlx/primitives/indexing.h"

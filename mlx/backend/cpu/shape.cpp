@@ -1,63 +1,11 @@
-// CPU evaluation of the layout primitives: views share the input buffer; copies go through
-// the copy kernels.
+// CPU evaluation of the layout primitives that copy: casts, copies, and the reshapes and
+// reinterpretations no view can express (the views are in backend/common/views.cpp).
 #include "mlx/primitives/shape.h"
 
-#include <optional>
-
+#include "mlx/backend/common/views.h"
 #include "mlx/backend/cpu/copy.h"
 
 namespace mlx::core {
-
-namespace {
-
-void set_view(const array& in, array& out, const Strides& strides, int64_t offset = 0) {
-  out.copy_shared_buffer(in, strides, flags_for_layout(out.shape(), strides),
-                         span_for_layout(out.shape(), strides), offset);
-}
-
-// Strides that express `new_shape` over the same memory, if no copy is needed.
-std::optional<Strides> reshape_strides(const array& in, const Shape& new_shape) {
-  Shape os;
-  Strides ost;
-  for (int i = 0; i < in.ndim(); ++i) {
-    if (in.shape(i) != 1) {
-      os.push_back(in.shape(i));
-      ost.push_back(in.strides()[i]);
-    }
-  }
-  Strides ns(new_shape.size(), 1);
-  size_t oi = 0, ni = 0;
-  while (oi < os.size() && ni < new_shape.size()) {
-    if (new_shape[ni] == 1) {
-      ++ni;
-      continue;
-    }
-    int64_t op = os[oi], np = new_shape[ni];
-    size_t oj = oi + 1, nj = ni + 1;
-    while (op != np) {
-      if (op < np) {
-        op *= os[oj++];
-      } else {
-        np *= new_shape[nj++];
-      }
-    }
-    for (size_t k = oi; k + 1 < oj; ++k) {
-      if (ost[k] != ost[k + 1] * os[k + 1]) {
-        return std::nullopt;
-      }
-    }
-    int64_t s = ost[oj - 1];
-    for (size_t k = nj; k-- > ni;) {
-      ns[k] = s;
-      s *= new_shape[k];
-    }
-    oi = oj;
-    ni = nj;
-  }
-  return ns;
-}
-
-}  // namespace
 
 void AsType::eval_cpu(const std::vector<array>& inputs, array& out) {
   cpu::copy_to_contiguous(inputs[0], out);
@@ -73,30 +21,9 @@ void Copy::eval_cpu(const std::vector<array>& inputs, array& out) {
   }
 }
 
-void Broadcast::eval_cpu(const std::vector<array>& inputs, array& out) {
-  const array& in = inputs[0];
-  Strides strides(out.ndim(), 0);
-  int diff = out.ndim() - in.ndim();
-  for (int i = 0; i < in.ndim(); ++i) {
-    if (in.shape(i) == out.shape(i + diff) && in.shape(i) != 1) {
-      strides[i + diff] = in.strides()[i];
-    }
-  }
-  set_view(in, out, strides);
-}
-
 void Reshape::eval_cpu(const std::vector<array>& inputs, array& out) {
   const array& in = inputs[0];
-  if (in.size() == 0) {
-    out.set_data(allocator::malloc(0));
-    return;
-  }
-  if (in.flags().row_contiguous && in.data_size() == in.size()) {
-    set_view(in, out, row_major_strides(out.shape()));
-    return;
-  }
-  if (auto strides = reshape_strides(in, out.shape())) {
-    set_view(in, out, *strides);
+  if (reshape_as_view(in, out)) {
     return;
   }
   // Copy in the input's shape: the output's row-major order is the input's.
@@ -104,67 +31,9 @@ void Reshape::eval_cpu(const std::vector<array>& inputs, array& out) {
   cpu::copy_strided(in, in.strides(), 0, out, row_major_strides(in.shape()), 0, in.shape());
 }
 
-void Transpose::eval_cpu(const std::vector<array>& inputs, array& out) {
-  const array& in = inputs[0];
-  Strides strides(axes_.size());
-  for (size_t i = 0; i < axes_.size(); ++i) {
-    strides[i] = in.strides()[axes_[i]];
-  }
-  set_view(in, out, strides);
-}
-
-void Slice::eval_cpu(const std::vector<array>& inputs, array& out) {
-  const array& in = inputs[0];
-  if (out.size() == 0) {
-    out.set_data(allocator::malloc(0));
-    return;
-  }
-  Strides strides(in.ndim());
-  int64_t offset = 0;
-  for (int i = 0; i < in.ndim(); ++i) {
-    offset += static_cast<int64_t>(start_[i]) * in.strides()[i];
-    strides[i] = in.strides()[i] * strides_[i];
-  }
-  set_view(in, out, strides, offset);
-}
-
-void AsStrided::eval_cpu(const std::vector<array>& inputs, array& out) {
-  set_view(inputs[0], out, strides_, static_cast<int64_t>(offset_));
-}
-
-void Diagonal::eval_cpu(const std::vector<array>& inputs, array& out) {
-  const array& in = inputs[0];
-  if (out.size() == 0) {
-    out.set_data(allocator::malloc(0));
-    return;
-  }
-  // Stepping along the diagonal moves one step along both axes.
-  Strides strides;
-  for (int i = 0; i < in.ndim(); ++i) {
-    if (i != axis1_ && i != axis2_) {
-      strides.push_back(in.strides()[i]);
-    }
-  }
-  strides.push_back(in.strides()[axis1_] + in.strides()[axis2_]);
-  int64_t offset = offset_ >= 0 ? offset_ * in.strides()[axis2_]
-                                : -static_cast<int64_t>(offset_) * in.strides()[axis1_];
-  set_view(in, out, strides, offset);
-}
-
 void View::eval_cpu(const std::vector<array>& inputs, array& out) {
   const array& in = inputs[0];
-  if (in.itemsize() == out.itemsize()) {
-    out.copy_shared_buffer(in);
-    return;
-  }
-  if (out.size() == 0) {
-    out.set_data(allocator::malloc(0));
-    return;
-  }
-  // Elements of the new size must not straddle rows or start misaligned.
-  bool aligned = reinterpret_cast<uintptr_t>(in.data<void>()) % out.itemsize() == 0;
-  if (in.flags().row_contiguous && aligned) {
-    set_view(in, out, row_major_strides(out.shape()));
+  if (reinterpret_as_view(in, out)) {
     return;
   }
   array dense(in.shape(), in.dtype(), nullptr, {});

@@ -1,8 +1,8 @@
 // CPU kernels of the layout primitives that copy: concatenation and slice updates.
 #include <algorithm>
 
+#include "mlx/backend/common/dispatch.h"
 #include "mlx/backend/cpu/copy.h"
-#include "mlx/backend/cpu/dispatch.h"
 #include "mlx/backend/cpu/strided.h"
 #include "mlx/backend/cpu/thread_pool.h"
 #include "mlx/primitives/shape.h"

@@ -10,7 +10,7 @@
 #include <cmath>
 #include <limits>
 
-#include "mlx/backend/cpu/dispatch.h"
+#include "mlx/backend/common/dispatch.h"
 #include "mlx/backend/cpu/reduce_utils.h"
 #include "mlx/backend/cpu/simd/vec.h"
 #include "mlx/backend/cpu/thread_pool.h"

@@ -8,7 +8,7 @@
 #include <cmath>
 #include <cstring>
 
-#include "mlx/backend/cpu/dispatch.h"
+#include "mlx/backend/common/dispatch.h"
 #include "mlx/backend/cpu/strided.h"
 #include "mlx/backend/cpu/thread_pool.h"
 #include "mlx/primitives/indexing.h"

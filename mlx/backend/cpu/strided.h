@@ -1,5 +1,5 @@
-// Iteration over strided layouts: merge dimensions that are contiguous in every operand, then
-// walk the outer dimensions row by row with offsets updated incrementally.
+// Host iteration over collapsed layouts (backend/common/layout.h): walk the outer dimensions
+// row by row with offsets updated incrementally, and split rows over the thread pool.
 #pragma once
 
 #include <algorithm>
@@ -8,48 +8,10 @@
 #include <vector>
 
 #include "mlx/array.h"
+#include "mlx/backend/common/layout.h"
 #include "mlx/backend/cpu/thread_pool.h"
 
 namespace mlx::core::cpu {
-
-template <size_t N>
-struct Layout {
-  Shape shape;
-  std::array<Strides, N> strides;
-};
-
-// Drops size-1 dimensions and merges neighbours that are contiguous in every operand.
-template <size_t N>
-Layout<N> collapse_dims(const Shape& shape, const std::array<Strides, N>& strides) {
-  Layout<N> out;
-  for (size_t d = 0; d < shape.size(); ++d) {
-    if (shape[d] == 1) {
-      continue;
-    }
-    bool merge = !out.shape.empty();
-    for (size_t k = 0; merge && k < N; ++k) {
-      merge = out.strides[k].back() == strides[k][d] * shape[d];
-    }
-    if (merge) {
-      out.shape.back() *= shape[d];
-      for (size_t k = 0; k < N; ++k) {
-        out.strides[k].back() = strides[k][d];
-      }
-    } else {
-      out.shape.push_back(shape[d]);
-      for (size_t k = 0; k < N; ++k) {
-        out.strides[k].push_back(strides[k][d]);
-      }
-    }
-  }
-  if (out.shape.empty()) {
-    out.shape.push_back(1);
-    for (size_t k = 0; k < N; ++k) {
-      out.strides[k].push_back(0);
-    }
-  }
-  return out;
-}
 
 // Calls fn(offsets) for rows [row_begin, row_end) of the layout, where a row is the last
 // dimension: offsets[k] is the element offset of the row start in operand k.
@@ -82,29 +44,6 @@ void for_each_row(const Layout<N>& layout, int64_t row_begin, int64_t row_end, F
       idx[d] = 0;
     }
   }
-}
-
-// The dimensions of `in` and `out` other than `axis`, collapsed: the lines along `axis` that
-// reductions and scans walk one by one.
-inline Layout<2> collapse_dims_except(const array& in, const array& out, int axis) {
-  Shape shape;
-  Strides in_strides, out_strides;
-  for (int d = 0; d < in.ndim(); ++d) {
-    if (d != axis) {
-      shape.push_back(in.shape(d));
-      in_strides.push_back(in.strides()[d]);
-      out_strides.push_back(out.strides()[d]);
-    }
-  }
-  return collapse_dims<2>(shape, {in_strides, out_strides});
-}
-
-inline int64_t num_rows(const Shape& collapsed) {
-  int64_t rows = 1;
-  for (size_t d = 0; d + 1 < collapsed.size(); ++d) {
-    rows *= collapsed[d];
-  }
-  return rows;
 }
 
 // Calls fn(offsets, n) for every row of the layout, in pieces of at most kParallelBytes spread

@@ -1,4 +1,4 @@
-#include "mlx/backend/cpu/dispatch.h"
+#include "mlx/backend/common/dispatch.h"
 #include "mlx/backend/cpu/elementwise.h"
 #include "mlx/backend/cpu/elementwise_functors.h"
 #include "mlx/backend/cpu/simd/vmath.h"

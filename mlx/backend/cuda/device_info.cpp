@@ -1,6 +1,6 @@
-#include "mlx/backend/gpu/device_info.h"
-
 #include <cuda_runtime.h>
+
+#include "mlx/backend/common/gpu_info.h"
 
 namespace mlx::core::gpu {
 

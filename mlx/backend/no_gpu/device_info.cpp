@@ -1,4 +1,4 @@
-#include "mlx/backend/gpu/device_info.h"
+#include "mlx/backend/common/gpu_info.h"
 
 namespace mlx::core::gpu {
 

@@ -1,4 +1,4 @@
-#include "mlx/transforms/scheduler.h"
+#include "mlx/runtime/scheduler.h"
 
 #include <atomic>
 #include <condition_variable>

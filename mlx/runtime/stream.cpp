@@ -1,9 +1,9 @@
-#include "mlx/stream.h"
+#include "mlx/runtime/stream.h"
 
 #include <optional>
 #include <stdexcept>
 
-#include "mlx/transforms/scheduler.h"
+#include "mlx/runtime/scheduler.h"
 
 namespace mlx::core {
 

@@ -3,7 +3,7 @@
 #include <ostream>
 #include <variant>
 
-#include "mlx/device.h"
+#include "mlx/runtime/device.h"
 
 namespace mlx::core {
 

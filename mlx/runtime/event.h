@@ -4,7 +4,7 @@
 
 #include <cstdint>
 
-#include "mlx/stream.h"
+#include "mlx/runtime/stream.h"
 
 namespace mlx::core {
 

@@ -6,8 +6,8 @@
 #include <exception>
 #include <functional>
 
-#include "mlx/event.h"
-#include "mlx/stream.h"
+#include "mlx/runtime/event.h"
+#include "mlx/runtime/stream.h"
 
 namespace mlx::core::scheduler {
 

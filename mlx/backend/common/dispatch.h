@@ -6,7 +6,7 @@
 
 #include "mlx/dtype.h"
 
-namespace mlx::core::cpu {
+namespace mlx::core {
 
 [[noreturn]] inline void unsupported_dtype(const char* op, Dtype dt) {
   throw std::invalid_argument(std::string("[") + op + "] Unsupported dtype " + dtype_name(dt) +
@@ -92,28 +92,4 @@ decltype(auto) dispatch_by_size(int size, const char* op, F&& f) {
 
 #undef MLX_DISPATCH_CASE
 
-// Value conversion between any two element types with NumPy semantics.
-template <typename To, typename From>
-inline To cast_value(From x) {
-  if constexpr (std::is_same_v<To, From>) {
-    return x;
-  } else if constexpr (std::is_same_v<To, bool>) {
-    if constexpr (std::is_same_v<From, complex64_t>) {
-      return x.real() != 0 || x.imag() != 0;
-    } else {
-      return static_cast<float>(x) != 0;
-    }
-  } else if constexpr (std::is_same_v<To, complex64_t>) {
-    return complex64_t(static_cast<float>(x), 0.0f);
-  } else if constexpr (std::is_same_v<From, complex64_t>) {
-    return cast_value<To>(x.real());
-  } else if constexpr (std::is_same_v<From, float16_t> || std::is_same_v<From, bfloat16_t>) {
-    return static_cast<To>(static_cast<float>(x));
-  } else if constexpr (std::is_same_v<To, float16_t> || std::is_same_v<To, bfloat16_t>) {
-    return To(static_cast<float>(x));
-  } else {
-    return static_cast<To>(x);
-  }
-}
-
-}  // namespace mlx::core::cpu
+}  // namespace mlx::core

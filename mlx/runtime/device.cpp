@@ -1,8 +1,8 @@
-#include "mlx/device.h"
+#include "mlx/runtime/device.h"
 
 #include <stdexcept>
 
-#include "mlx/backend/gpu/device_info.h"
+#include "mlx/backend/common/gpu_info.h"
 
 namespace mlx::core {
 

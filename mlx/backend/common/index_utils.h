@@ -1,4 +1,4 @@
-// Index wrapping and bounds checks shared by the gather and scatter kernels.
+// Index wrapping and bounds checks shared by the gather and scatter kernels of every backend.
 #pragma once
 
 #include <algorithm>
@@ -9,7 +9,7 @@
 
 #include "mlx/array.h"
 
-namespace mlx::core::cpu {
+namespace mlx::core {
 
 // Negative indices count from the end. Unsigned values beyond int64 become negative, so they
 // fail the bounds check like any other bad index.
@@ -58,10 +58,4 @@ template <typename I>
   throw std::logic_error(std::string("[") + op + "] Index check failed.");
 }
 
-// off[p] += wrapped(indices[p]) * stride, p running over indices.shape() in row-major order.
-// Throws std::out_of_range (naming op and axis) when a slice of `slice` elements starting at an
-// index does not fit in an axis of size n.
-void add_index_offsets(const array& indices, int64_t n, int64_t slice, int64_t stride,
-                       const char* op, int axis, int64_t* off);
-
-}  // namespace mlx::core::cpu
+}  // namespace mlx::core

@@ -1,6 +1,6 @@
 // Graph evaluation: order the unevaluated part of the graph without recursion, then run each
 // node on its stream (on the calling thread when a synchronous eval finds the stream idle).
-#include "mlx/transforms/eval.h"
+#include "mlx/runtime/eval.h"
 
 #include <algorithm>
 #include <stdexcept>
@@ -8,7 +8,7 @@
 
 #include "mlx/memory/memory.h"
 #include "mlx/primitives/primitive.h"
-#include "mlx/transforms/scheduler.h"
+#include "mlx/runtime/scheduler.h"
 #include "mlx/utils.h"
 
 namespace mlx::core {

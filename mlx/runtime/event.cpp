@@ -1,6 +1,6 @@
-#include "mlx/event.h"
+#include "mlx/runtime/event.h"
 
-#include "mlx/transforms/scheduler.h"
+#include "mlx/runtime/scheduler.h"
 
 namespace mlx::core {
 

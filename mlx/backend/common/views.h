@@ -1,0 +1,18 @@
+// Views over an input's buffer, shared by every backend's layout kernels.
+#pragma once
+
+#include <optional>
+
+#include "mlx/array.h"
+
+namespace mlx::core {
+
+// Makes `out` a view of `in` with `strides`, starting `offset` elements further on.
+void set_view(const array& in, array& out, const Strides& strides, int64_t offset = 0);
+// Strides that express `new_shape` over the same memory, if no copy is needed.
+std::optional<Strides> reshape_strides(const array& in, const Shape& new_shape);
+// Reshape and View (dtype reinterpretation) without a copy; false when a copy is needed.
+bool reshape_as_view(const array& in, array& out);
+bool reinterpret_as_view(const array& in, array& out);
+
+}  // namespace mlx::core

@@ -1,0 +1,28 @@
+// Every primitive whose evaluation is a backend kernel (the views are evaluated once for all
+// backends in backend/common/views.cpp). A backend's list of missing kernels names a subset;
+// a build without a GPU backend makes each of these report that there is no GPU.
+#pragma once
+
+#include "mlx/primitives/creation.h"
+#include "mlx/primitives/elementwise.h"
+#include "mlx/primitives/fast.h"
+#include "mlx/primitives/indexing.h"
+#include "mlx/primitives/linalg.h"
+#include "mlx/primitives/linalg_lapack.h"
+#include "mlx/primitives/random.h"
+#include "mlx/primitives/reduction.h"
+#include "mlx/primitives/shape.h"
+
+// clang-format off
+#define MLX_PRIMITIVES_WITH_KERNELS(X) \
+  X(Full) X(Arange) \
+  X(AsType) X(Copy) X(Reshape) X(View) X(Concatenate) X(SliceUpdate) \
+  X(Unary) X(Binary) X(DivMod) X(Select) \
+  X(Reduce) X(ArgReduce) X(Scan) X(Softmax) X(LogSumExp) \
+  X(Gather) X(GatherAxis) X(Scatter) X(ScatterAxis) X(SortAlongAxis) \
+  X(Matmul) X(AddMM) \
+  X(Inverse) X(Cholesky) X(Solve) X(QRF) X(SVD) X(Eigh) X(Eig) X(LUF) \
+  X(RandomBits) \
+  X(fast::RMSNorm) X(fast::LayerNorm) X(fast::RoPE) X(fast::ScaledDotProductAttention) \
+  X(fast::RMSNormVJP) X(fast::LayerNormVJP) X(fast::ScaledDotProductAttentionVJP)
+// clang-format on
