@@ -293,7 +293,17 @@ void array::set_gpu_data(allocator::Buffer gpu_buffer, size_t data_size, Strides
 
 void array::set_external_data(void* ptr, size_t data_size, Strides strides, Flags flags,
                               Deleter release) {
-  set_data(allocator::Buffer(ptr), data_size, std::move(strides), flags, std::move(release));
+  // The buffer starts at the lowest address the view reaches (negative strides reach below
+  // `ptr`), so that a copy of [buffer, buffer + nbytes) holds every element.
+  int64_t lowest = 0;
+  for (int i = 0; i < ndim(); ++i) {
+    if (strides[i] < 0 && desc_->shape[i] > 0) {
+      lowest += (desc_->shape[i] - 1) * strides[i];
+    }
+  }
+  char* base = static_cast<char*>(ptr) + lowest * static_cast<int64_t>(itemsize());
+  set_data(allocator::Buffer(base), data_size, std::move(strides), flags, std::move(release));
+  desc_->offset = -lowest * static_cast<int64_t>(itemsize());
   desc_->data->external = true;
 }
 

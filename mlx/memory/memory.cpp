@@ -3,6 +3,7 @@
 #include "mlx/memory/memory.h"
 
 #include "mlx/memory/caching_allocator.h"
+#include "mlx/memory/residency.h"
 
 namespace mlx::core {
 
@@ -10,9 +11,11 @@ namespace {
 
 using allocator::CachingAllocator;
 
-// Touch the host allocator so it is registered even before the first host allocation.
+// Every allocator, created if need be: the host's first, then the GPU's.
 std::vector<CachingAllocator*> allocators() {
   allocator::allocator();
+  static bool gpu = (allocator::init_gpu_allocator(), true);
+  (void)gpu;
   return CachingAllocator::all();
 }
 

@@ -23,5 +23,8 @@ void copy_to_host(void* dst, const void* src, size_t nbytes);
 void copy_to_device(void* dst, const void* src, size_t nbytes);
 // The bit of the GPU stream whose work the calling thread is issuing (0 for none).
 uint64_t current_gpu_stream_bit();
+// Creates the GPU's caching allocator when there is a GPU (so that limits set before the
+// first GPU allocation apply to it too).
+void init_gpu_allocator();
 
 }  // namespace mlx::core::allocator

@@ -61,7 +61,7 @@ void init_device(nb::module_& m) {
       .def("__enter__",
            [](StreamContext& c) {
              c.saved_device = default_device();
-             c.saved_stream = default_stream(*c.saved_device);
+             c.saved_stream = default_stream(c.stream.device);
              set_default_device(c.stream.device);
              set_default_stream(c.stream);
            })

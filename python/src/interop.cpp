@@ -11,6 +11,7 @@
 #include <nanobind/stl/string.h>
 
 #include <cstring>
+#include <utility>
 #include <vector>
 
 #include "mlx/memory/memory.h"
@@ -104,7 +105,8 @@ int array_getbuffer(PyObject* self, Py_buffer* view, int flags) noexcept {
       info->strides.push_back(a.strides()[i] * static_cast<Py_ssize_t>(a.itemsize()));
     }
     view->obj = Py_NewRef(self);
-    view->buf = const_cast<void*>(a.data<void>());
+    // Writes through a writable view land in the host copy, which becomes the only valid one.
+    view->buf = copied ? const_cast<void*>(std::as_const(a).data<void>()) : a.data<void>();
     view->len = static_cast<Py_ssize_t>(a.nbytes());
     // Writable like MLX's: writes show in the array (and in arrays sharing its memory).
     view->readonly = copied;

@@ -8,6 +8,7 @@
 #include <mutex>
 #include <vector>
 
+#include "mlx/backend/common/gpu_info.h"
 #include "mlx/backend/cuda/cuda_check.h"
 #include "mlx/backend/cuda/runtime.h"
 #include "mlx/memory/caching_allocator.h"
@@ -138,5 +139,11 @@ void copy_to_device(void* dst, const void* src, size_t nbytes) {
 }
 
 uint64_t current_gpu_stream_bit() { return cu::current().bit; }
+
+void init_gpu_allocator() {
+  if (gpu::is_available()) {
+    gpu_allocator();
+  }
+}
 
 }  // namespace mlx::core::allocator

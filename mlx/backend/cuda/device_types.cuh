@@ -39,6 +39,10 @@ __device__ __forceinline__ To cast_to(From x) {
     return To(cast_to<float>(x), 0.0f);
   } else if constexpr (std::is_same_v<To, bool>) {
     return static_cast<float>(x) != 0.0f;
+  } else if constexpr (std::is_unsigned_v<To> && std::is_floating_point_v<From>) {
+    // Through int64, as the host's conversion does: negative values wrap instead of
+    // saturating at 0.
+    return static_cast<To>(static_cast<int64_t>(x));
   } else if constexpr (is_half_v<From>) {
     return cast_to<To>(static_cast<float>(x));
   } else if constexpr (std::is_same_v<To, __half>) {

@@ -113,10 +113,19 @@ struct GemmShape {
   cudaDataType_t type;
   bool ta, tb;
   int64_t m, n, k, lda, ldb, ldc, batch, sa, sb, sc;
+  // Byte alignment of the A, B and C pointers: views can start anywhere, and cuBLASLt assumes
+  // 256-byte aligned operands unless told otherwise.
+  uint32_t align_a = 256, align_b = 256, align_c = 256;
   auto key() const {
-    return std::make_tuple(int(type), ta, tb, m, n, k, lda, ldb, ldc, batch, sa, sb, sc);
+    return std::make_tuple(int(type), ta, tb, m, n, k, lda, ldb, ldc, batch, sa, sb, sc, align_a,
+                           align_b, align_c);
   }
 };
+
+uint32_t alignment(const void* p) {
+  uintptr_t v = reinterpret_cast<uintptr_t>(p);
+  return v == 0 ? 256u : static_cast<uint32_t>(std::min<uintptr_t>(256, v & (~v + 1)));
+}
 
 struct GemmPlan {
   cublasLtMatmulDesc_t desc = nullptr;
@@ -171,6 +180,18 @@ const GemmPlan& gemm_plan(const GemmShape& g) {
   device(0).cublaslt_workspace(&ws);
   MLX_CUDA_CHECK(cublasLtMatmulPreferenceSetAttribute(
       pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws)));
+  const std::pair<cublasLtMatmulPreferenceAttributes_t, uint32_t> aligns[] = {
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, g.align_a},
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, g.align_b},
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, g.align_c},
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, g.align_c}};
+  for (const auto& [attr, value] : aligns) {
+    MLX_CUDA_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, attr, &value, sizeof(value)));
+  }
+  // Split-K partial sums must not be rounded to a 16-bit output type (the CPU rounds once).
+  uint32_t reductions = CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE;
+  MLX_CUDA_CHECK(cublasLtMatmulPreferenceSetAttribute(
+      pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &reductions, sizeof(reductions)));
   cublasLtMatmulHeuristicResult_t result{};
   int found = 0;
   MLX_CUDA_CHECK(cublasLtMatmulAlgoGetHeuristic(device(0).cublaslt(), p.desc, p.a, p.b, p.c, p.c,
@@ -274,6 +295,12 @@ void products(const array& a_in, const array& b_in, array& out, float alpha, flo
   if (batch == 1) {
     g.sa = g.sb = g.sc = 0;
   }
+  const char* pa_data = b.gpu_data<char>();
+  const char* pb_data = a.gpu_data<char>();
+  char* c = out.gpu_data<char>();
+  g.align_a = alignment(pa_data);
+  g.align_b = alignment(pb_data);
+  g.align_c = alignment(c);
   const GemmPlan& plan = gemm_plan(g);
   size_t ws_bytes = 0;
   void* ws = device(0).cublaslt_workspace(&ws_bytes);
@@ -285,10 +312,9 @@ void products(const array& a_in, const array& b_in, array& out, float alpha, flo
   const void* pb = g.type == CUDA_R_64F   ? static_cast<const void*>(&beta_d)
                    : g.type == CUDA_C_32F ? static_cast<const void*>(&beta_c)
                                           : static_cast<const void*>(&beta);
-  void* c = out.gpu_data<char>();
-  MLX_CUDA_CHECK(cublasLtMatmul(device(0).cublaslt(), plan.desc, pa, b.gpu_data<char>(), plan.a,
-                                a.gpu_data<char>(), plan.b, pb, c, plan.c, c, plan.c, &plan.algo,
-                                ws, ws_bytes, stream()));
+  MLX_CUDA_CHECK(cublasLtMatmul(device(0).cublaslt(), plan.desc, pa, pa_data, plan.a, pb_data,
+                                plan.b, pb, c, plan.c, c, plan.c, &plan.algo, ws, ws_bytes,
+                                stream()));
 }
 
 }  // namespace
