@@ -2,6 +2,7 @@
 #pragma once
 
 #include <optional>
+#include <vector>
 #include <string>
 
 #include "mlx/array.h"
@@ -37,5 +38,22 @@ array scaled_dot_product_attention(const array& queries, const array& keys, cons
                                    const float scale, const std::string& mask_mode = "",
                                    std::optional<array> mask_arr = {},
                                    const std::optional<array>& sinks = {}, StreamOrDevice s = {});
+
+// Cross entropy with class indices: logsumexp(logits, -1) - logits[..., target], accumulated
+// and returned in float32 with the shape of `targets` (logits' shape without the last axis).
+// Built from ops (fast_ops.cpp), so its derivative is softmax - one_hot.
+array cross_entropy(const array& logits, const array& targets, StreamOrDevice s = {});
+
+// The gated delta rule (Gated DeltaNet) over T steps. q, k: (B, T, Hk, Dk); v: (B, T, Hv, Dv)
+// with Hv a multiple of Hk (value head h reads key head h / (Hv / Hk)); gamma: (B, T, Hv) or
+// (B, T, Hv, Dk), decay factors in linear space; beta: (B, T, Hv); state: (B, Hv, Dv, Dk),
+// zeros by default; mask: (B, T) booleans, false steps keep the state and output zeros. Per
+// step: S = gamma * S; S += beta * (v - S k) k^T; y = S q. Returns {y (B, T, Hv, Dv) in q's
+// dtype, final state in float32}; the recurrence runs in float32.
+std::vector<array> gated_delta_update(const array& q, const array& k, const array& v,
+                                      const array& gamma, const array& beta,
+                                      const std::optional<array>& initial_state = std::nullopt,
+                                      const std::optional<array>& mask = std::nullopt,
+                                      StreamOrDevice s = {});
 
 }  // namespace mlx::core::fast

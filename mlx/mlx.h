@@ -3,6 +3,7 @@
 
 #include "mlx/array.h"
 #include "mlx/dtype.h"
+#include "mlx/distributed/distributed.h"
 #include "mlx/fast.h"
 #include "mlx/io/io.h"
 #include "mlx/linalg.h"

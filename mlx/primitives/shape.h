@@ -1,6 +1,8 @@
 // Layout primitives. Most are views: their output shares the input's buffer.
 #pragma once
 
+#include <optional>
+
 #include "mlx/primitives/primitive.h"
 
 namespace mlx::core {
@@ -52,13 +54,22 @@ class Broadcast : public UnaryPrimitive {
 class Reshape : public UnaryPrimitive {
  public:
   Reshape(Stream stream, Shape shape) : UnaryPrimitive(stream), shape_(std::move(shape)) {}
+  // For shapeless compile: the input shape it was traced with, so that output_shapes can
+  // carry the dimensions it kept over to new inputs (see output_shapes).
+  Reshape(Stream stream, Shape shape, Shape traced_input)
+      : UnaryPrimitive(stream), shape_(std::move(shape)), traced_input_(std::move(traced_input)) {}
   MLX_DECLARE_EVAL
   const char* name() const override { return "Reshape"; }
   bool is_equivalent(const Primitive& other) const override;
+  // The traced shape with the leading and trailing dimensions it shared with the traced input
+  // taken from the new input, and a single remaining dimension inferred from the size
+  // (x.reshape(B, L, H, -1) follows B and L). Throws when that cannot match the new input.
+  std::vector<Shape> output_shapes(const std::vector<array>& inputs) override;
 
   MLX_DECLARE_TRANSFORM_RULES
  private:
   Shape shape_;
+  std::optional<Shape> traced_input_;
 };
 
 class Transpose : public UnaryPrimitive {

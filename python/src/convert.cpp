@@ -311,6 +311,14 @@ array array_from_python(nb::handle obj, std::optional<Dtype> dtype) {
   if (auto s = scalar_to_array(obj, dtype)) {
     return *s;
   }
+  // Objects that convert themselves (MLX's __mlx_array__ protocol).
+  if (nb::hasattr(obj, "__mlx_array__")) {
+    nb::object converted = obj.attr("__mlx_array__")();
+    if (!is_array(converted)) {
+      throw nb::type_error("[array] __mlx_array__ must return an mlx.core.array.");
+    }
+    return array_from_python(converted, dtype);
+  }
   if (nb::isinstance<nb::list>(obj) || nb::isinstance<nb::tuple>(obj)) {
     return list_to_array(obj, dtype);
   }

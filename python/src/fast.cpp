@@ -6,6 +6,8 @@
 #include <nanobind/stl/variant.h>
 
 #include "mlx/utils.h"
+#include <nanobind/stl/vector.h>
+
 #include "python/src/bindings.h"
 
 namespace nb = nanobind;
@@ -42,7 +44,9 @@ void init_fast(nb::module_& parent) {
   m.def(
       "scaled_dot_product_attention",
       [](const array& q, const array& k, const array& v, float scale, nb::handle mask,
-         std::optional<array> sinks, StreamOrDevice s) {
+         std::optional<array> sinks, bool force_fused, StreamOrDevice s) {
+        // Every path of this build is the fused kernel, so force_fused changes nothing.
+        (void)force_fused;
         std::string mode;
         std::optional<array> mask_arr;
         if (nb::isinstance<nb::str>(mask)) {
@@ -63,7 +67,77 @@ void init_fast(nb::module_& parent) {
       },
       nb::arg("q"), nb::arg("k"), nb::arg("v"), nb::kw_only(), nb::arg("scale"),
       nb::arg("mask").none() = nb::none(), nb::arg("sinks") = nb::none(),
-      nb::arg("stream") = nb::none(),
+      nb::arg("force_fused") = false, nb::arg("stream") = nb::none(),
       "softmax(scale * q @ k^T + mask) @ v, with grouped-query heads, 'causal' or array masks and "
       "per-head attention sinks.");
+  m.def(
+      "cross_entropy",
+      [](const array& logits, const array& targets, StreamOrDevice s) {
+        return fast::cross_entropy(logits, targets, s);
+      },
+      nb::arg("logits"), nb::arg("targets"), nb::kw_only(), nb::arg("stream") = nb::none(),
+      "cross_entropy(logits, targets, *, stream=None)\n\nCross entropy with class indices: "
+      "``logsumexp(logits, axis=-1) - logits[..., targets]``, computed in float32.\n\nArgs:\n"
+      "    logits (array): Unnormalized scores; classes along the last axis.\n    targets "
+      "(array): Integer class indices shaped like ``logits`` without its last axis.\n\n"
+      "Returns:\n    array: The float32 loss of each element, shaped like ``targets``. Its "
+      "gradient with respect to ``logits`` is ``softmax(logits) - one_hot(targets)``.");
+  m.def(
+      "gated_delta_update",
+      [](const array& q, const array& k, const array& v, const array& gamma, const array& beta,
+         std::optional<array> initial_state, std::optional<array> mask, StreamOrDevice s) {
+        return fast::gated_delta_update(q, k, v, gamma, beta, initial_state, mask, s);
+      },
+      nb::arg("q"), nb::arg("k"), nb::arg("v"), nb::arg("gamma"), nb::arg("beta"),
+      nb::arg("initial_state") = nb::none(), nb::arg("mask") = nb::none(),
+      nb::arg("stream") = nb::none(),
+      "gated_delta_update(q, k, v, gamma, beta, initial_state=None, mask=None, stream=None)\n\n"
+      "The gated delta rule (Gated DeltaNet's recurrence) over a sequence. For each step and "
+      "value head, with state ``S`` of shape (Dv, Dk): ``S = gamma * S``, then "
+      "``S += beta * (v - S @ k) k^T``, and the output is ``S @ q``.\n\nArgs:\n    q, k "
+      "(array): (B, T, Hk, Dk).\n    v (array): (B, T, Hv, Dv); Hv is a multiple of Hk and "
+      "value head h reads key head h // (Hv // Hk).\n    gamma (array): Decay factors (linear, "
+      "not log), (B, T, Hv) or per key feature (B, T, Hv, Dk).\n    beta (array): Update "
+      "rates, (B, T, Hv).\n    initial_state (array, optional): (B, Hv, Dv, Dk); zeros by "
+      "default.\n    mask (array, optional): (B, T) booleans; false steps keep the state and "
+      "output zeros.\n\nReturns:\n    list[array]: The outputs (B, T, Hv, Dv) in q's dtype and "
+      "the final state (B, Hv, Dv, Dk) in float32.");
+  m.def(
+      "metal_kernel",
+      [](nb::args, nb::kwargs) -> nb::object {
+        throw std::runtime_error(
+            "[metal_kernel] Metal is not available: custom Metal kernels need an Apple GPU. "
+            "On NVIDIA GPUs use mx.fast.cuda_kernel.");
+      },
+      nb::sig("def metal_kernel(name: str, input_names: Sequence[str], output_names: "
+              "Sequence[str], source: str, header: str = '', ensure_row_contiguous: bool = True, "
+              "atomic_outputs: bool = False, compile_options: object | None = None) -> object"),
+      "Custom Metal kernels. Metal is not available on Linux, so this raises RuntimeError.");
+  m.def(
+      "cuda_kernel",
+      [](nb::args, nb::kwargs) -> nb::object {
+        throw std::runtime_error(
+            "[cuda_kernel] Custom CUDA kernels require the CUDA backend, which this build "
+            "does not have yet.");
+      },
+      nb::sig("def cuda_kernel(name: str, input_names: Sequence[str], output_names: "
+              "Sequence[str], source: str, header: str = '', ensure_row_contiguous: bool = "
+              "True, shared_memory: int = 0) -> object"),
+      "Builds a custom CUDA kernel from source (compiled with NVRTC). It requires the CUDA "
+      "backend; until that lands this raises RuntimeError.");
+  m.def(
+      "precompiled_cuda_kernel",
+      [](nb::args, nb::kwargs) -> nb::object {
+        throw std::runtime_error(
+            "[precompiled_cuda_kernel] Custom CUDA kernels require the CUDA backend, which "
+            "this build does not have yet.");
+      },
+      nb::sig("def precompiled_cuda_kernel(*, name: str, compiled_source: bytes, inputs: "
+              "Sequence[array], output_shapes: Sequence[tuple[int, ...]], output_dtypes: "
+              "Sequence[Dtype], scalars: Sequence[object], grid: tuple[int, int, int], "
+              "threadgroup: tuple[int, int, int], shared_memory: int = 0, init_value: float | "
+              "None = None, ensure_row_contiguous: bool = True, stream: Stream | Device | None = "
+              "None) -> list[array]"),
+      "Runs a precompiled CUDA kernel (PTX or cubin). It requires the CUDA backend; until "
+      "that lands this raises RuntimeError.");
 }

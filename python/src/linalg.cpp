@@ -67,7 +67,7 @@ void init_linalg(nb::module_& parent) {
         nb::arg("stream") = nb::none(), "Inverse of a triangular matrix.");
   m.def("cholesky", &linalg::cholesky, nb::arg("a"), nb::arg("upper") = false, nb::kw_only(),
         nb::arg("stream") = nb::none(), "Cholesky factor of a symmetric positive definite matrix.");
-  m.def("cholesky_inv", &linalg::cholesky_inv, nb::arg("L"), nb::arg("upper") = false,
+  m.def("cholesky_inv", &linalg::cholesky_inv, nb::arg("a"), nb::arg("upper") = false,
         nb::kw_only(), nb::arg("stream") = nb::none(),
         "Inverse of a symmetric positive definite matrix from its Cholesky factor.");
   m.def("pinv", &linalg::pinv, nb::arg("a"), nb::kw_only(), nb::arg("stream") = nb::none(),
@@ -109,4 +109,6 @@ void init_linalg(nb::module_& parent) {
       "lu", [](const array& a, StreamOrDevice s) { return as_tuple(linalg::lu(a, s)); },
       nb::arg("a"), nb::kw_only(), nb::arg("stream") = nb::none(),
       "LU factorization: (p, L, U), A = L[p] @ U.");
+  // MLX's top-level name for the same function.
+  parent.attr("matrix_norm") = m.attr("norm");
 }

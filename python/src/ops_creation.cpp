@@ -104,11 +104,10 @@ void init_ops_creation(nb::module_& m) {
       "stream"_a = nb::none());
   m.def(
       "linspace",
-      [](double start, double stop, int num, std::optional<Dtype> dtype, StreamOrDevice s) {
-        return linspace(start, stop, num, dtype.value_or(float32), s);
-      },
-      "start"_a, "stop"_a, "num"_a = 50, "dtype"_a = nb::none(), nb::kw_only(),
-      "stream"_a = nb::none());
+      [](double start, double stop, int num, bool endpoint, std::optional<Dtype> dtype,
+         StreamOrDevice s) { return linspace(start, stop, num, endpoint, dtype.value_or(float32), s); },
+      "start"_a, "stop"_a, "num"_a = 50, "endpoint"_a = true, "dtype"_a = nb::none(),
+      nb::kw_only(), "stream"_a = nb::none());
   m.def(
       "full",
       [](const IntOrInts& shape, const ScalarOrArray& vals, std::optional<Dtype> dtype,
@@ -122,8 +121,21 @@ void init_ops_creation(nb::module_& m) {
   def_op(
       m, {"astype"},
       [](const array& a, Dtype dtype, StreamOrDevice s) { return astype(a, dtype, s); }, "dtype"_a);
-  def_op(m, {"zeros_like"}, [](const array& a, StreamOrDevice s) { return zeros_like(a, s); });
-  def_op(m, {"ones_like"}, [](const array& a, StreamOrDevice s) { return ones_like(a, s); });
+  def_op(
+      m, {"zeros_like"},
+      [](const array& a, std::optional<Dtype> dtype, StreamOrDevice s) {
+        return zeros(a.shape(), dtype.value_or(a.dtype()), s);
+      },
+      "dtype"_a = nb::none());
+  def_op(
+      m, {"ones_like"},
+      [](const array& a, std::optional<Dtype> dtype, StreamOrDevice s) {
+        return ones(a.shape(), dtype.value_or(a.dtype()), s);
+      },
+      "dtype"_a = nb::none());
+  // Arrays always hold defined values, so "empty" arrays are zero-filled.
+  m.attr("empty") = m.attr("zeros");
+  m.attr("empty_like") = m.attr("zeros_like");
   def_op(
       m, {"full_like"},
       [](const array& a, const ScalarOrArray& vals, std::optional<Dtype> dtype, StreamOrDevice s) {

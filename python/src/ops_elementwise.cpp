@@ -143,6 +143,8 @@ void init_ops_elementwise(nb::module_& m) {
         return contiguous(a, allow_col_major, s);
       },
       "allow_col_major"_a = false);
+  // Not MLX API: the name the project's documents use for contiguous.
+  m.attr("ascontiguous") = m.attr("contiguous");
   m.def(
       "where",
       [](const ScalarOrArray& condition, const ScalarOrArray& x, const ScalarOrArray& y,
@@ -161,6 +163,21 @@ void init_ops_elementwise(nb::module_& m) {
         return clip(a, bound(a_min), bound(a_max), s);
       },
       "a_min"_a.none(), "a_max"_a.none());
+  // The array API's names for the same functions.
+  const std::pair<const char*, const char*> kAliases[] = {
+      {"acos", "arccos"},   {"asin", "arcsin"},   {"atan", "arctan"},
+      {"acosh", "arccosh"}, {"asinh", "arcsinh"}, {"atanh", "arctanh"},
+      {"atan2", "arctan2"}, {"pow", "power"},     {"bitwise_left_shift", "left_shift"},
+      {"bitwise_right_shift", "right_shift"},
+  };
+  for (const auto& [alias, name] : kAliases) {
+    m.attr(alias) = m.attr(name);
+  }
+  def_op(m, {"to_fp8", false, "x"}, [](const array& x, StreamOrDevice s) { return to_fp8(x, s); });
+  def_op(
+      m, {"from_fp8", false, "x"},
+      [](const array& x, Dtype dtype, StreamOrDevice s) { return from_fp8(x, dtype, s); },
+      "dtype"_a = bfloat16);
   def_close(m, "isclose", &isclose);
   def_close(m, "allclose", &allclose);
   m.def(

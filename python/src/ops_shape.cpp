@@ -283,6 +283,8 @@ void init_ops_shape(nb::module_& m) {
       [](const array& a, int n, int axis, StreamOrDevice s) { return diff(a, n, axis, s); },
       "n"_a = 1, "axis"_a = -1);
   init_dynamic_slices(m);
+  def_op(m, {"matrix_transpose"},
+         [](const array& a, StreamOrDevice s) { return matrix_transpose(a, s); });
 }
 
 }  // namespace mlx::core::python

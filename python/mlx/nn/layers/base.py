@@ -268,6 +268,8 @@ class Module(dict):
                     dst[key] = value
                 elif isinstance(current, (dict, list)):
                     recurse(value, current, f"{path}{key}.")
+                elif _is_empty(value):
+                    continue  # the placeholder parameters() gives non-array entries (str, int)
                 elif strict:
                     raise ValueError(
                         f"[Module.update] '{path}{key}' is not a parameter (it holds a "
