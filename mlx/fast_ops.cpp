@@ -100,7 +100,14 @@ std::vector<array> gated_delta_update(const array& q, const array& k, const arra
   array bf = astype(beta, float32, s);
   std::vector<array> ys;
   ys.reserve(T);
-  auto step = [&](const array& x, int t) { return squeeze(slice(x, {0, t}, {B, t + 1}, s), 1, s); };
+  // x[:, t] of a (B, T, ...) array.
+  auto step = [&](const array& x, int t) {
+    Shape start(x.ndim(), 0);
+    Shape stop = x.shape();
+    start[1] = t;
+    stop[1] = t + 1;
+    return squeeze(slice(x, std::move(start), std::move(stop), s), 1, s);
+  };
   for (int t = 0; t < T; ++t) {
     array qt = step(qf, t);  // (B, Hv, Dk)
     array kt = step(kf, t);

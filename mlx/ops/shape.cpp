@@ -127,7 +127,7 @@ array reshape(const array& a, Shape shape, StreamOrDevice s) {
     return a;
   }
   auto p = detail::in_shapeless_tracing()
-               ? std::make_shared<Reshape>(to_stream(s), shape, a.shape())
+               ? std::make_shared<Reshape>(to_stream(s), shape, a.shape(), infer)
                : std::make_shared<Reshape>(to_stream(s), shape);
   return array(std::move(shape), a.dtype(), std::move(p), {a});
 }

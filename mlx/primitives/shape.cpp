@@ -50,30 +50,30 @@ std::vector<Shape> Reshape::output_shapes(const std::vector<array>& inputs) {
   for (int d : in) {
     size *= d;
   }
-  int free_dim = -1;
+  // The dimension to infer: the one the caller gave as -1, else the only one not carried.
+  int free_dim = infer_ >= 0 && !carried[infer_] ? infer_ : -1;
+  if (infer_ < 0 && std::count(carried.begin(), carried.end(), false) == 1) {
+    free_dim = static_cast<int>(std::find(carried.begin(), carried.end(), false) - carried.begin());
+  }
   int64_t known = 1;
   for (size_t i = 0; i < n; ++i) {
-    if (!carried[i] && free_dim == -1) {
-      free_dim = static_cast<int>(i);
-    } else if (!carried[i]) {
-      free_dim = -2;  // more than one dimension to infer
-      break;
-    } else {
+    if (static_cast<int>(i) != free_dim) {
       known *= out[i];
     }
   }
   if (free_dim >= 0 && known > 0 && size % known == 0) {
     out[free_dim] = static_cast<int>(size / known);
     known *= out[free_dim];
-  } else if (free_dim == -2) {
+  } else if (free_dim >= 0) {
     known = -1;
   }
   if (known != size) {
     throw std::invalid_argument(
         msg("[reshape] In a shapeless compiled function, the reshape of ", traced, " to ",
             shape_, " cannot be replayed for an input of shape ", in,
-            ": only the leading and trailing dimensions it keeps and one other can follow the "
-            "input. Compile without shapeless=True for this function."));
+            ": only its leading and trailing dimensions that match the input, and the one "
+            "given as -1, follow new inputs. Compile without shapeless=True for this "
+            "function."));
   }
   return {out};
 }

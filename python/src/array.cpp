@@ -15,6 +15,7 @@
 #include "python/src/bindings.h"
 #include "python/src/convert.h"
 #include "python/src/interop.h"
+#include "python/src/mixed_precision.h"
 
 namespace nb = nanobind;
 using namespace mlx::core;
@@ -148,7 +149,15 @@ array array_from_state(const nb::tuple& state) {
   for (auto d : state[1]) {
     shape.push_back(nb::cast<int>(d));
   }
-  Dtype t = nb::cast<Dtype>(nb::module_::import_("mlx.core").attr(state[2]));
+  // Dtype names match mlx.core's attributes, except bool (mx.bool_).
+  std::string name = nb::cast<std::string>(state[2]);
+  nb::object type =
+      nb::getattr(nb::module_::import_("mlx.core"), name == "bool" ? "bool_" : name.c_str(),
+                  nb::none());
+  if (!nb::isinstance<Dtype>(type)) {
+    throw nb::value_error("[array.__setstate__] Unknown dtype name.");
+  }
+  Dtype t = nb::cast<Dtype>(type);
   const auto* bytes = reinterpret_cast<const uint8_t*>(data.c_str());
   size_t n = data.size();
   size_t count = 1;
@@ -300,9 +309,18 @@ void init_array(nb::module_& m) {
       .def("__abs__", [](const array& a) { return abs(a); })
       .def("__invert__",
            [](const array& a) { return a.dtype() == bool_ ? logical_not(a) : bitwise_invert(a); })
-      .def("__matmul__", [](const array& a, const array& b) { return matmul(a, b); })
-      .def("__rmatmul__", [](const array& a, const array& b) { return matmul(b, a); })
-      .def("__imatmul__", [](const array& a, const array& b) { return matmul(a, b); })
+      .def("__matmul__",
+           [](const array& a, const array& b) {
+             return matmul(in_compute_dtype(a), in_compute_dtype(b));
+           })
+      .def("__rmatmul__",
+           [](const array& a, const array& b) {
+             return matmul(in_compute_dtype(b), in_compute_dtype(a));
+           })
+      .def("__imatmul__",
+           [](const array& a, const array& b) {
+             return matmul(in_compute_dtype(a), in_compute_dtype(b));
+           })
       .def("__divmod__", [](const array& a, nb::handle b) {
         auto qr = divmod(a, to_operand(b, a.dtype()));
         return nb::make_tuple(qr[0], qr[1]);

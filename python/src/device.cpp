@@ -10,7 +10,8 @@
 #include <fstream>
 #include <map>
 #include <memory>
-#include <mutex>
+#include <atomic>
+#include <cstdint>
 #include <sstream>
 #include <thread>
 #include <unistd.h>
@@ -36,22 +37,26 @@ std::string repr(const T& v) {
 // its own stream, created on first use.
 class ThreadLocalStream {
  public:
-  explicit ThreadLocalStream(Device d) : device_(d) {}
-  Stream get() {
-    std::lock_guard<std::mutex> lock(*mutex_);
-    auto [it, added] = streams_->try_emplace(std::this_thread::get_id(), -1, device_);
-    if (added) {
-      it->second = new_stream(device_);
+  explicit ThreadLocalStream(Device d) : device_(d), id_(next_id()) {}
+  // This thread's stream (created on its first use; thread-local storage, so a new thread
+  // never inherits the stream of one that ended).
+  Stream get() const {
+    thread_local std::map<uint64_t, Stream> streams;
+    auto it = streams.find(id_);
+    if (it == streams.end()) {
+      it = streams.emplace(id_, new_stream(device_)).first;
     }
     return it->second;
   }
   const Device& device() const { return device_; }
 
  private:
+  static uint64_t next_id() {
+    static std::atomic<uint64_t> counter{0};
+    return counter++;
+  }
   Device device_;
-  std::shared_ptr<std::mutex> mutex_ = std::make_shared<std::mutex>();
-  std::shared_ptr<std::map<std::thread::id, Stream>> streams_ =
-      std::make_shared<std::map<std::thread::id, Stream>>();
+  uint64_t id_;
 };
 
 std::string cpu_name() {
@@ -123,7 +128,7 @@ void init_device(nb::module_& m) {
       });
   nb::class_<Stream>(m, "Stream", "An ordered queue of operations on a device.")
       // Anywhere a Stream is accepted, a ThreadLocalStream stands for the calling thread's one.
-      .def("__init__", [](Stream* self, ThreadLocalStream& t) { new (self) Stream(t.get()); })
+      .def("__init__", [](Stream* self, const ThreadLocalStream& t) { new (self) Stream(t.get()); })
       .def_ro("device", &Stream::device)
       .def_ro("index", &Stream::index)
       .def("__repr__", &repr<Stream>)

@@ -13,6 +13,16 @@
 namespace nb = nanobind;
 using namespace mlx::core;
 
+namespace {
+
+// A kernel whose backend is missing: it exists, and calling it raises `message`.
+struct UnavailableKernel {
+  std::string name;
+  std::string message;
+};
+
+}  // namespace
+
 void init_fast(nb::module_& parent) {
   nb::module_ m = parent.def_submodule("fast", "Fused operations with dedicated kernels.");
   m.def(
@@ -102,35 +112,55 @@ void init_fast(nb::module_& parent) {
       "default.\n    mask (array, optional): (B, T) booleans; false steps keep the state and "
       "output zeros.\n\nReturns:\n    list[array]: The outputs (B, T, Hv, Dv) in q's dtype and "
       "the final state (B, Hv, Dv, Dk) in float32.");
+  // Kernels built from source: creating one succeeds (programs build them at import time),
+  // calling it needs the backend that compiles the source.
+  nb::class_<UnavailableKernel>(m, "_UnavailableKernel")
+      .def("__call__",
+           [](const UnavailableKernel& k, nb::args, nb::kwargs) -> nb::object {
+             throw std::runtime_error(k.message);
+           })
+      .def("__repr__", [](const UnavailableKernel& k) { return "<kernel '" + k.name + "'>"; });
   m.def(
       "metal_kernel",
-      [](nb::args, nb::kwargs) -> nb::object {
-        throw std::runtime_error(
-            "[metal_kernel] Metal is not available: custom Metal kernels need an Apple GPU. "
-            "On NVIDIA GPUs use mx.fast.cuda_kernel.");
+      [](const std::string& name, const std::vector<std::string>& input_names,
+         const std::vector<std::string>& output_names, const std::string& source,
+         const std::string& header, bool ensure_row_contiguous, bool atomic_outputs,
+         nb::object compile_options) {
+        return UnavailableKernel{name, "[metal_kernel] Metal is not available: the custom Metal "
+                                       "kernel '" +
+                                           name +
+                                           "' needs an Apple GPU (on NVIDIA GPUs use "
+                                           "mx.fast.cuda_kernel)."};
       },
-      nb::sig("def metal_kernel(name: str, input_names: Sequence[str], output_names: "
-              "Sequence[str], source: str, header: str = '', ensure_row_contiguous: bool = True, "
-              "atomic_outputs: bool = False, compile_options: object | None = None) -> object"),
-      "Custom Metal kernels. Metal is not available on Linux, so this raises RuntimeError.");
+      nb::arg("name"), nb::arg("input_names"), nb::arg("output_names"), nb::arg("source"),
+      nb::arg("header") = "", nb::arg("ensure_row_contiguous") = true,
+      nb::arg("atomic_outputs") = false, nb::arg("compile_options") = nb::none(),
+      "metal_kernel(name, input_names, output_names, source, header='', "
+      "ensure_row_contiguous=True, atomic_outputs=False, compile_options=None)\n\nA custom "
+      "Metal kernel. Metal is not available on Linux: the kernel object is created (so modules "
+      "that define kernels at import time load), but calling it raises RuntimeError.");
   m.def(
       "cuda_kernel",
-      [](nb::args, nb::kwargs) -> nb::object {
-        throw std::runtime_error(
-            "[cuda_kernel] Custom CUDA kernels require the CUDA backend, which this build "
-            "does not have yet.");
+      [](const std::string& name, const std::vector<std::string>& input_names,
+         const std::vector<std::string>& output_names, const std::string& source,
+         const std::string& header, bool ensure_row_contiguous, int shared_memory) {
+        return UnavailableKernel{name, "[cuda_kernel] The custom CUDA kernel '" + name +
+                                           "' requires the CUDA backend, which this build "
+                                           "does not have yet."};
       },
-      nb::sig("def cuda_kernel(name: str, input_names: Sequence[str], output_names: "
-              "Sequence[str], source: str, header: str = '', ensure_row_contiguous: bool = "
-              "True, shared_memory: int = 0) -> object"),
-      "Builds a custom CUDA kernel from source (compiled with NVRTC). It requires the CUDA "
-      "backend; until that lands this raises RuntimeError.");
+      nb::arg("name"), nb::arg("input_names"), nb::arg("output_names"), nb::arg("source"),
+      nb::arg("header") = "", nb::arg("ensure_row_contiguous") = true,
+      nb::arg("shared_memory") = 0,
+      "cuda_kernel(name, input_names, output_names, source, header='', "
+      "ensure_row_contiguous=True, shared_memory=0)\n\nA custom CUDA kernel from source, "
+      "compiled with NVRTC on first call. It requires the CUDA backend: until that lands the "
+      "kernel object is created but calling it raises RuntimeError.");
   m.def(
       "precompiled_cuda_kernel",
       [](nb::args, nb::kwargs) -> nb::object {
         throw std::runtime_error(
-            "[precompiled_cuda_kernel] Custom CUDA kernels require the CUDA backend, which "
-            "this build does not have yet.");
+            "[precompiled_cuda_kernel] This function requires the CUDA backend, which this "
+            "build does not have yet.");
       },
       nb::sig("def precompiled_cuda_kernel(*, name: str, compiled_source: bytes, inputs: "
               "Sequence[array], output_shapes: Sequence[tuple[int, ...]], output_dtypes: "

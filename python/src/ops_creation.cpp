@@ -35,7 +35,7 @@ void def_diagonal_creator(nb::module_& m, const char* name, DiagonalFn fn) {
         return fn(n, cols.value_or(n), k, dtype.value_or(float32), s);
       },
       "n"_a, "m"_a = nb::none(), "k"_a = 0, "dtype"_a = nb::none(), nb::kw_only(),
-      "stream"_a = nb::none());
+      "stream"_a = nb::none(), docstring(name));
 }
 
 // zeros / ones: a shape and a dtype (float32 by default).
@@ -47,7 +47,7 @@ void def_fill(nb::module_& m, const char* name, FillFn fn) {
       [fn](const IntOrInts& shape, std::optional<Dtype> dtype, StreamOrDevice s) {
         return fn(to_ints(shape), dtype.value_or(float32), s);
       },
-      "shape"_a, "dtype"_a = nb::none(), nb::kw_only(), "stream"_a = nb::none());
+      "shape"_a, "dtype"_a = nb::none(), nb::kw_only(), "stream"_a = nb::none(), docstring(name));
 }
 
 using WindowFn = array (*)(int, StreamOrDevice);
@@ -94,20 +94,19 @@ nb::object asarray_impl(nb::handle a, std::optional<Dtype> dtype, std::optional<
 
 void init_ops_creation(nb::module_& m) {
   m.def("arange", &arange_impl, "start"_a, "stop"_a, "step"_a = nb::none(), "dtype"_a = nb::none(),
-        nb::kw_only(), "stream"_a = nb::none(),
-        "Evenly spaced values in [start, stop); int32 unless an argument is a float.");
+        nb::kw_only(), "stream"_a = nb::none(), docstring("arange"));
   m.def(
       "arange",
       [](const Number& stop, const std::optional<Number>& step, std::optional<Dtype> dtype,
          StreamOrDevice s) { return arange_impl(Number(0), stop, step, dtype, s); },
       "stop"_a, "step"_a = nb::none(), "dtype"_a = nb::none(), nb::kw_only(),
-      "stream"_a = nb::none());
+      "stream"_a = nb::none(), docstring("arange"));
   m.def(
       "linspace",
       [](double start, double stop, int num, bool endpoint, std::optional<Dtype> dtype,
          StreamOrDevice s) { return linspace(start, stop, num, endpoint, dtype.value_or(float32), s); },
       "start"_a, "stop"_a, "num"_a = 50, "endpoint"_a = true, "dtype"_a = nb::none(),
-      nb::kw_only(), "stream"_a = nb::none());
+      nb::kw_only(), "stream"_a = nb::none(), docstring("linspace"));
   m.def(
       "full",
       [](const IntOrInts& shape, const ScalarOrArray& vals, std::optional<Dtype> dtype,
@@ -115,7 +114,7 @@ void init_ops_creation(nb::module_& m) {
         array v = vals.get(dtype);
         return full(to_ints(shape), v, dtype.value_or(v.dtype()), s);
       },
-      "shape"_a, "vals"_a, "dtype"_a = nb::none(), nb::kw_only(), "stream"_a = nb::none());
+      "shape"_a, "vals"_a, "dtype"_a = nb::none(), nb::kw_only(), "stream"_a = nb::none(), docstring("full"));
   def_fill(m, "zeros", &zeros);
   def_fill(m, "ones", &ones);
   def_op(
@@ -150,14 +149,14 @@ void init_ops_creation(nb::module_& m) {
       [](int n, std::optional<Dtype> dtype, StreamOrDevice s) {
         return identity(n, dtype.value_or(float32), s);
       },
-      "n"_a, "dtype"_a = nb::none(), nb::kw_only(), "stream"_a = nb::none());
+      "n"_a, "dtype"_a = nb::none(), nb::kw_only(), "stream"_a = nb::none(), docstring("identity"));
   for (const auto& [name, fn] : kWindows) {
     m.def(
         name, [fn](int M, StreamOrDevice s) { return fn(M, s); }, "M"_a, nb::kw_only(),
-        "stream"_a = nb::none());
+        "stream"_a = nb::none(), docstring(name));
   }
   m.def("asarray", &asarray_impl, "a"_a, "dtype"_a = nb::none(), nb::kw_only(),
-        "copy"_a = nb::none(), "Converts the input to an array, without a copy where possible.");
+        "copy"_a = nb::none(), docstring("asarray"));
 }
 
 }  // namespace mlx::core::python

@@ -107,7 +107,7 @@ void def_close(nb::module_& m, const char* name, CloseFn fn) {
         return fn(x, y, rtol, atol, equal_nan, s);
       },
       "a"_a, "b"_a, "rtol"_a = 1e-5, "atol"_a = 1e-8, nb::kw_only(), "equal_nan"_a = false,
-      "stream"_a = nb::none());
+      "stream"_a = nb::none(), docstring(name));
 }
 
 }  // namespace
@@ -126,7 +126,7 @@ void init_ops_elementwise(nb::module_& m) {
         auto [x, y] = to_operands(a.obj, b.obj);
         return to_tuple(divmod(x, y, s));
       },
-      "a"_a, "b"_a, nb::kw_only(), "stream"_a = nb::none());
+      "a"_a, "b"_a, nb::kw_only(), "stream"_a = nb::none(), docstring("divmod"));
   def_op(m, {"positive"}, [](const array& a, StreamOrDevice s) { return positive(a, s); });
   def_op(
       m, {"round", true},
@@ -152,7 +152,7 @@ void init_ops_elementwise(nb::module_& m) {
         auto [a, b] = to_operands(x.obj, y.obj);
         return where(condition.get(), a, b, s);
       },
-      "condition"_a, "x"_a, "y"_a, nb::kw_only(), "stream"_a = nb::none());
+      "condition"_a, "x"_a, "y"_a, nb::kw_only(), "stream"_a = nb::none(), docstring("where"));
   def_op(
       m, {"clip"},
       [](const array& a, const std::optional<ScalarOrArray>& a_min,
@@ -186,7 +186,7 @@ void init_ops_elementwise(nb::module_& m) {
         auto [x, y] = to_operands(a.obj, b.obj);
         return array_equal(x, y, equal_nan, s);
       },
-      "a"_a, "b"_a, "equal_nan"_a = false, nb::kw_only(), "stream"_a = nb::none());
+      "a"_a, "b"_a, "equal_nan"_a = false, nb::kw_only(), "stream"_a = nb::none(), docstring("array_equal"));
 }
 
 }  // namespace mlx::core::python

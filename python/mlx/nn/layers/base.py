@@ -20,13 +20,19 @@ def _cast_floating(x, dtype):
     return x
 
 
+def _active_compute_dtype(module):
+    """The module's compute dtype, else the one of an active ``mx.mixed_precision`` context."""
+    dtype = module._compute_dtype
+    return dtype if dtype is not None else mx._mixed_precision_dtype()
+
+
 def _with_compute_dtype(call):
     """Wraps a subclass's __call__ so that floating array arguments are cast to the module's
-    compute dtype (see Module.set_compute_dtype); a no-op when no compute dtype is set."""
+    compute dtype (see Module.set_compute_dtype, mx.mixed_precision); a no-op without one."""
 
     @functools.wraps(call)
     def wrapped(self, *args, **kwargs):
-        dtype = self._compute_dtype
+        dtype = _active_compute_dtype(self)
         if dtype is not None:
             args = tuple(_cast_floating(a, dtype) for a in args)
             kwargs = {k: _cast_floating(v, dtype) for k, v in kwargs.items()}
@@ -105,7 +111,7 @@ class Module(dict):
     def __getattr__(self, key: str):
         if key in self:
             value = self[key]
-            dtype = self._compute_dtype
+            dtype = _active_compute_dtype(self)
             return value if dtype is None else _cast_floating(value, dtype)
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {key!r}")
 

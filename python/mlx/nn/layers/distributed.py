@@ -280,7 +280,7 @@ class FullyShardedModule(Module):
     ):
         super().__init__()
         self.group = _group(group)
-        self.compute_dtype = compute_dtype
+        self._gather_dtype = compute_dtype
         self.module = module
         n = self.group.size()
         if n > 1:
@@ -288,7 +288,7 @@ class FullyShardedModule(Module):
 
     def __call__(self, *args, **kwargs):
         gather = _all_gather_params(self.group)
-        dtype = self.compute_dtype
+        dtype = self._gather_dtype
 
         def full(p):
             p = gather(p)
