@@ -2,8 +2,8 @@
 #pragma once
 
 #include <optional>
-#include <vector>
 #include <string>
+#include <vector>
 
 #include "mlx/array.h"
 #include "mlx/runtime/stream.h"
@@ -33,7 +33,7 @@ array rope(const array& x, int dims, bool traditional, std::optional<float> base
 // "" (no mask, or mask_arr when given), "causal" (query i sees keys up to
 // i + T_kv - T_q) or "array" (mask_arr: boolean keep-mask or additive, broadcastable to
 // (B, N_q, T_q, T_kv)). sinks (N_q,) add a per-head logit to each softmax denominator.
-// Rows that see no key (and have no sink) are NaN.
+// Rows that see no key (and have no sink) are zeros, with zero gradients.
 array scaled_dot_product_attention(const array& queries, const array& keys, const array& values,
                                    const float scale, const std::string& mask_mode = "",
                                    std::optional<array> mask_arr = {},

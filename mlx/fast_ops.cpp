@@ -27,8 +27,7 @@ array cross_entropy(const array& logits, const array& targets, StreamOrDevice s)
   Shape expect(logits.shape().begin(), logits.shape().end() - 1);
   if (targets.shape() != expect) {
     throw std::invalid_argument(msg("[cross_entropy] targets must have shape ", expect,
-                                    " (logits without the last axis); got ", targets.shape(),
-                                    "."));
+                                    " (logits without the last axis); got ", targets.shape(), "."));
   }
   array x = astype(logits, float32, s);
   array picked = take_along_axis(x, expand_dims(targets, -1, s), -1, s);
@@ -83,9 +82,8 @@ std::vector<array> gated_delta_update(const array& q, const array& k, const arra
                                     state_shape, "; got ", state.shape(), "."));
   }
   if (mask && mask->shape() != Shape{B, T}) {
-    throw std::invalid_argument(
-        msg("[gated_delta_update] mask must have shape (", B, ", ", T, "); got ", mask->shape(),
-            "."));
+    throw std::invalid_argument(msg("[gated_delta_update] mask must have shape (", B, ", ", T,
+                                    "); got ", mask->shape(), "."));
   }
   // Key heads repeated for the value heads that read them: (B, T, Hv, Dk).
   int group = Hv / Hk;
@@ -119,8 +117,7 @@ std::vector<array> gated_delta_update(const array& q, const array& k, const arra
     // S k: (B, Hv, Dv); the correction is an outer product with k.
     array predicted = squeeze(matmul(decayed, expand_dims(kt, -1, s), s), -1, s);
     array delta = multiply(subtract(vt, predicted, s), bt, s);
-    array updated =
-        add(decayed, multiply(expand_dims(delta, -1, s), expand_dims(kt, 2, s), s), s);
+    array updated = add(decayed, multiply(expand_dims(delta, -1, s), expand_dims(kt, 2, s), s), s);
     array yt = squeeze(matmul(updated, expand_dims(qt, -1, s), s), -1, s);
     if (mask) {
       array keep = reshape(step(*mask, t), {B, 1, 1}, s);

@@ -2,8 +2,8 @@
 #pragma once
 
 #include "mlx/array.h"
-#include "mlx/dtype.h"
 #include "mlx/distributed/distributed.h"
+#include "mlx/dtype.h"
 #include "mlx/fast.h"
 #include "mlx/io/io.h"
 #include "mlx/linalg.h"

@@ -6,9 +6,9 @@
 
 #include "mlx/linalg.h"
 #include "mlx/ops/creation.h"
-#include "mlx/ops/linalg.h"
 #include "mlx/ops/elementwise.h"
 #include "mlx/ops/indexing.h"
+#include "mlx/ops/linalg.h"
 #include "mlx/ops/reduction.h"
 #include "mlx/ops/shape.h"
 #include "mlx/primitives/random.h"
@@ -474,9 +474,10 @@ array multivariate_normal(const array& mean, const array& cov, const Shape& shap
   Shape batch = broadcast_shapes(broadcast_shapes(mean_batch, cov_batch, "multivariate_normal"),
                                  shape, "multivariate_normal");
   if (batch != shape) {
-    throw std::invalid_argument(
-        msg("[multivariate_normal] shape ", shape, " must be the broadcast of the batch shapes of "
-            "mean and cov; they broadcast to ", batch, "."));
+    throw std::invalid_argument(msg("[multivariate_normal] shape ", shape,
+                                    " must be the broadcast of the batch shapes of "
+                                    "mean and cov; they broadcast to ",
+                                    batch, "."));
   }
   // cov = U diag(S) V^T; for a symmetric PSD matrix U sqrt(S) is a square root of it.
   auto usv = linalg::svd(astype(cov, float32, s), true, s);

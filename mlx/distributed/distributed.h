@@ -34,11 +34,9 @@ array all_sum(const array& x, std::optional<Group> group = std::nullopt, StreamO
 array all_max(const array& x, std::optional<Group> group = std::nullopt, StreamOrDevice s = {});
 array all_min(const array& x, std::optional<Group> group = std::nullopt, StreamOrDevice s = {});
 // Concatenation of every process's x along the first axis.
-array all_gather(const array& x, std::optional<Group> group = std::nullopt,
-                 StreamOrDevice s = {});
+array all_gather(const array& x, std::optional<Group> group = std::nullopt, StreamOrDevice s = {});
 // The sum over processes, split along the first axis: process r keeps the r-th part.
-array sum_scatter(const array& x, std::optional<Group> group = std::nullopt,
-                  StreamOrDevice s = {});
+array sum_scatter(const array& x, std::optional<Group> group = std::nullopt, StreamOrDevice s = {});
 // Point-to-point: send returns x (for ordering), recv a new array of the given shape and dtype.
 // Both need a peer, so in a group of one they are an invalid_argument.
 array send(const array& x, int dst, std::optional<Group> group = std::nullopt,

@@ -230,7 +230,8 @@ array to_fp8(const array& x, StreamOrDevice s) {
   // Exponent of the magnitude, floored at the smallest normal exponent (-6): below it the
   // spacing stays 2^-9 (subnormals).
   array exp_bits = right_shift(view(mag, uint32, s), array(23u, uint32), s);
-  array e = maximum(subtract(astype(exp_bits, int32, s), array(127, int32), s), array(-6, int32), s);
+  array e =
+      maximum(subtract(astype(exp_bits, int32, s), array(127, int32), s), array(-6, int32), s);
   // Scaled to units of the spacing 2^(e-3) (exact), then rounded half to even.
   array scaled = divide(mag, exp2_int(subtract(e, array(3, int32), s), s), s);
   array whole = floor(scaled, s);

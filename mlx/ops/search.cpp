@@ -53,9 +53,8 @@ array searchsorted(const array& sorted_sequence, const array& values, const std:
         msg("[searchsorted] side must be 'left' or 'right'; got '", side, "'."));
   }
   if (sorted_sequence.ndim() != 1) {
-    throw std::invalid_argument(
-        msg("[searchsorted] sorted_sequence must be 1-D; got ", sorted_sequence.ndim(),
-            " dimensions."));
+    throw std::invalid_argument(msg("[searchsorted] sorted_sequence must be 1-D; got ",
+                                    sorted_sequence.ndim(), " dimensions."));
   }
   if (is_complex(sorted_sequence.dtype()) || is_complex(values.dtype())) {
     throw std::invalid_argument("[searchsorted] Complex inputs are not ordered.");
@@ -102,8 +101,8 @@ std::vector<array> unique(const array& a, int size, bool return_index, bool retu
   array next = slice(sorted, {1}, {n}, s);
   array changes = not_equal(next, prev, s);
   if (is_floating_point(t)) {
-    changes = logical_and(changes, logical_not(logical_and(isnan(next, s), isnan(prev, s), s), s),
-                          s);
+    changes =
+        logical_and(changes, logical_not(logical_and(isnan(next, s), isnan(prev, s), s), s), s);
   }
   array starts = concatenate({array({true}), changes}, 0, s);
   // Run number of each sorted position, and where each of the first size + 1 runs begins

@@ -1,11 +1,10 @@
 #include "mlx/primitives/shape.h"
 
+#include <algorithm>
+#include <cstdlib>
 #include <stdexcept>
 
 #include "mlx/utils.h"
-
-#include <algorithm>
-#include <cstdlib>
 
 namespace mlx::core {
 
@@ -69,8 +68,8 @@ std::vector<Shape> Reshape::output_shapes(const std::vector<array>& inputs) {
   }
   if (known != size) {
     throw std::invalid_argument(
-        msg("[reshape] In a shapeless compiled function, the reshape of ", traced, " to ",
-            shape_, " cannot be replayed for an input of shape ", in,
+        msg("[reshape] In a shapeless compiled function, the reshape of ", traced, " to ", shape_,
+            " cannot be replayed for an input of shape ", in,
             ": only its leading and trailing dimensions that match the input, and the one "
             "given as -1, follow new inputs. Compile without shapeless=True for this "
             "function."));

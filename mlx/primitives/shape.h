@@ -85,6 +85,13 @@ class Transpose : public UnaryPrimitive {
   const char* name() const override { return "Transpose"; }
   bool is_equivalent(const Primitive& other) const override;
   const std::vector<int>& axes() const { return axes_; }
+  std::vector<Shape> output_shapes(const std::vector<array>& inputs) override {
+    Shape out;
+    for (int ax : axes_) {
+      out.push_back(inputs[0].shape(ax));
+    }
+    return {out};
+  }
 
   MLX_DECLARE_TRANSFORM_RULES
  private:

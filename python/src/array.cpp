@@ -151,9 +151,8 @@ array array_from_state(const nb::tuple& state) {
   }
   // Dtype names match mlx.core's attributes, except bool (mx.bool_).
   std::string name = nb::cast<std::string>(state[2]);
-  nb::object type =
-      nb::getattr(nb::module_::import_("mlx.core"), name == "bool" ? "bool_" : name.c_str(),
-                  nb::none());
+  nb::object type = nb::getattr(nb::module_::import_("mlx.core"),
+                                name == "bool" ? "bool_" : name.c_str(), nb::none());
   if (!nb::isinstance<Dtype>(type)) {
     throw nb::value_error("[array.__setstate__] Unknown dtype name.");
   }
@@ -189,8 +188,9 @@ struct ArrayIterator {
 }  // namespace
 
 void init_print_options(nb::module_& m) {
-  nb::class_<PrintOptions>(m, "PrintOptions", "How arrays print: ``precision`` is the number of "
-                                              "significant digits of floating-point values.")
+  nb::class_<PrintOptions>(m, "PrintOptions",
+                           "How arrays print: ``precision`` is the number of "
+                           "significant digits of floating-point values.")
       .def(nb::init<>())
       .def_rw("precision", &PrintOptions::precision)
       .def("__repr__", [](const PrintOptions& o) {
@@ -226,7 +226,9 @@ void init_print_options(nb::module_& m) {
       .def("__exit__", [](PrintOptionsContext& c, nb::args) { print_options() = c.saved; });
   m.def(
       "printoptions",
-      [](std::optional<int> precision) { return PrintOptionsContext{precision, {}}; },
+      [](std::optional<int> precision) {
+        return PrintOptionsContext{precision, {}};
+      },
       nb::arg("precision") = nb::none(),
       "printoptions(precision=None)\n\nA context manager that applies print options inside its "
       "block and restores the previous ones after it.\n\nExample:\n    >>> with "
@@ -288,8 +290,9 @@ void init_array(nb::module_& m) {
                throw nb::type_error("iteration over a 0-d array");
              return ArrayIterator{a};
            })
-      .def_prop_ro("mT", [](const array& a) { return matrix_transpose(a); },
-                   "The array with its last two axes swapped (at least 2 dimensions).")
+      .def_prop_ro(
+          "mT", [](const array& a) { return matrix_transpose(a); },
+          "The array with its last two axes swapped (at least 2 dimensions).")
       .def("__copy__", [](const array& a) { return mlx::core::copy(a); })
       .def(
           "__deepcopy__", [](const array& a, nb::dict) { return mlx::core::copy(a); },

@@ -1,20 +1,19 @@
 // Devices and streams: mx.Device, mx.cpu / mx.gpu, mx.Stream, default streams, synchronize.
 #include "mlx/runtime/device.h"
 
+#include <nanobind/stl/map.h>
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/variant.h>
+#include <unistd.h>
 
-#include <nanobind/stl/map.h>
-
+#include <atomic>
+#include <cstdint>
 #include <fstream>
 #include <map>
 #include <memory>
-#include <atomic>
-#include <cstdint>
 #include <sstream>
 #include <thread>
-#include <unistd.h>
 
 #include "mlx/memory/memory.h"
 #include "mlx/runtime/stream.h"
@@ -196,16 +195,23 @@ void init_device(nb::module_& m) {
       "dict: ``device_name``, ``architecture``, ``memory_size`` (bytes of RAM), ``num_cores`` and "
       "``max_recommended_working_set_size`` (the memory limit) for the CPU.");
   m.def("default_device", &default_device, "The device used when none is given.");
-  m.def("set_default_device", &set_default_device, nb::arg("device"));
-  m.def("is_available", &is_available, nb::arg("device"));
+  m.def("set_default_device", &set_default_device, nb::arg("device"),
+        "Makes ``device`` the default device of the calling thread (ops without a stream run on "
+        "its default stream).");
+  m.def("is_available", &is_available, nb::arg("device"),
+        "Whether ``device`` can run operations in this build and on this machine.");
   m.def(
-      "device_count", [](Device::DeviceType t) { return device_count(t); },
-      nb::arg("device_type"), "The number of devices of a type (0 GPUs in a build without one).");
+      "device_count", [](Device::DeviceType t) { return device_count(t); }, nb::arg("device_type"),
+      "The number of devices of a type (0 GPUs in a build without one).");
   m.def(
-      "default_stream", [](const Device& d) { return default_stream(d); }, nb::arg("device"));
-  m.def("set_default_stream", &set_default_stream, nb::arg("stream"));
+      "default_stream", [](const Device& d) { return default_stream(d); }, nb::arg("device"),
+      "The default stream of ``device`` for the calling thread.");
+  m.def("set_default_stream", &set_default_stream, nb::arg("stream"),
+        "Makes ``stream`` the default stream of its device for the calling thread.");
   m.def(
-      "new_stream", [](const Device& d) { return new_stream(d); }, nb::arg("device"));
+      "new_stream", [](const Device& d) { return new_stream(d); }, nb::arg("device"),
+      "A new stream on ``device``: operations on different streams may run concurrently, and "
+      "dependencies between them are respected.");
   m.def(
       "synchronize",
       [](std::optional<Stream> s) {

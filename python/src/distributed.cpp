@@ -80,8 +80,7 @@ void init_distributed(nb::module_& parent) {
         (void)all_gather_factory;
         return dist::init(strict, backend);
       },
-      "strict"_a = false, "backend"_a = "any", nb::kw_only(),
-      "all_gather_factory"_a = nb::none(),
+      "strict"_a = false, "backend"_a = "any", nb::kw_only(), "all_gather_factory"_a = nb::none(),
       "init(strict=False, backend='any', *, all_gather_factory=None)\n\nInitializes "
       "communication and returns the global group. When no backend can start, it returns the "
       "group of this process alone, or raises RuntimeError with ``strict=True``.\n\nArgs:\n    "
@@ -110,8 +109,7 @@ void init_distributed(nb::module_& parent) {
          std::optional<dist::Group> group, StreamOrDevice s) {
         return dist::recv(mlx::core::python::to_ints(shape), dtype, src, group, s);
       },
-      "shape"_a, "dtype"_a, "src"_a, nb::kw_only(), "group"_a = nb::none(),
-      "stream"_a = nb::none(),
+      "shape"_a, "dtype"_a, "src"_a, nb::kw_only(), "group"_a = nb::none(), "stream"_a = nb::none(),
       "recv(shape, dtype, src, *, group=None, stream=None)\n\nReceives an array of the given "
       "shape and dtype from the process of rank ``src``. A group of one has no peer: "
       "ValueError.");

@@ -167,12 +167,9 @@ Returns:
      R"doc(``a`` as an array: the input itself when it already is one of that dtype, shared memory for DLPack producers where possible, else a copy. ``copy=False`` raises ValueError when a copy is needed; ``copy=True`` always copies.)doc"},
     {"astype",
      R"doc(``a`` converted to ``dtype`` (NumPy's conversion rules; floats to integers truncate).)doc"},
-    {"atleast_1d",
-     R"doc(The inputs with at least one dimension.)doc"},
-    {"atleast_2d",
-     R"doc(The inputs with at least two dimensions.)doc"},
-    {"atleast_3d",
-     R"doc(The inputs with at least three dimensions.)doc"},
+    {"atleast_1d", R"doc(The inputs with at least one dimension.)doc"},
+    {"atleast_2d", R"doc(The inputs with at least two dimensions.)doc"},
+    {"atleast_3d", R"doc(The inputs with at least three dimensions.)doc"},
     {"bartlett",
      R"doc(The Bartlett (triangular) window of ``M`` points (NumPy's definition), float32.)doc"},
     {"bitwise_and",
@@ -210,8 +207,7 @@ Args:
 
 Returns:
     array: The result, in the promoted dtype.)doc"},
-    {"blackman",
-     R"doc(The Blackman window of ``M`` points (NumPy's definition), float32.)doc"},
+    {"blackman", R"doc(The Blackman window of ``M`` points (NumPy's definition), float32.)doc"},
     {"broadcast_arrays",
      R"doc(The inputs broadcast to their common shape.
 
@@ -519,10 +515,8 @@ Args:
 
 Returns:
     array: The result, in the promoted dtype.)doc"},
-    {"hamming",
-     R"doc(The Hamming window of ``M`` points (NumPy's definition), float32.)doc"},
-    {"hanning",
-     R"doc(The Hann window of ``M`` points (NumPy's definition), float32.)doc"},
+    {"hamming", R"doc(The Hamming window of ``M`` points (NumPy's definition), float32.)doc"},
+    {"hanning", R"doc(The Hann window of ``M`` points (NumPy's definition), float32.)doc"},
     {"identity",
      R"doc(The ``n x n`` identity matrix.
 

@@ -4,10 +4,9 @@
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/variant.h>
-
-#include "mlx/utils.h"
 #include <nanobind/stl/vector.h>
 
+#include "mlx/utils.h"
 #include "python/src/bindings.h"
 
 namespace nb = nanobind;
@@ -126,11 +125,12 @@ void init_fast(nb::module_& parent) {
          const std::vector<std::string>& output_names, const std::string& source,
          const std::string& header, bool ensure_row_contiguous, bool atomic_outputs,
          nb::object compile_options) {
-        return UnavailableKernel{name, "[metal_kernel] Metal is not available: the custom Metal "
-                                       "kernel '" +
-                                           name +
-                                           "' needs an Apple GPU (on NVIDIA GPUs use "
-                                           "mx.fast.cuda_kernel)."};
+        return UnavailableKernel{name,
+                                 "[metal_kernel] Metal is not available: the custom Metal "
+                                 "kernel '" +
+                                     name +
+                                     "' needs an Apple GPU (on NVIDIA GPUs use "
+                                     "mx.fast.cuda_kernel)."};
       },
       nb::arg("name"), nb::arg("input_names"), nb::arg("output_names"), nb::arg("source"),
       nb::arg("header") = "", nb::arg("ensure_row_contiguous") = true,
@@ -149,8 +149,7 @@ void init_fast(nb::module_& parent) {
                                            "does not have yet."};
       },
       nb::arg("name"), nb::arg("input_names"), nb::arg("output_names"), nb::arg("source"),
-      nb::arg("header") = "", nb::arg("ensure_row_contiguous") = true,
-      nb::arg("shared_memory") = 0,
+      nb::arg("header") = "", nb::arg("ensure_row_contiguous") = true, nb::arg("shared_memory") = 0,
       "cuda_kernel(name, input_names, output_names, source, header='', "
       "ensure_row_contiguous=True, shared_memory=0)\n\nA custom CUDA kernel from source, "
       "compiled with NVRTC on first call. It requires the CUDA backend: until that lands the "

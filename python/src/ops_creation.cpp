@@ -104,9 +104,11 @@ void init_ops_creation(nb::module_& m) {
   m.def(
       "linspace",
       [](double start, double stop, int num, bool endpoint, std::optional<Dtype> dtype,
-         StreamOrDevice s) { return linspace(start, stop, num, endpoint, dtype.value_or(float32), s); },
-      "start"_a, "stop"_a, "num"_a = 50, "endpoint"_a = true, "dtype"_a = nb::none(),
-      nb::kw_only(), "stream"_a = nb::none(), docstring("linspace"));
+         StreamOrDevice s) {
+        return linspace(start, stop, num, endpoint, dtype.value_or(float32), s);
+      },
+      "start"_a, "stop"_a, "num"_a = 50, "endpoint"_a = true, "dtype"_a = nb::none(), nb::kw_only(),
+      "stream"_a = nb::none(), docstring("linspace"));
   m.def(
       "full",
       [](const IntOrInts& shape, const ScalarOrArray& vals, std::optional<Dtype> dtype,
@@ -114,7 +116,8 @@ void init_ops_creation(nb::module_& m) {
         array v = vals.get(dtype);
         return full(to_ints(shape), v, dtype.value_or(v.dtype()), s);
       },
-      "shape"_a, "vals"_a, "dtype"_a = nb::none(), nb::kw_only(), "stream"_a = nb::none(), docstring("full"));
+      "shape"_a, "vals"_a, "dtype"_a = nb::none(), nb::kw_only(), "stream"_a = nb::none(),
+      docstring("full"));
   def_fill(m, "zeros", &zeros);
   def_fill(m, "ones", &ones);
   def_op(

@@ -165,9 +165,15 @@ void init_ops_elementwise(nb::module_& m) {
       "a_min"_a.none(), "a_max"_a.none());
   // The array API's names for the same functions.
   const std::pair<const char*, const char*> kAliases[] = {
-      {"acos", "arccos"},   {"asin", "arcsin"},   {"atan", "arctan"},
-      {"acosh", "arccosh"}, {"asinh", "arcsinh"}, {"atanh", "arctanh"},
-      {"atan2", "arctan2"}, {"pow", "power"},     {"bitwise_left_shift", "left_shift"},
+      {"acos", "arccos"},
+      {"asin", "arcsin"},
+      {"atan", "arctan"},
+      {"acosh", "arccosh"},
+      {"asinh", "arcsinh"},
+      {"atanh", "arctanh"},
+      {"atan2", "arctan2"},
+      {"pow", "power"},
+      {"bitwise_left_shift", "left_shift"},
       {"bitwise_right_shift", "right_shift"},
   };
   for (const auto& [alias, name] : kAliases) {
@@ -186,7 +192,8 @@ void init_ops_elementwise(nb::module_& m) {
         auto [x, y] = to_operands(a.obj, b.obj);
         return array_equal(x, y, equal_nan, s);
       },
-      "a"_a, "b"_a, "equal_nan"_a = false, nb::kw_only(), "stream"_a = nb::none(), docstring("array_equal"));
+      "a"_a, "b"_a, "equal_nan"_a = false, nb::kw_only(), "stream"_a = nb::none(),
+      docstring("array_equal"));
 }
 
 }  // namespace mlx::core::python

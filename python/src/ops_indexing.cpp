@@ -86,7 +86,8 @@ void init_ops_indexing(nb::module_& m) {
          StreamOrDevice s) {
         return searchsorted(sorted_sequence, values.get(sorted_sequence.dtype()), side, s);
       },
-      "sorted_sequence"_a, "values"_a, "side"_a = "left", nb::kw_only(), "stream"_a = nb::none(), docstring("searchsorted"));
+      "sorted_sequence"_a, "values"_a, "side"_a = "left", nb::kw_only(), "stream"_a = nb::none(),
+      docstring("searchsorted"));
   def_op(
       m, {"unique"},
       [](const array& a, int size, bool return_index, bool return_inverse, bool return_counts,

@@ -259,7 +259,8 @@ void init_ops_shape(nb::module_& m) {
       [](nb::args arrays, bool sparse, const std::string& indexing, StreamOrDevice s) {
         return meshgrid(arrays_of(arrays, "meshgrid"), sparse, indexing, s);
       },
-      "arrays"_a, "sparse"_a = false, "indexing"_a = "xy", "stream"_a = nb::none(), docstring("meshgrid"));
+      "arrays"_a, "sparse"_a = false, "indexing"_a = "xy", "stream"_a = nb::none(),
+      docstring("meshgrid"));
   def_op(
       m, {"view", true},
       [](const array& a, Dtype dtype, StreamOrDevice s) { return view(a, dtype, s); }, "dtype"_a);

@@ -169,3 +169,16 @@ def test_shapeless_reshape_that_cannot_follow_is_a_clear_error():
     assert cf(mx.ones((6, 4))).shape == (2, 3, 4)
     with pytest.raises(ValueError, match="shapeless"):
         cf(mx.ones((8, 4)))
+
+
+def test_shapeless_compile_replays_transpose():
+    def f(x):
+        b, l, d = x.shape
+        return x.reshape(b, l, 2, -1).transpose(0, 2, 1, 3).swapaxes(-1, -2)
+
+    cf = mx.compile(f, shapeless=True)
+    for shape in [(1, 3, 4), (2, 5, 8)]:
+        x = mx.array(np.random.default_rng(0).standard_normal(shape).astype(np.float32))
+        out = cf(x)
+        assert out.shape == f(x).shape
+        np.testing.assert_array_equal(np.array(out), np.array(f(x)))

@@ -138,3 +138,23 @@ def test_constants_have_mlx_values():
         if d["type"] == "float" and not math.isnan(value):
             assert value == float(d["repr"]), name
     assert math.isnan(mx.nan) and mx.newaxis is None
+
+
+def test_public_functions_have_docstrings():
+    """help() must show more than the signature for every public function."""
+    import mlx.core as mx
+
+    missing = []
+    for mod, prefix in [(mx, ""), (mx.linalg, "linalg."), (mx.random, "random."),
+                        (mx.fast, "fast."), (mx.distributed, "distributed."), (mx.metal, "metal.")]:
+        for name in dir(mod):
+            obj = getattr(mod, name)
+            if name.startswith("_") or inspect.ismodule(obj) or isinstance(obj, type):
+                continue
+            if not callable(obj):
+                continue
+            lines = [l for l in (obj.__doc__ or "").splitlines() if l.strip()]
+            signatures = len(getattr(obj, "__nb_signature__", ()) or ())
+            if len(lines) <= max(signatures, 1) - (0 if signatures else 1):
+                missing.append(prefix + name)
+    assert not missing, f"no docstring: {missing}"

@@ -176,3 +176,28 @@ def test_multivariate_normal_errors():
         mx.random.multivariate_normal(mx.zeros((4, 2)), mx.eye(2), shape=(3,))
     with pytest.raises(ValueError, match="batch shapes"):
         mx.random.multivariate_normal(mx.zeros((4, 2)), mx.eye(2), shape=())
+
+
+def test_sdpa_fully_masked_rows_are_zeros_and_do_not_spread(rng):
+    # Left padding: the padded query rows see no key. They are zeros (not NaN), so feeding the
+    # output back as keys/values of the next layer leaves the other rows finite and exact.
+    q = mx.array(rng.standard_normal((1, 1, 4, 8)).astype(np.float32))
+    keep = mx.array(np.tril(np.ones((4, 4), bool)) & (np.arange(4) >= 2)[None, :])
+    out = mx.fast.scaled_dot_product_attention(q, q, q, scale=0.3, mask=keep)
+    o = np.array(out)
+    assert np.all(o[0, 0, :2] == 0)
+    again = mx.fast.scaled_dot_product_attention(out, out, out, scale=0.3, mask=keep)
+    assert np.all(np.isfinite(np.array(again)))
+    # Rows 2 and 3 match attention over the visible keys alone.
+    sub = mx.fast.scaled_dot_product_attention(q[:, :, 2:], q[:, :, 2:], q[:, :, 2:], scale=0.3,
+                                               mask="causal")
+    np.testing.assert_allclose(o[0, 0, 2:], np.array(sub)[0, 0], rtol=1e-5, atol=1e-6)
+    # The gradient of a fully masked row is zero, and finite everywhere.
+    g = mx.grad(lambda x: mx.fast.scaled_dot_product_attention(x, x, x, scale=0.3, mask=keep).sum())(q)
+    gn = np.array(g)
+    assert np.all(np.isfinite(gn))
+    # The composed rule (used by jvp) agrees with the kernel.
+    _, tangent = mx.jvp(lambda x: mx.fast.scaled_dot_product_attention(x, x, x, scale=0.3, mask=keep),
+                        [q], [mx.ones_like(q)])
+    assert np.all(np.isfinite(np.array(tangent[0])))
+    assert np.all(np.array(tangent[0])[0, 0, :2] == 0)

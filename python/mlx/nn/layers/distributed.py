@@ -113,7 +113,52 @@ def shard_inplace(
     module.update(tree_unflatten(sharded))
 
 
-class AllToShardedLinear(Module):
+class _ShardedLinear(Module):
+    """What both sharded linears share: the shard of the weight this member holds (its output
+    features for all-to-sharded, its input features for sharded-to-all) and conversion from
+    an nn.Linear."""
+
+    _sharding = None  # "all-to-sharded" or "sharded-to-all"
+
+    def __init__(self, input_dims, output_dims, bias, group):
+        super().__init__()
+        self.group = _group(group)
+        n = self.group.size()
+        split_outputs = self._sharding == "all-to-sharded"
+        dims = output_dims if split_outputs else input_dims
+        if dims % n != 0:
+            which = "output_dims" if split_outputs else "input_dims"
+            raise ValueError(
+                f"[{type(self).__name__}] {which} ({dims}) must be divisible by the group size "
+                f"({n})."
+            )
+        scale = (1.0 / input_dims) ** 0.5
+        shape = (output_dims // n, input_dims) if split_outputs else (output_dims, input_dims // n)
+        self.weight = mx.random.uniform(-scale, scale, shape)
+        if bias:
+            self.bias = mx.random.uniform(-scale, scale, (shape[0] if split_outputs else output_dims,))
+
+    def _extra_repr(self) -> str:
+        out, inp = self.weight.shape
+        n = self.group.size()
+        if self._sharding == "all-to-sharded":
+            out *= n
+        else:
+            inp *= n
+        return f"input_dims={inp}, output_dims={out}, bias={'bias' in self}"
+
+    @classmethod
+    def from_linear(cls, linear_layer: Module, *, segments: Union[int, list] = 1, group=None):
+        """This member's shard of ``linear_layer`` as a layer of this class."""
+        group = _group(group)
+        out, inp = linear_layer.weight.shape
+        layer = cls(inp, out, "bias" in linear_layer, group)
+        layer.update(linear_layer.parameters())
+        shard_inplace(layer, cls._sharding, segments=segments, group=group)
+        return layer
+
+
+class AllToShardedLinear(_ShardedLinear):
     """A linear layer whose output features are split across ``group``: every member takes the
     full input and computes its slice of the output (gradients of the input are summed over
     the group).
@@ -125,6 +170,8 @@ class AllToShardedLinear(Module):
         group: The group to shard across (default: the global group).
     """
 
+    _sharding = "all-to-sharded"
+
     def __init__(
         self,
         input_dims: int,
@@ -132,22 +179,7 @@ class AllToShardedLinear(Module):
         bias: bool = True,
         group: Optional[mx.distributed.Group] = None,
     ):
-        super().__init__()
-        self.group = _group(group)
-        n = self.group.size()
-        if output_dims % n != 0:
-            raise ValueError(
-                f"[AllToShardedLinear] output_dims ({output_dims}) must be divisible by the "
-                f"group size ({n})."
-            )
-        scale = (1.0 / input_dims) ** 0.5
-        self.weight = mx.random.uniform(-scale, scale, (output_dims // n, input_dims))
-        if bias:
-            self.bias = mx.random.uniform(-scale, scale, (output_dims // n,))
-
-    def _extra_repr(self) -> str:
-        out, inp = self.weight.shape
-        return f"input_dims={inp}, output_dims={out * self.group.size()}, bias={'bias' in self}"
+        super().__init__(input_dims, output_dims, bias, group)
 
     def __call__(self, x):
         x = sum_gradients(self.group)(x)
@@ -155,18 +187,8 @@ class AllToShardedLinear(Module):
             return mx.addmm(self["bias"], x, self["weight"].T)
         return x @ self["weight"].T
 
-    @classmethod
-    def from_linear(cls, linear_layer: Module, *, segments: Union[int, list] = 1, group=None):
-        """This member's shard of ``linear_layer`` as an AllToShardedLinear."""
-        group = _group(group)
-        out, inp = linear_layer.weight.shape
-        layer = cls(inp, out, "bias" in linear_layer, group)
-        layer.update(linear_layer.parameters())
-        shard_inplace(layer, "all-to-sharded", segments=segments, group=group)
-        return layer
 
-
-class ShardedToAllLinear(Module):
+class ShardedToAllLinear(_ShardedLinear):
     """A linear layer whose input features are split across ``group``: every member multiplies
     its slice of the input, the partial products are summed over the group, and every member
     gets the full output.
@@ -178,6 +200,8 @@ class ShardedToAllLinear(Module):
         group: The group to shard across (default: the global group).
     """
 
+    _sharding = "sharded-to-all"
+
     def __init__(
         self,
         input_dims: int,
@@ -185,38 +209,13 @@ class ShardedToAllLinear(Module):
         bias: bool = True,
         group: Optional[mx.distributed.Group] = None,
     ):
-        super().__init__()
-        self.group = _group(group)
-        n = self.group.size()
-        if input_dims % n != 0:
-            raise ValueError(
-                f"[ShardedToAllLinear] input_dims ({input_dims}) must be divisible by the group "
-                f"size ({n})."
-            )
-        scale = (1.0 / input_dims) ** 0.5
-        self.weight = mx.random.uniform(-scale, scale, (output_dims, input_dims // n))
-        if bias:
-            self.bias = mx.random.uniform(-scale, scale, (output_dims,))
-
-    def _extra_repr(self) -> str:
-        out, inp = self.weight.shape
-        return f"input_dims={inp * self.group.size()}, output_dims={out}, bias={'bias' in self}"
+        super().__init__(input_dims, output_dims, bias, group)
 
     def __call__(self, x):
         y = mx.distributed.all_sum(x @ self["weight"].T, group=self.group)
         if "bias" in self:
             y = y + self["bias"]
         return y
-
-    @classmethod
-    def from_linear(cls, linear_layer: Module, *, segments: Union[int, list] = 1, group=None):
-        """This member's shard of ``linear_layer`` as a ShardedToAllLinear."""
-        group = _group(group)
-        out, inp = linear_layer.weight.shape
-        layer = cls(inp, out, "bias" in linear_layer, group)
-        layer.update(linear_layer.parameters())
-        shard_inplace(layer, "sharded-to-all", segments=segments, group=group)
-        return layer
 
 
 def shard_linear(
