@@ -260,23 +260,34 @@ void init_array(nb::module_& m) {
            new (self) array(array_from_python(val, dtype));
          },
          nb::arg("val"), nb::arg("dtype") = nb::none())
-      .def_prop_ro("shape",
-                   [](const array& a) {
-                     nb::list l;
-                     for (auto d : a.shape())
-                       l.append(d);
-                     return nb::tuple(l);
-                   })
-      .def_prop_ro("dtype", &array::dtype)
-      .def_prop_ro("ndim", &array::ndim)
-      .def_prop_ro("size", &array::size)
-      .def_prop_ro("itemsize", &array::itemsize)
-      .def_prop_ro("nbytes", &array::nbytes)
-      .def_prop_ro("T", [](const array& a) { return transpose(a); })
-      .def_prop_ro("real", [](const array& a) { return real(a); })
-      .def_prop_ro("imag", [](const array& a) { return imag(a); })
-      .def("item", &item)
-      .def("tolist", &tolist)
+      .def_prop_ro(
+          "shape",
+          [](const array& a) {
+            nb::list l;
+            for (auto d : a.shape())
+              l.append(d);
+            return nb::tuple(l);
+          },
+          "The dimensions of the array as a tuple of ints.")
+      .def_prop_ro("dtype", &array::dtype, "The type of the elements (an mx.Dtype).")
+      .def_prop_ro("ndim", &array::ndim, "The number of dimensions.")
+      .def_prop_ro("size", &array::size, "The number of elements.")
+      .def_prop_ro("itemsize", &array::itemsize, "The size of one element in bytes.")
+      .def_prop_ro("nbytes", &array::nbytes, "The size of the elements in bytes (size * itemsize).")
+      .def_prop_ro(
+          "T", [](const array& a) { return transpose(a); },
+          "The array with its axes reversed (a view), like ``mx.transpose(a)``.")
+      .def_prop_ro(
+          "real", [](const array& a) { return real(a); }, "The real part of each element.")
+      .def_prop_ro(
+          "imag", [](const array& a) { return imag(a); },
+          "The imaginary part of each element (zeros for real arrays).")
+      .def("item", &item,
+           "item()\n\nThe value of a one-element array as a Python scalar (bool, int, float or "
+           "complex); evaluates the array.")
+      .def("tolist", &tolist,
+           "tolist()\n\nThe elements as nested Python lists of scalars (a scalar for a 0-d "
+           "array); evaluates the array.")
       .def("__repr__", &array_repr)
       .def("__len__",
            [](const array& a) {
@@ -306,7 +317,9 @@ void init_array(nb::module_& m) {
       .def("__hash__", [](nb::handle self) { return reinterpret_cast<intptr_t>(self.ptr()); })
       .def(
           "astype", [](const array& a, Dtype t, StreamOrDevice s) { return astype(a, t, s); },
-          nb::arg("dtype"), nb::arg("stream") = nb::none())
+          nb::arg("dtype"), nb::arg("stream") = nb::none(),
+          "astype(dtype, stream=None)\n\nThe array converted to ``dtype`` (NumPy's conversion "
+          "rules). Returns the array itself when the dtype already matches.")
       .def("__neg__", [](const array& a) { return negative(a); })
       .def("__pos__", [](const array& a) { return a; })
       .def("__abs__", [](const array& a) { return abs(a); })
