@@ -182,3 +182,17 @@ def test_shapeless_compile_replays_transpose():
         out = cf(x)
         assert out.shape == f(x).shape
         np.testing.assert_array_equal(np.array(out), np.array(f(x)))
+
+
+def test_shapeless_compile_replays_broadcasting_matmul():
+    @mx.compile
+    def plain(q, w):
+        return q @ w[:, None, :].swapaxes(-1, -2)
+
+    gate = mx.compile(lambda q, w: q @ w[:, None, :].swapaxes(-1, -2), shapeless=True)
+    w = mx.array(np.random.default_rng(2).standard_normal((4, 8)).astype(np.float32))
+    for shape in [(1, 4, 2, 8), (3, 4, 5, 8)]:
+        q = mx.array(np.random.default_rng(3).standard_normal(shape).astype(np.float32))
+        out = gate(q, w)
+        assert out.shape == shape[:3] + (1,)
+        np.testing.assert_allclose(np.array(out), np.array(plain(q, w)), rtol=1e-5, atol=1e-6)
