@@ -18,8 +18,13 @@ double value(const Number& n) {
 }
 bool is_float(const std::optional<Number>& n) { return n && std::holds_alternative<double>(*n); }
 
-array arange_impl(const Number& start, const Number& stop, const std::optional<Number>& step,
-                  std::optional<Dtype> dtype, StreamOrDevice s) {
+array arange_impl(const Number& start, const std::optional<Number>& maybe_stop,
+                  const std::optional<Number>& step, std::optional<Dtype> dtype, StreamOrDevice s) {
+  // arange(start=n, stop=None) counts from 0 to n, like arange(n).
+  if (!maybe_stop) {
+    return arange_impl(Number(0), start, step, dtype, s);
+  }
+  const Number& stop = *maybe_stop;
   bool any_float = is_float(start) || is_float(stop) || is_float(step);
   return arange(value(start), value(stop), step ? value(*step) : 1.0,
                 dtype.value_or(any_float ? float32 : int32), s);
@@ -93,12 +98,12 @@ nb::object asarray_impl(nb::handle a, std::optional<Dtype> dtype, std::optional<
 }  // namespace
 
 void init_ops_creation(nb::module_& m) {
-  m.def("arange", &arange_impl, "start"_a, "stop"_a, "step"_a = nb::none(), "dtype"_a = nb::none(),
-        nb::kw_only(), "stream"_a = nb::none(), docstring("arange"));
+  m.def("arange", &arange_impl, "start"_a, "stop"_a.none(), "step"_a = nb::none(),
+        "dtype"_a = nb::none(), nb::kw_only(), "stream"_a = nb::none(), docstring("arange"));
   m.def(
       "arange",
       [](const Number& stop, const std::optional<Number>& step, std::optional<Dtype> dtype,
-         StreamOrDevice s) { return arange_impl(Number(0), stop, step, dtype, s); },
+         StreamOrDevice s) { return arange_impl(Number(0), Number(stop), step, dtype, s); },
       "stop"_a, "step"_a = nb::none(), "dtype"_a = nb::none(), nb::kw_only(),
       "stream"_a = nb::none(), docstring("arange"));
   m.def(

@@ -196,3 +196,11 @@ def test_shapeless_compile_replays_broadcasting_matmul():
         out = gate(q, w)
         assert out.shape == shape[:3] + (1,)
         np.testing.assert_allclose(np.array(out), np.array(plain(q, w)), rtol=1e-5, atol=1e-6)
+
+
+def test_python_ints_beyond_64_bits_are_overflow_errors():
+    for make in (lambda: mx.array(2**70), lambda: mx.array([1, -(2**70)]),
+                 lambda: mx.array([1.0]) + 2**70, lambda: mx.add(2**64, mx.array(1))):
+        with pytest.raises(OverflowError, match="64-bit"):
+            make()
+    assert mx.array(2**62).item() == 2**62 and mx.array(2**62).dtype == mx.int64

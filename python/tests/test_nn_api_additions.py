@@ -171,3 +171,36 @@ def test_fully_shard_on_one_process():
     assert model.weight.dtype == mx.float32
     np.testing.assert_allclose(np.array(out.astype(mx.float32)),
                                np.array(model(mx.ones((1, 3)))), rtol=2e-2, atol=2e-2)
+
+
+def test_mixed_precision_context(rng):
+    model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
+    x = mx.array(rng.standard_normal((3, 4)).astype(np.float32))
+    ref = np.array(model(x))
+    assert mx._mixed_precision_dtype() is None
+    with mx.mixed_precision(mx.bfloat16) as dtype:
+        assert dtype == mx.bfloat16 and mx._mixed_precision_dtype() == mx.bfloat16
+        out = model(x)
+        assert out.dtype == mx.bfloat16
+        # Raw matrix products compute in the dtype too; elementwise ops are unchanged.
+        assert (x @ x.T).dtype == mx.bfloat16 and mx.matmul(x, x.T).dtype == mx.bfloat16
+        assert mx.addmm(mx.zeros((3, 3)), x, x.T).dtype == mx.bfloat16
+        assert (x + 1).dtype == mx.float32
+
+        def loss(params, x):
+            model.update(params)
+            return model(x).astype(mx.float32).sum()
+
+        grads = mx.grad(loss)(model.trainable_parameters(), x)
+    np.testing.assert_allclose(np.array(out.astype(mx.float32)), ref, rtol=3e-2, atol=3e-2)
+    # Parameters and gradients keep float32; the context is gone afterwards.
+    assert all(v.dtype == mx.float32 for _, v in tree_flatten(model.parameters()))
+    assert all(v.dtype == mx.float32 for _, v in tree_flatten(grads))
+    assert mx._mixed_precision_dtype() is None and model(x).dtype == mx.float32
+    # Nesting restores the outer dtype; integer dtypes are refused.
+    with mx.mixed_precision(mx.float16):
+        with mx.mixed_precision(mx.bfloat16):
+            assert mx._mixed_precision_dtype() == mx.bfloat16
+        assert mx._mixed_precision_dtype() == mx.float16
+    with pytest.raises(TypeError, match="floating"):
+        mx.mixed_precision(mx.int32)

@@ -315,3 +315,10 @@ def test_complex_inverse_trig_matches_numpy(name, ref, rng):
     np.testing.assert_allclose(np.array(getattr(mx, alias)(mx.array(z[:5]))), expect[:5],
                                rtol=2e-5, atol=2e-5)
     assert getattr(mx, name)(mx.array([0.5])).dtype == mx.float32
+
+
+def test_arange_with_stop_none():
+    assert mx.arange(start=3, stop=None).tolist() == [0, 1, 2]
+    out = mx.arange(1, None, 0.5)
+    assert out.dtype == mx.float32 and out.tolist() == [0.0, 0.5]
+    assert mx.arange(2, None, dtype=mx.int64).dtype == mx.int64

@@ -61,6 +61,8 @@ from mlx.nn.layers.distributed import (
     FullyShardedModule,
     ShardedToAllLinear,
     fully_shard,
+    shard_inplace,
+    shard_linear,
 )
 from mlx.nn.layers.dropout import Dropout, Dropout2d, Dropout3d
 from mlx.nn.layers.embedding import Embedding
