@@ -120,7 +120,13 @@ class _ShardedLinear(Module):
 
     _sharding = None  # "all-to-sharded" or "sharded-to-all"
 
-    def __init__(self, input_dims, output_dims, bias, group):
+    def __init__(
+        self,
+        input_dims: int,
+        output_dims: int,
+        bias: bool = True,
+        group: Optional[mx.distributed.Group] = None,
+    ):
         super().__init__()
         self.group = _group(group)
         n = self.group.size()
@@ -172,15 +178,6 @@ class AllToShardedLinear(_ShardedLinear):
 
     _sharding = "all-to-sharded"
 
-    def __init__(
-        self,
-        input_dims: int,
-        output_dims: int,
-        bias: bool = True,
-        group: Optional[mx.distributed.Group] = None,
-    ):
-        super().__init__(input_dims, output_dims, bias, group)
-
     def __call__(self, x):
         x = sum_gradients(self.group)(x)
         if "bias" in self:
@@ -201,15 +198,6 @@ class ShardedToAllLinear(_ShardedLinear):
     """
 
     _sharding = "sharded-to-all"
-
-    def __init__(
-        self,
-        input_dims: int,
-        output_dims: int,
-        bias: bool = True,
-        group: Optional[mx.distributed.Group] = None,
-    ):
-        super().__init__(input_dims, output_dims, bias, group)
 
     def __call__(self, x):
         y = mx.distributed.all_sum(x @ self["weight"].T, group=self.group)
