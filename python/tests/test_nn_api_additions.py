@@ -204,3 +204,77 @@ def test_mixed_precision_context(rng):
         assert mx._mixed_precision_dtype() == mx.float16
     with pytest.raises(TypeError, match="floating"):
         mx.mixed_precision(mx.int32)
+
+
+class _FakeGroup:
+    """Stands for one member of a larger group, to exercise the code paths of sizes > 1."""
+
+    def __init__(self, rank, size):
+        self._rank, self._size = rank, size
+
+    def rank(self):
+        return self._rank
+
+    def size(self):
+        return self._size
+
+
+def test_sharding_code_paths_for_larger_groups(monkeypatch):
+    import mlx.nn.layers.distributed as dist
+
+    g = _FakeGroup(1, 2)
+    # Every member holds the same values, so the sum over the group is size * x.
+    monkeypatch.setattr(mx.distributed, "all_sum", lambda x, group=None: x * group.size())
+    lin = nn.Linear(4, 6)
+    w = np.array(lin.weight)
+    # all-to-sharded: rank 1 of 2 takes the second half of the output rows, of each segment
+    # separately with segments=3 (rows 1, 3, 5).
+    layer = dist.shard_linear(lin, "all-to-sharded", group=g)
+    np.testing.assert_array_equal(np.array(layer.weight), w[3:])
+    np.testing.assert_array_equal(np.array(layer.bias), np.array(lin.bias)[3:])
+    seg = dist.shard_linear(lin, "all-to-sharded", segments=3, group=g)
+    np.testing.assert_array_equal(np.array(seg.weight), w[[1, 3, 5]])
+    # sharded-to-all: the second half of the input columns; the bias stays whole.
+    s2a = dist.shard_linear(lin, "sharded-to-all", group=g)
+    np.testing.assert_array_equal(np.array(s2a.weight), w[:, 2:])
+    np.testing.assert_array_equal(np.array(s2a.bias), np.array(lin.bias))
+    x = mx.ones((1, 2))
+    np.testing.assert_allclose(np.array(s2a(x)), 2 * (np.ones((1, 2)) @ w[:, 2:].T)
+                               + np.array(lin.bias), rtol=1e-6)
+    # The input gradient of an all-to-sharded layer is summed over the group.
+    xin = mx.ones((1, 4))
+    grad = mx.grad(lambda v: layer(v).sum())(xin)
+    np.testing.assert_allclose(np.array(grad), 2 * w[3:].sum(0, keepdims=True), rtol=1e-6)
+    # Data parallel: the mean over the group.
+    grads = {"w": mx.full((2,), 3.0)}
+    out = nn.average_gradients(grads, group=g)
+    assert out["w"].tolist() == [3.0, 3.0]
+    with pytest.raises(ValueError, match="divisible"):
+        dist.AllToShardedLinear(4, 5, group=g)
+    with pytest.raises(ValueError, match="divisible"):
+        dist.ShardedToAllLinear(5, 4, group=g)
+
+
+def test_fully_sharded_module_for_larger_groups(monkeypatch):
+    g = _FakeGroup(0, 2)
+    # Members hold equal shards here: gathering repeats the shard, scattering sums the halves.
+    monkeypatch.setattr(mx.distributed, "all_gather",
+                        lambda x, group=None: mx.concatenate([x] * group.size()))
+    monkeypatch.setattr(mx.distributed, "sum_scatter",
+                        lambda x, group=None: sum(mx.split(x, group.size())))
+    model = nn.Linear(3, 4)
+    w = np.array(model.weight)
+    wrapped = nn.fully_shard(model, group=g)
+    assert isinstance(wrapped, nn.FullyShardedModule)
+    assert model.weight.shape == (2, 3) and model.bias.shape == (2,)
+    np.testing.assert_array_equal(np.array(model.weight), w[:2])
+    x = mx.ones((1, 3))
+    out = wrapped(x)
+    assert out.shape == (1, 4)
+    expect = np.ones((1, 3)) @ np.concatenate([w[:2], w[:2]]).T
+    np.testing.assert_allclose(np.array(out) - np.concatenate([np.array(model.bias)] * 2),
+                               expect, rtol=1e-6)
+    # Gradients come back shaped like the shards (summed over the gathered copies).
+    grads = nn.value_and_grad(wrapped, lambda v: wrapped(v).sum())(x)[1]
+    assert grads["module"]["weight"].shape == (2, 3)
+    np.testing.assert_allclose(np.array(grads["module"]["weight"]), np.full((2, 3), 2.0))
