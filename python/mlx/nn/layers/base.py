@@ -20,10 +20,13 @@ def _cast_floating(x, dtype):
     return x
 
 
+_mixed_precision_dtype = mx._mixed_precision_dtype
+
+
 def _active_compute_dtype(module):
     """The module's compute dtype, else the one of an active ``mx.mixed_precision`` context."""
     dtype = module._compute_dtype
-    return dtype if dtype is not None else mx._mixed_precision_dtype()
+    return dtype if dtype is not None else _mixed_precision_dtype()
 
 
 def _with_compute_dtype(call):
@@ -111,7 +114,9 @@ class Module(dict):
     def __getattr__(self, key: str):
         if key in self:
             value = self[key]
-            dtype = _active_compute_dtype(self)
+            dtype = self._compute_dtype
+            if dtype is None:
+                dtype = _mixed_precision_dtype()
             return value if dtype is None else _cast_floating(value, dtype)
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {key!r}")
 
