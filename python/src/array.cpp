@@ -289,6 +289,23 @@ void init_array(nb::module_& m) {
            "tolist()\n\nThe elements as nested Python lists of scalars (a scalar for a 0-d "
            "array); evaluates the array.")
       .def("__repr__", &array_repr)
+      .def(
+          "__format__",
+          [](const array& a, nb::object spec) -> nb::object {
+            // f"{x:.3f}" formats the value of a scalar array; an empty spec prints the array.
+            std::string fmt = nb::cast<std::string>(nb::str(spec));
+            if (fmt.empty()) {
+              return nb::str(array_repr(a).c_str());
+            }
+            if (a.size() != 1) {
+              throw nb::type_error(
+                  msg("[array.__format__] Format specifier '", fmt,
+                      "' needs a single-element array; got shape ", a.shape(), ".")
+                      .c_str());
+            }
+            return nb::module_::import_("builtins").attr("format")(item(reshape(a, {})), spec);
+          },
+          nb::arg("arg"))
       .def("__len__",
            [](const array& a) {
              if (a.ndim() == 0)

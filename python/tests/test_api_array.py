@@ -204,3 +204,13 @@ def test_python_ints_beyond_64_bits_are_overflow_errors():
         with pytest.raises(OverflowError, match="64-bit"):
             make()
     assert mx.array(2**62).item() == 2**62 and mx.array(2**62).dtype == mx.int64
+
+
+def test_format():
+    x = mx.array(1.23456)
+    assert f"{x:.2f}" == "1.23"
+    assert f"{mx.array(7):>4}" == "   7"
+    assert f"{mx.array([2.5]):.1f}" == "2.5"
+    assert f"{x}" == repr(x) and format(mx.array([1, 2])) == repr(mx.array([1, 2]))
+    with pytest.raises(TypeError, match="single-element"):
+        f"{mx.array([1.0, 2.0]):.2f}"
