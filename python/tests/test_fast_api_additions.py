@@ -201,3 +201,22 @@ def test_sdpa_fully_masked_rows_are_zeros_and_do_not_spread(rng):
                         [q], [mx.ones_like(q)])
     assert np.all(np.isfinite(np.array(tangent[0])))
     assert np.all(np.array(tangent[0])[0, 0, :2] == 0)
+
+
+def test_cross_entropy_backward_dtypes_and_other_transforms(rng):
+    logits = rng.standard_normal((4, 6)).astype(np.float32)
+    targets = mx.array(rng.integers(0, 6, (4,)), dtype=mx.uint32)
+    g = mx.grad(lambda x: (mx.fast.cross_entropy(x, targets) * mx.arange(4)).sum())(
+        mx.array(logits).astype(mx.bfloat16))
+    assert g.dtype == mx.bfloat16
+    softmax = np.exp(logits) / np.exp(logits).sum(-1, keepdims=True)
+    ref = (softmax - np.eye(6)[np.array(targets)]) * np.arange(4)[:, None]
+    np.testing.assert_allclose(np.array(g.astype(mx.float32)), ref, atol=3e-2)
+    # jvp and vmap go through the forward graph.
+    t = rng.standard_normal((4, 6)).astype(np.float32)
+    _, (tan,) = mx.jvp(lambda x: mx.fast.cross_entropy(x, targets), [mx.array(logits)], [mx.array(t)])
+    np.testing.assert_allclose(np.array(tan), (softmax * t).sum(-1) - t[np.arange(4), np.array(targets)],
+                               rtol=1e-5, atol=1e-5)
+    batched = mx.vmap(lambda x: mx.fast.cross_entropy(x, targets))(mx.array(np.stack([logits] * 2)))
+    np.testing.assert_allclose(np.array(batched[1]), np.array(mx.fast.cross_entropy(mx.array(logits), targets)),
+                               rtol=1e-6)
