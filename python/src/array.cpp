@@ -298,10 +298,9 @@ void init_array(nb::module_& m) {
               return nb::str(array_repr(a).c_str());
             }
             if (a.size() != 1) {
-              throw nb::type_error(
-                  msg("[array.__format__] Format specifier '", fmt,
-                      "' needs a single-element array; got shape ", a.shape(), ".")
-                      .c_str());
+              throw nb::type_error(msg("[array.__format__] Format specifier '", fmt,
+                                       "' needs a single-element array; got shape ", a.shape(), ".")
+                                       .c_str());
             }
             return nb::module_::import_("builtins").attr("format")(item(reshape(a, {})), spec);
           },
