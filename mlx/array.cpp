@@ -182,35 +182,67 @@ void array::detach() {
 }
 
 bool array::is_available() const {
-  Status s = status();
-  if (s == Status::available) {
-    return true;
-  }
-  if (s == Status::scheduled && desc_->event.is_signaled()) {
-    return status() == Status::available;
-  }
-  return false;
+  return status() != Status::unscheduled && desc_->event.is_signaled() &&
+         status() == Status::available;
 }
 
-void array::wait() {
-  if (status() == Status::scheduled) {
+void array::wait() const {
+  if (status() != Status::unscheduled) {
     desc_->event.wait();
+  }
+}
+
+void array::wait(const Stream& consumer) const {
+  if (status() != Status::unscheduled) {
+    desc_->event.wait(consumer);
   }
 }
 
 void array::eval() {
   if (status() != Status::available) {
     mlx::core::eval({*this});
+  } else {
+    wait();
   }
 }
 
-size_t array::buffer_size() const { return allocator::allocator().size(buffer()); }
-
-int64_t array::offset() const {
-  if (!desc_->data) {
-    return 0;
+array::Data::~Data() {
+  if (gpu) {
+    allocator::gpu_free(gpu, gpu_streams.load());
   }
-  return static_cast<char*>(desc_->data_ptr) - static_cast<char*>(desc_->data->buffer.raw_ptr());
+  if (buffer || !gpu) {
+    deleter(buffer);
+  }
+}
+
+void array::Data::bring_to_host() {
+  std::lock_guard<std::mutex> lock(move_mutex);
+  if (valid.load() & allocator::kOnHost) {
+    return;
+  }
+  if (!buffer) {
+    buffer = allocator::malloc(nbytes);
+  }
+  allocator::copy_to_host(buffer.raw_ptr(), gpu.raw_ptr(), nbytes);
+  valid.fetch_or(allocator::kOnHost, std::memory_order_release);
+}
+
+char* array::Data::device(bool write) {
+  gpu_streams.fetch_or(allocator::current_gpu_stream_bit(), std::memory_order_relaxed);
+  if (!(valid.load(std::memory_order_acquire) & allocator::kOnDevice)) {
+    std::lock_guard<std::mutex> lock(move_mutex);
+    if (!(valid.load() & allocator::kOnDevice)) {
+      if (!gpu) {
+        gpu = allocator::gpu_malloc(nbytes);
+      }
+      allocator::copy_to_device(gpu.raw_ptr(), buffer.raw_ptr(), nbytes);
+      valid.fetch_or(allocator::kOnDevice, std::memory_order_release);
+    }
+  }
+  if (write && (valid.load(std::memory_order_relaxed) & allocator::kOnHost)) {
+    valid.store(allocator::kOnDevice, std::memory_order_release);
+  }
+  return static_cast<char*>(gpu.raw_ptr());
 }
 
 namespace {
@@ -228,8 +260,8 @@ array::Flags contiguous_flags(const Shape& shape, size_t size) {
 }  // namespace
 
 void array::set_data(allocator::Buffer buffer, Deleter deleter) {
-  desc_->data = std::make_shared<Data>(buffer, std::move(deleter));
-  desc_->data_ptr = buffer.raw_ptr();
+  desc_->data = std::make_shared<Data>(buffer, std::move(deleter), nbytes());
+  desc_->offset = 0;
   desc_->data_size = desc_->size;
   desc_->strides = row_major_strides(desc_->shape);
   desc_->flags = contiguous_flags(desc_->shape, desc_->size);
@@ -238,12 +270,25 @@ void array::set_data(allocator::Buffer buffer, Deleter deleter) {
 
 void array::set_data(allocator::Buffer buffer, size_t data_size, Strides strides, Flags flags,
                      Deleter deleter) {
-  desc_->data = std::make_shared<Data>(buffer, std::move(deleter));
-  desc_->data_ptr = buffer.raw_ptr();
+  desc_->data = std::make_shared<Data>(buffer, std::move(deleter), data_size * itemsize());
+  desc_->offset = 0;
   desc_->data_size = data_size;
   desc_->strides = std::move(strides);
   desc_->flags = flags;
   set_status(Status::available);
+}
+
+void array::set_gpu_data(allocator::Buffer gpu_buffer) {
+  set_gpu_data(gpu_buffer, desc_->size, row_major_strides(desc_->shape),
+               contiguous_flags(desc_->shape, desc_->size));
+}
+
+void array::set_gpu_data(allocator::Buffer gpu_buffer, size_t data_size, Strides strides,
+                         Flags flags) {
+  set_data(allocator::Buffer(), data_size, std::move(strides), flags);
+  desc_->data->gpu = gpu_buffer;
+  desc_->data->valid.store(allocator::kOnDevice);
+  desc_->data->gpu_streams.store(allocator::current_gpu_stream_bit());
 }
 
 void array::set_external_data(void* ptr, size_t data_size, Strides strides, Flags flags,
@@ -258,8 +303,7 @@ void array::copy_shared_buffer(const array& other, const Strides& strides, Flags
   desc_->strides = strides;
   desc_->flags = flags;
   desc_->data_size = data_size;
-  desc_->data_ptr =
-      static_cast<char*>(other.desc_->data_ptr) + offset * static_cast<int64_t>(itemsize());
+  desc_->offset = other.desc_->offset + offset * static_cast<int64_t>(itemsize());
   set_status(Status::available);
 }
 
@@ -268,7 +312,7 @@ void array::copy_shared_buffer(const array& other) {
 }
 
 void array::init_from(const void* src, Dtype src_dtype) {
-  convert_elements(src, src_dtype, desc_->data_ptr, dtype(), size());
+  convert_elements(src, src_dtype, data<void>(), dtype(), size());
 }
 
 void array::check_init_size(size_t n) const {
@@ -286,11 +330,12 @@ T array::item() const {
     throw std::invalid_argument("[item] Only size-1 arrays can be converted to scalars; got " +
                                 std::to_string(size()) + " elements.");
   }
-  if (!is_available()) {
+  if (status() != Status::available) {
     throw std::invalid_argument("[item] The array is not evaluated; call eval() first.");
   }
+  wait();
   T out;
-  convert_elements(desc_->data_ptr, dtype(), &out, dtype_of<T>(), 1);
+  convert_elements(data<void>(), dtype(), &out, dtype_of<T>(), 1);
   return out;
 }
 

@@ -7,11 +7,13 @@
 #include <functional>
 #include <initializer_list>
 #include <memory>
+#include <mutex>
 #include <stdexcept>
 #include <vector>
 
 #include "mlx/dtype.h"
 #include "mlx/memory/allocator.h"
+#include "mlx/memory/residency.h"
 #include "mlx/runtime/event.h"
 #include "mlx/runtime/stream.h"
 
@@ -122,19 +124,38 @@ class array {
   // Elements of the underlying contiguous span that the view covers (can be < size() for
   // broadcasts, where strides are 0).
   size_t data_size() const { return desc_->data_size; }
+  // The host block (empty while the bytes are valid only on the GPU).
   allocator::Buffer& buffer() { return desc_->data->buffer; }
   const allocator::Buffer& buffer() const { return desc_->data->buffer; }
-  size_t buffer_size() const;
+  // Bytes of the buffer behind this array (shared by its views).
+  size_t buffer_size() const { return desc_->data ? desc_->data->nbytes : 0; }
   std::shared_ptr<void> data_shared_ptr() const { return desc_->data; }
-  int64_t offset() const;
+  // Byte offset of the first element within the buffer.
+  int64_t offset() const { return desc_->offset; }
+
+  // Unified memory: a buffer has a host copy, a GPU copy, or both. Host pointers bring the
+  // bytes to the host first (once, after the work that produced them); GPU pointers bring them
+  // to the device. Writing through one side (the non-const accessors) invalidates the other.
   template <typename T>
   T* data() {
-    return static_cast<T*>(desc_->data_ptr);
+    return desc_->data ? reinterpret_cast<T*>(desc_->data->host(true) + desc_->offset) : nullptr;
   }
   template <typename T>
   const T* data() const {
-    return static_cast<const T*>(desc_->data_ptr);
+    return desc_->data ? reinterpret_cast<const T*>(desc_->data->host(false) + desc_->offset)
+                       : nullptr;
   }
+  template <typename T>
+  T* gpu_data() {
+    return desc_->data ? reinterpret_cast<T*>(desc_->data->device(true) + desc_->offset) : nullptr;
+  }
+  template <typename T>
+  const T* gpu_data() const {
+    return desc_->data ? reinterpret_cast<const T*>(desc_->data->device(false) + desc_->offset)
+                       : nullptr;
+  }
+  // Where this array's bytes are valid now (allocator::kOnHost / kOnDevice bits).
+  uint8_t residency() const { return desc_->data ? desc_->data->valid.load() : 0; }
 
   // Graph.
   bool has_primitive() const { return desc_->primitive != nullptr; }
@@ -162,9 +183,12 @@ class array {
   };
   Status status() const { return desc_->status.load(std::memory_order_acquire); }
   void set_status(Status s) const { desc_->status.store(s, std::memory_order_release); }
+  // Evaluated, and any device work that produces it is done.
   bool is_available() const;
-  // Blocks until a scheduled array's data is there.
-  void wait();
+  // Blocks until the data is there (device work included).
+  void wait() const;
+  // Makes work submitted next to `consumer` wait for this array (on the device when it can).
+  void wait(const Stream& consumer) const;
   Event& event() const { return desc_->event; }
   void attach_event(Event e) const { desc_->event = std::move(e); }
 
@@ -174,10 +198,13 @@ class array {
            !desc_->data->external && desc_->data_size == desc_->size;
   }
 
-  // Used by kernels to attach output memory.
+  // Used by kernels to attach output memory: a host block, or a GPU block (from
+  // allocator::gpu_malloc) that holds the only valid copy.
   void set_data(allocator::Buffer buffer, Deleter deleter = allocator::free);
   void set_data(allocator::Buffer buffer, size_t data_size, Strides strides, Flags flags,
                 Deleter deleter = allocator::free);
+  void set_gpu_data(allocator::Buffer gpu_buffer);
+  void set_gpu_data(allocator::Buffer gpu_buffer, size_t data_size, Strides strides, Flags flags);
   // Makes this array a view of memory it does not own (e.g. a NumPy array's); `release` runs
   // once no array views it any more. Ops never write into such memory (not donatable).
   void set_external_data(void* ptr, size_t data_size, Strides strides, Flags flags,
@@ -192,13 +219,32 @@ class array {
   void init_from(const void* src, Dtype src_dtype);
   void check_init_size(size_t n) const;
 
+  // One buffer and the copies of its bytes.
   struct Data {
-    allocator::Buffer buffer;
-    Deleter deleter;
-    bool external = false;  // memory of another owner: never written by ops
-    Data(allocator::Buffer b, Deleter d) : buffer(b), deleter(std::move(d)) {}
+    allocator::Buffer buffer;  // host copy (empty until needed when made on the GPU)
+    Deleter deleter;           // releases the host copy
+    size_t nbytes;
+    bool external = false;                 // memory of another owner: never written by ops
+    allocator::Buffer gpu;                 // device copy, or empty
+    std::atomic<uint8_t> valid;            // allocator::kOnHost | kOnDevice
+    std::atomic<uint64_t> gpu_streams{0};  // the GPU streams that used the device copy
+    std::mutex move_mutex;                 // held while bytes move between copies
+
+    Data(allocator::Buffer b, Deleter d, size_t n)
+        : buffer(b), deleter(std::move(d)), nbytes(n), valid(allocator::kOnHost) {}
     Data(const Data&) = delete;
-    ~Data() { deleter(buffer); }
+    ~Data();
+    char* host(bool write) {
+      if (!(valid.load(std::memory_order_acquire) & allocator::kOnHost)) {
+        bring_to_host();
+      }
+      if (write && (valid.load(std::memory_order_relaxed) & allocator::kOnDevice)) {
+        valid.store(allocator::kOnHost, std::memory_order_release);
+      }
+      return static_cast<char*>(buffer.raw_ptr());
+    }
+    char* device(bool write);
+    void bring_to_host();
   };
 
   struct ArrayDesc {
@@ -210,7 +256,7 @@ class array {
     std::atomic<Status> status{Status::unscheduled};
     Event event;
     std::shared_ptr<Data> data;
-    void* data_ptr = nullptr;
+    int64_t offset = 0;  // bytes from the buffer start to the first element
     size_t data_size = 0;
     Flags flags{};
     std::vector<array> inputs;

@@ -1,13 +1,20 @@
 #!/usr/bin/env bash
 # Configures and builds the C++ library, tests, benchmarks, examples and the Python extension
-# (python/mlx/core*.so, importable with PYTHONPATH=python) into build/.
-# Extra arguments go to cmake (e.g. -DMLX_BUILD_CUDA=OFF).
+# (python/mlx/core*.so, importable with PYTHONPATH=python) into build/, with the CUDA backend
+# where nvcc is found. Extra arguments go to cmake (e.g. -DMLX_BUILD_CUDA=OFF).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
+python=$(cat .mlx-python)
 jobs=${MLX_BUILD_JOBS:-$(nproc)}
-if [ ! -f build/build.ninja ] || [ $# -gt 0 ]; then
+# The system compiler: a toolchain elsewhere on PATH (the GPU machine's /opt/gcc) would throw
+# C++ exceptions through a libstdc++ other than the one Python loads.
+export CC=${CC:-/usr/bin/gcc} CXX=${CXX:-/usr/bin/g++}
+if [ -z "${CUDACXX:-}" ] && ! command -v nvcc >/dev/null && [ -x /usr/local/cuda/bin/nvcc ]; then
+  export CUDACXX=/usr/local/cuda/bin/nvcc
+fi
+if [ ! -f build/build.ninja ] || [ $# -gt 0 ] || ! grep -q "Python_EXECUTABLE:FILEPATH=$python$" build/CMakeCache.txt; then
   cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DMLX_BUILD_PYTHON=ON \
-    -DMLX_PYTHON_INPLACE=ON -DPython_EXECUTABLE="$PWD/.venv/bin/python" "$@"
+    -DMLX_PYTHON_INPLACE=ON -DPython_EXECUTABLE="$python" "$@"
 fi
 cmake --build build -j "$jobs"

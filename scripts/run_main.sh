@@ -5,4 +5,4 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/build.sh
-PYTHONPATH="$PWD/python" exec .venv/bin/python examples/train_lm.py "$@"
+PYTHONPATH="$PWD/python" exec "$(cat .mlx-python)" examples/train_lm.py "$@"

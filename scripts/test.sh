@@ -5,4 +5,4 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/build.sh
 ctest --test-dir build --output-on-failure -j "$(nproc)" --timeout 900
-PYTHONPATH="$PWD/python" .venv/bin/python -m pytest -q python/tests
+PYTHONPATH="$PWD/python" "$(cat .mlx-python)" -m pytest -q python/tests

@@ -29,6 +29,15 @@ std::string format_bytes(size_t bytes) {
 
 const char* op_name() { return tls_current_op ? tls_current_op : "user"; }
 
+struct Registry {
+  std::mutex mutex;
+  std::vector<CachingAllocator*> allocators;
+};
+Registry& registry() {
+  static auto* r = new Registry();  // leaked with the allocators themselves
+  return *r;
+}
+
 }  // namespace
 
 void set_current_op(const char* name) { tls_current_op = name; }
@@ -46,11 +55,25 @@ CachingAllocator::CachingAllocator(SystemMemory system, size_t memory_limit)
   stats_.cache_limit = memory_limit;
   memory_debug_ = env_flag("MLX_MEMORY_DEBUG");
   cache_debug_ = env_flag("MLX_CACHE_DEBUG");
+  auto& r = registry();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  r.allocators.push_back(this);
 }
 
 CachingAllocator::~CachingAllocator() {
+  {
+    auto& r = registry();
+    std::lock_guard<std::mutex> lock(r.mutex);
+    std::erase(r.allocators, this);
+  }
   std::lock_guard<std::mutex> lock(mutex_);
   cache_.clear();
+}
+
+std::vector<CachingAllocator*> CachingAllocator::all() {
+  auto& r = registry();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  return r.allocators;
 }
 
 size_t CachingAllocator::round_size(size_t size) {
@@ -75,7 +98,11 @@ void* CachingAllocator::system_malloc_locked(size_t size) {
     return nullptr;
   }
   void* block = system_.malloc(size);
-  if (block == nullptr && cache_.cache_bytes() > 0) {
+  if (block == nullptr && (cache_.cache_bytes() > 0 || system_.synchronize)) {
+    // Release the cache (after the device finished with it) and try once more.
+    if (system_.synchronize) {
+      system_.synchronize();
+    }
     cache_.clear();
     block = system_.malloc(size);
   }

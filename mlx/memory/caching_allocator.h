@@ -5,6 +5,7 @@
 #include <mutex>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "mlx/memory/allocator.h"
 #include "mlx/memory/buffer_cache.h"
@@ -16,6 +17,8 @@ struct SystemMemory {
   const char* name;              // "cpu", "cuda", ... for messages
   void* (*malloc)(size_t size);  // nullptr on failure, never throws
   void (*free)(void* block, size_t size);
+  // Waits for pending device work before a retry after a failed malloc (may be null).
+  void (*synchronize)() = nullptr;
 };
 
 class CachingAllocator : public Allocator {
@@ -36,6 +39,10 @@ class CachingAllocator : public Allocator {
 
   // Size of the block actually handed out for a request of `size` bytes.
   static size_t round_size(size_t size);
+
+  // Every caching allocator of the process (the host's and one per GPU), for the public
+  // memory API, which reports and steers them together.
+  static std::vector<CachingAllocator*> all();
 
  private:
   void* system_malloc_locked(size_t size);

@@ -1,13 +1,24 @@
 #include "mlx/runtime/device.h"
 
+#include <cstdlib>
 #include <stdexcept>
+#include <string>
 
 #include "mlx/backend/common/gpu_info.h"
 
 namespace mlx::core {
 
 namespace {
+// The GPU when there is one, as in MLX; MLX_DEFAULT_DEVICE=cpu or =gpu chooses explicitly
+// (the test suites run on either device with one switch).
 Device initial_default_device() {
+  const char* env = std::getenv("MLX_DEFAULT_DEVICE");
+  if (env != nullptr && std::string(env) == "cpu") {
+    return Device(Device::cpu);
+  }
+  if (env != nullptr && std::string(env) == "gpu" && !gpu::is_available()) {
+    throw std::runtime_error("MLX_DEFAULT_DEVICE=gpu, but no GPU is available.");
+  }
   return gpu::is_available() ? Device(Device::gpu) : Device(Device::cpu);
 }
 thread_local Device tls_default_device = initial_default_device();

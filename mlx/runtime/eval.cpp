@@ -78,7 +78,7 @@ void run_node(array& node) {
   std::vector<array> outs = node.outputs();
   try {
     for (auto& in : inputs) {
-      in.wait();
+      in.wait(prim.stream());
       if (in.status() != array::Status::available) {
         throw std::runtime_error(
             msg("[eval] An input of ", prim.name(), " could not be evaluated."));
@@ -110,7 +110,11 @@ void eval_impl(std::vector<array> outputs, bool sync) {
     array node = std::move(entry);  // the tape must not keep intermediates alive
     const Stream stream = node.primitive().stream();
     if (sync && scheduler::is_idle(stream)) {
-      scheduler::run_inline(stream, [&node] { run_node(node); });
+      std::vector<array> outs = node.outputs();
+      Event e = scheduler::run_inline(stream, [&node] { run_node(node); });
+      for (auto& o : outs) {
+        o.attach_event(e);
+      }
       continue;
     }
     std::vector<array> outs = node.outputs();

@@ -12,4 +12,10 @@ void Event::wait() const {
   }
 }
 
+void Event::wait(const Stream& consumer) const {
+  if (valid()) {
+    scheduler::wait_for_use(stream_index_, value_, consumer);
+  }
+}
+
 }  // namespace mlx::core

@@ -15,8 +15,11 @@ class Event {
 
   bool valid() const { return stream_index_ >= 0; }
   bool is_signaled() const;
-  // Blocks the calling thread until signaled; rethrows an error raised by the work.
+  // Blocks the calling thread until signaled.
   void wait() const;
+  // Makes work submitted next to `consumer` wait for this event: on the device when both
+  // streams are on devices that can wait for each other, else by blocking the calling thread.
+  void wait(const Stream& consumer) const;
   int stream_index() const { return stream_index_; }
   uint64_t value() const { return value_; }
 

@@ -9,6 +9,7 @@
 #include <thread>
 #include <vector>
 
+#include "mlx/runtime/device_stream.h"
 #include "mlx/utils.h"
 
 namespace mlx::core::scheduler {
@@ -17,7 +18,10 @@ namespace {
 
 class StreamWorker {
  public:
-  explicit StreamWorker(Stream s) : stream_(s) {}
+  explicit StreamWorker(Stream s)
+      : stream_(s),
+        device_(s.device.type == Device::gpu ? make_gpu_stream(s)
+                                             : std::make_unique<DeviceStream>()) {}
   ~StreamWorker() {
     {
       std::lock_guard<std::mutex> lock(mutex_);
@@ -36,7 +40,7 @@ class StreamWorker {
     }
     progress_.wait(lock, [this] { return submitted_ - completed_ < kMaxInFlight; });
     on_event(Event(stream_, ++submitted_));
-    queue_.push_back(std::move(task));
+    queue_.emplace_back(submitted_, std::move(task));
     lock.unlock();
     task_ready_.notify_one();
   }
@@ -46,29 +50,77 @@ class StreamWorker {
     return submitted_ == completed_;
   }
 
-  void run_inline(const Task& task) {
+  // Runs the task on the caller as the stream's next position; the event marks it.
+  Event run_inline(const Task& task) {
     std::lock_guard<std::mutex> exec(exec_mutex_);
+    uint64_t value;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      value = ++submitted_;
+    }
+    struct Complete {
+      StreamWorker* w;
+      uint64_t value;
+      ~Complete() {
+        w->device_->end_task(value);
+        w->complete_one();
+      }
+    } complete{this, value};
+    device_->begin_task();
     task();
+    return Event(stream_, value);
   }
 
+  // The host part of tasks up to `value` ran, and their device work is done.
   bool reached(uint64_t value) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    return completed_ >= value;
+    if (value <= device_done_.load(std::memory_order_acquire)) {
+      return true;
+    }
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (completed_ < value) {
+        return false;
+      }
+    }
+    if (!device_->completed(value)) {
+      return false;
+    }
+    note_device_done(value);
+    return true;
   }
 
   void wait_for(uint64_t value) {
-    std::unique_lock<std::mutex> lock(mutex_);
-    progress_.wait(lock, [&] { return completed_ >= value; });
+    if (value <= device_done_.load(std::memory_order_acquire)) {
+      return;
+    }
+    wait_host(value);
+    device_->wait(value);
+    note_device_done(value);
+  }
+
+  // Makes `consumer`'s later work wait for this stream's work up to `value`.
+  void wait_for_use(uint64_t value, StreamWorker& consumer) {
+    if (&consumer == this || value <= device_done_.load(std::memory_order_acquire)) {
+      return;
+    }
+    wait_host(value);
+    if (!consumer.device_->wait_on_device(*device_, value)) {
+      device_->wait(value);
+      note_device_done(value);
+    }
   }
 
   void synchronize() {
-    std::unique_lock<std::mutex> lock(mutex_);
-    progress_.wait(lock, [&] { return completed_ >= submitted_; });
-    if (error_) {
-      auto e = error_;
-      error_ = nullptr;
-      std::rethrow_exception(e);
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      progress_.wait(lock, [&] { return completed_ >= submitted_; });
+      if (error_) {
+        auto e = error_;
+        error_ = nullptr;
+        std::rethrow_exception(e);
+      }
     }
+    device_->synchronize();
   }
 
   void record_error(std::exception_ptr e) {
@@ -82,39 +134,60 @@ class StreamWorker {
   void loop() {
     for (;;) {
       Task task;
+      uint64_t value;
       {
         std::unique_lock<std::mutex> lock(mutex_);
         task_ready_.wait(lock, [this] { return stop_ || !queue_.empty(); });
         if (queue_.empty()) {
           return;
         }
-        task = std::move(queue_.front());
+        value = queue_.front().first;
+        task = std::move(queue_.front().second);
         queue_.pop_front();
       }
       {
         std::lock_guard<std::mutex> exec(exec_mutex_);
         try {
+          device_->begin_task();
           task();
         } catch (...) {
           record_error(std::current_exception());
         }
+        device_->end_task(value);
         // Release what the task captured before the next task looks at use counts.
         task = nullptr;
       }
-      {
-        std::lock_guard<std::mutex> lock(mutex_);
-        ++completed_;
-      }
-      progress_.notify_all();
+      complete_one();
+    }
+  }
+
+  void complete_one() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      ++completed_;
+    }
+    progress_.notify_all();
+  }
+
+  void wait_host(uint64_t value) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    progress_.wait(lock, [&] { return completed_ >= value; });
+  }
+
+  void note_device_done(uint64_t value) {
+    uint64_t seen = device_done_.load(std::memory_order_relaxed);
+    while (seen < value && !device_done_.compare_exchange_weak(seen, value)) {
     }
   }
 
   Stream stream_;
+  std::unique_ptr<DeviceStream> device_;
+  std::atomic<uint64_t> device_done_{0};  // every task up to here is done, device work included
   std::mutex mutex_;
   std::mutex exec_mutex_;  // held while a task runs, on the worker or inline
   std::condition_variable task_ready_;
   std::condition_variable progress_;
-  std::deque<Task> queue_;
+  std::deque<std::pair<uint64_t, Task>> queue_;  // (position, task)
   uint64_t submitted_ = 0;
   uint64_t completed_ = 0;
   std::exception_ptr error_;
@@ -170,7 +243,7 @@ void enqueue(const Stream& s, Task task, const std::function<void(Event)>& on_ev
   worker(s.index).enqueue(std::move(task), on_event);
 }
 bool is_idle(const Stream& s) { return worker(s.index).is_idle(); }
-void run_inline(const Stream& s, const Task& task) { worker(s.index).run_inline(task); }
+Event run_inline(const Stream& s, const Task& task) { return worker(s.index).run_inline(task); }
 void synchronize(const Stream& s) { worker(s.index).synchronize(); }
 
 void synchronize_all() {
@@ -182,5 +255,8 @@ void synchronize_all() {
 
 bool reached(int stream_index, uint64_t value) { return worker(stream_index).reached(value); }
 void wait_for(int stream_index, uint64_t value) { worker(stream_index).wait_for(value); }
+void wait_for_use(int stream_index, uint64_t value, const Stream& consumer) {
+  worker(stream_index).wait_for_use(value, worker(consumer.index));
+}
 
 }  // namespace mlx::core::scheduler

@@ -1,5 +1,6 @@
-// Streams and their workers. Each CPU stream owns one worker thread that runs its tasks in
-// order; an Event is a position in a stream's sequence of tasks.
+// Streams and their workers. Each stream owns one worker thread that runs its tasks in order
+// (a GPU stream's tasks issue device work through its DeviceStream); an Event is a position in
+// a stream's sequence of tasks, reached when its host part ran and its device work is done.
 #pragma once
 
 #include <cstdint>
@@ -26,8 +27,9 @@ int num_streams();
 void enqueue(const Stream& s, Task task, const std::function<void(Event)>& on_event);
 // True when the stream has no queued or running task: work may then run on the caller.
 bool is_idle(const Stream& s);
-// Runs `task` on the calling thread, ordered after anything the stream is running.
-void run_inline(const Stream& s, const Task& task);
+// Runs `task` on the calling thread as the stream's next task (ordered after anything the
+// stream is running); the event marks its completion, device work included.
+Event run_inline(const Stream& s, const Task& task);
 // Waits for every queued task of the stream; rethrows the first error one raised.
 void synchronize(const Stream& s);
 void synchronize_all();
@@ -35,5 +37,6 @@ void synchronize_all();
 // Used by Event.
 bool reached(int stream_index, uint64_t value);
 void wait_for(int stream_index, uint64_t value);
+void wait_for_use(int stream_index, uint64_t value, const Stream& consumer);
 
 }  // namespace mlx::core::scheduler

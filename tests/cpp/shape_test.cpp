@@ -144,7 +144,9 @@ int64_t byte_distance(const array& a, const array& b) {
   return static_cast<const char*>(b.data<void>()) - static_cast<const char*>(a.data<void>());
 }
 
-bool same_buffer(const array& a, const array& b) { return a.buffer().ptr() == b.buffer().ptr(); }
+bool same_buffer(const array& a, const array& b) {
+  return a.data_shared_ptr() == b.data_shared_ptr();
+}
 
 }  // namespace
 

@@ -7,13 +7,15 @@ namespace mlx::core::gpu {
 int device_count() {
   static int count = [] {
     int n = 0;
-    return cudaGetDeviceCount(&n) == cudaSuccess ? n : 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess) {
+      cudaGetLastError();  // no driver or no device: the library still works on the CPU
+      return 0;
+    }
+    return n;
   }();
   return count;
 }
 
-// The CUDA backend's kernels arrive in a later issue; until then the GPU is reported
-// unavailable so that the CPU stays the default device.
-bool is_available() { return false; }
+bool is_available() { return device_count() > 0; }
 
 }  // namespace mlx::core::gpu

@@ -1,0 +1,211 @@
+// GPU streams: each maps to a non-blocking CUDA stream. A task only issues work, so a stream
+// position is done when a CUDA event recorded after it has completed. Events are recorded
+// lazily, when someone asks about a position: one record then covers every task issued so far,
+// and a training step pays no event per op.
+#include "mlx/backend/cuda/runtime.h"
+
+#include <atomic>
+#include <deque>
+#include <memory>
+#include <vector>
+
+#include "mlx/backend/cuda/cuda_check.h"
+#include "mlx/runtime/device_stream.h"
+
+namespace mlx::core {
+
+namespace cu {
+
+namespace {
+
+thread_local CurrentStream tls_current;
+thread_local int tls_device = -1;
+
+struct StreamRegistry {
+  std::mutex mutex;
+  std::vector<cudaStream_t> by_bit;  // index = bit position
+};
+StreamRegistry& registry() {
+  static auto* r = new StreamRegistry();  // leaked: streams outlive static destruction
+  return *r;
+}
+
+}  // namespace
+
+const CurrentStream& current() { return tls_current; }
+void set_current(const CurrentStream& s) { tls_current = s; }
+
+cudaStream_t stream() { return tls_current.stream ? tls_current.stream : device(0).transfer; }
+
+void use_device(int index) {
+  if (tls_device != index) {
+    MLX_CUDA_CHECK(cudaSetDevice(index));
+    tls_device = index;
+  }
+}
+
+DeviceContext& device(int index) {
+  static std::mutex mutex;
+  static std::vector<std::unique_ptr<DeviceContext>> devices;  // leaked on exit with the rest
+  std::lock_guard<std::mutex> lock(mutex);
+  if (devices.empty()) {
+    int n = 0;
+    MLX_CUDA_CHECK(cudaGetDeviceCount(&n));
+    devices.resize(n);
+  }
+  if (index < 0 || index >= static_cast<int>(devices.size())) {
+    throw std::invalid_argument("[cuda] No GPU with index " + std::to_string(index) + ".");
+  }
+  if (!devices[index]) {
+    auto d = std::make_unique<DeviceContext>();
+    d->index = index;
+    use_device(index);
+    MLX_CUDA_CHECK(cudaGetDeviceProperties(&d->props, index));
+    MLX_CUDA_CHECK(cudaStreamCreateWithFlags(&d->transfer, cudaStreamNonBlocking));
+    size_t free_bytes = 0;
+    MLX_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &d->total_memory));
+    devices[index] = std::move(d);
+  }
+  return *devices[index];
+}
+
+cublasLtHandle_t DeviceContext::cublaslt() {
+  std::call_once(cublaslt_once_, [this] {
+    use_device(index);
+    MLX_CUDA_CHECK(cublasLtCreate(&cublaslt_));
+    workspace_bytes_ = size_t(32) << 20;  // what cuBLASLt asks for on Hopper
+    MLX_CUDA_CHECK(cudaMalloc(&workspace_, workspace_bytes_));
+  });
+  return cublaslt_;
+}
+
+void* DeviceContext::cublaslt_workspace(size_t* bytes) {
+  cublaslt();
+  *bytes = workspace_bytes_;
+  return workspace_;
+}
+
+cudaStream_t stream_of_bit(uint64_t bit) {
+  auto& r = registry();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  int pos = __builtin_ctzll(bit);
+  return pos < static_cast<int>(r.by_bit.size()) ? r.by_bit[pos] : nullptr;
+}
+
+int num_gpu_streams() {
+  auto& r = registry();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  return static_cast<int>(r.by_bit.size());
+}
+
+namespace {
+
+class CudaStream : public DeviceStream {
+ public:
+  explicit CudaStream(const Stream& s) : device_(s.device.index) {
+    device(device_);  // initializes the context
+    use_device(device_);
+    MLX_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    auto& r = registry();
+    std::lock_guard<std::mutex> lock(r.mutex);
+    // Streams past the 63rd share the last bit: a buffer's users are then over-approximated.
+    bit_ = uint64_t(1) << std::min<size_t>(r.by_bit.size(), 63);
+    if (r.by_bit.size() < 64) {
+      r.by_bit.push_back(stream_);
+    }
+  }
+
+  void begin_task() override {
+    use_device(device_);
+    set_current(CurrentStream{stream_, bit_, device_});
+  }
+  void end_task(uint64_t value) override {
+    set_current(CurrentStream{});
+    issued_.store(value, std::memory_order_release);
+  }
+
+  bool completed(uint64_t value) override {
+    cudaEvent_t e = marker(value);
+    cudaError_t err = cudaEventQuery(e);
+    if (err == cudaErrorNotReady) {
+      return false;
+    }
+    MLX_CUDA_CHECK(err);
+    retire(value);
+    return true;
+  }
+
+  void wait(uint64_t value) override {
+    MLX_CUDA_CHECK(cudaEventSynchronize(marker(value)));
+    retire(value);
+  }
+
+  bool wait_on_device(DeviceStream& producer, uint64_t value) override {
+    auto* p = dynamic_cast<CudaStream*>(&producer);
+    if (p == nullptr) {
+      return false;
+    }
+    MLX_CUDA_CHECK(cudaStreamWaitEvent(stream_, p->marker(value), 0));
+    return true;
+  }
+
+  void synchronize() override {
+    use_device(device_);
+    MLX_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  }
+
+ private:
+  struct Marker {
+    uint64_t value;  // every task up to here was issued before the event was recorded
+    cudaEvent_t event;
+  };
+
+  // An event recorded after the work of the tasks up to `value` (the host part of which has
+  // run): the earliest recorded one that covers it, or a new one covering all issued work.
+  cudaEvent_t marker(uint64_t value) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (auto& m : markers_) {
+      if (m.value >= value) {
+        return m.event;
+      }
+    }
+    cudaEvent_t e;
+    if (free_events_.empty()) {
+      use_device(device_);
+      MLX_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+    } else {
+      e = free_events_.back();
+      free_events_.pop_back();
+    }
+    MLX_CUDA_CHECK(cudaEventRecord(e, stream_));
+    markers_.push_back(Marker{issued_.load(std::memory_order_acquire), e});
+    return e;
+  }
+
+  // Markers before a completed position are not needed any more.
+  void retire(uint64_t value) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    while (markers_.size() > 1 && markers_[1].value <= value) {
+      free_events_.push_back(markers_.front().event);
+      markers_.pop_front();
+    }
+  }
+
+  int device_;
+  cudaStream_t stream_ = nullptr;
+  uint64_t bit_ = 0;
+  std::atomic<uint64_t> issued_{0};  // tasks whose host part has run
+  std::mutex mutex_;
+  std::deque<Marker> markers_;
+  std::vector<cudaEvent_t> free_events_;
+};
+
+}  // namespace
+
+}  // namespace cu
+
+std::unique_ptr<DeviceStream> make_gpu_stream(const Stream& s) {
+  return std::make_unique<cu::CudaStream>(s);
+}
+
+}  // namespace mlx::core

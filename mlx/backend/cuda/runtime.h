@@ -1,0 +1,49 @@
+// The CUDA runtime as kernels see it: the stream of the task being issued on this thread, the
+// per-device resources (a transfer stream, the cuBLASLt handle, properties), and GPU streams.
+#pragma once
+
+#include <cublasLt.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <mutex>
+
+namespace mlx::core::cu {
+
+// The GPU stream whose task runs on this thread (set by the stream worker around each task).
+struct CurrentStream {
+  cudaStream_t stream = nullptr;
+  uint64_t bit = 0;  // the stream's bit in a buffer's set of users
+  int device = -1;
+};
+const CurrentStream& current();
+void set_current(const CurrentStream& s);
+
+// The CUDA stream kernels launch on: the current task's, or (outside tasks) the device's
+// transfer stream.
+cudaStream_t stream();
+
+struct DeviceContext {
+  int index = 0;
+  cudaDeviceProp props{};
+  cudaStream_t transfer = nullptr;  // copies issued outside GPU tasks
+  size_t total_memory = 0;
+  cublasLtHandle_t cublaslt();
+  void* cublaslt_workspace(size_t* bytes);
+
+ private:
+  std::once_flag cublaslt_once_;
+  cublasLtHandle_t cublaslt_ = nullptr;
+  void* workspace_ = nullptr;
+  size_t workspace_bytes_ = 0;
+};
+DeviceContext& device(int index = 0);
+// Makes `index` the calling thread's CUDA device (once per thread).
+void use_device(int index);
+
+// The CUDA stream that owns a bit (for waits recorded against a buffer's users).
+cudaStream_t stream_of_bit(uint64_t bit);
+// Number of GPU streams created so far.
+int num_gpu_streams();
+
+}  // namespace mlx::core::cu

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# On the GPU machine: build, run both suites with the GPU as the default device, and keep the
+# logs under $OUT (the device tool's output folder) or build/gpu-logs.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+out=${OUT:-build/gpu-logs}
+mkdir -p "$out"
+nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee "$out/gpu.txt"
+start=$(date +%s)
+bash scripts/build.sh > "$out/build.log" 2>&1 || { tail -40 "$out/build.log"; exit 1; }
+echo "build: $(( $(date +%s) - start )) s"
+export MLX_DEFAULT_DEVICE=gpu
+python=$(cat .mlx-python)
+timeout ${CTEST_TIMEOUT:-900} ctest --test-dir build -j 8 --timeout 300 --output-on-failure > "$out/ctest.log" 2>&1
+grep -E "tests passed|tests failed|Failed|\*\*\*" "$out/ctest.log" | tail -30
+PYTHONPATH=$PWD/python timeout ${PYTEST_TIMEOUT:-900} "$python" -m pytest -q --maxfail=40 -p no:cacheprovider python/tests ${PYTEST_ARGS:-} > "$out/pytest.log" 2>&1
+tail -25 "$out/pytest.log"
