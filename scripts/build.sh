@@ -7,9 +7,13 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 python=$(cat .mlx-python)
 jobs=${MLX_BUILD_JOBS:-$(nproc)}
-# The system compiler: a toolchain elsewhere on PATH (the GPU machine's /opt/gcc) would throw
-# C++ exceptions through a libstdc++ other than the one Python loads.
-export CC=${CC:-/usr/bin/gcc} CXX=${CXX:-/usr/bin/g++}
+# The system compiler, whatever CC/CXX say: another toolchain (the GPU machine sets /opt/gcc)
+# throws C++ exceptions through a libstdc++ other than the one Python loads, and the first
+# error raised into Python crashes the process. MLX_CC / MLX_CXX override.
+if [ -x /usr/bin/gcc ] && [ -x /usr/bin/g++ ]; then
+  export CC=${MLX_CC:-/usr/bin/gcc} CXX=${MLX_CXX:-/usr/bin/g++}
+fi
+export CUDAHOSTCXX=${CXX:-g++}
 if [ -z "${CUDACXX:-}" ] && ! command -v nvcc >/dev/null && [ -x /usr/local/cuda/bin/nvcc ]; then
   export CUDACXX=/usr/local/cuda/bin/nvcc
 fi

@@ -9,16 +9,38 @@
 
 namespace mlx::core {
 
+// Compiled for the host and, in CUDA sources, for the device too: both backends draw the same
+// bits for the same key.
+#ifdef __CUDACC__
+#define MLX_HOST_DEVICE __host__ __device__
+#define MLX_UNROLL_ALL _Pragma("unroll")
+#else
+#define MLX_HOST_DEVICE
+#define MLX_UNROLL_ALL _Pragma("GCC unroll 32")
+#endif
+
+struct ThreefryBlock {
+  uint32_t x0, x1;
+  MLX_HOST_DEVICE uint32_t operator[](int i) const { return i == 0 ? x0 : x1; }
+};
+
 // Encrypts the counter (c0, c1) under the key (k0, k1) with `Rounds` rounds of Threefry-2x32.
 template <int Rounds = 20>
-inline std::array<uint32_t, 2> threefry2x32(uint32_t k0, uint32_t k1, uint32_t c0, uint32_t c1) {
-  constexpr int kRotations[8] = {13, 15, 26, 6, 17, 29, 16, 24};
+MLX_HOST_DEVICE inline ThreefryBlock threefry2x32(uint32_t k0, uint32_t k1, uint32_t c0,
+                                                  uint32_t c1) {
   const uint32_t ks[3] = {k0, k1, 0x1BD11BDAu ^ k0 ^ k1};
   uint32_t x0 = c0 + ks[0];
   uint32_t x1 = c1 + ks[1];
-#pragma GCC unroll 32
+  MLX_UNROLL_ALL
   for (int r = 0; r < Rounds; ++r) {
-    const int rot = kRotations[r % 8];
+    const int rot = (r % 8 == 0)   ? 13
+                    : (r % 8 == 1) ? 15
+                    : (r % 8 == 2) ? 26
+                    : (r % 8 == 3) ? 6
+                    : (r % 8 == 4) ? 17
+                    : (r % 8 == 5) ? 29
+                    : (r % 8 == 6) ? 16
+                                   : 24;
     x0 += x1;
     x1 = (x1 << rot) | (x1 >> (32 - rot));
     x1 ^= x0;

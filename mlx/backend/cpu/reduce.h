@@ -24,6 +24,7 @@
 
 #include "mlx/array.h"
 #include "mlx/backend/common/convert.h"
+#include "mlx/backend/common/reduce_plan.h"
 #include "mlx/backend/cpu/copy.h"
 #include "mlx/backend/cpu/reduce_utils.h"
 #include "mlx/backend/cpu/thread_pool.h"
@@ -280,25 +281,6 @@ typename Op::P parallel_fold(int64_t n, int64_t grain, F&& fn) {
 // ---------------------------------------------------------------------------------------
 // Layout.
 
-struct ReducePlan {
-  Shape kshape;  // kept dimensions, outer to inner
-  Strides kin, kout;
-  Shape rshape;  // reduced dimensions, outer to inner
-  Strides rin;
-  int64_t in_offset = 0;  // where iteration starts once negative strides are flipped
-  int64_t out_offset = 0;
-};
-
-ReducePlan make_reduce_plan(const array& in, const array& out, const std::vector<int>& axes);
-
-inline int64_t product(const Shape& s) {
-  int64_t n = 1;
-  for (auto d : s) {
-    n *= d;
-  }
-  return n;
-}
-
 // ---------------------------------------------------------------------------------------
 // Engines.
 
@@ -309,8 +291,8 @@ void reduce_rows(const In* src, Out* dst, const ReducePlan& p) {
   const int64_t stride = p.rin.back();
   const Shape mshape(p.rshape.begin(), p.rshape.end() - 1);
   const std::array<Strides, 1> mstrides{Strides(p.rin.begin(), p.rin.end() - 1)};
-  const int64_t spans = product(mshape);
-  const int64_t outputs = product(p.kshape);
+  const int64_t spans = reduce_plan_size(mshape);
+  const int64_t outputs = reduce_plan_size(p.kshape);
   const std::array<Strides, 2> kstrides{p.kin, p.kout};
 
   auto span = [&](const In* x, int64_t n) {
@@ -400,8 +382,8 @@ void reduce_columns(const In* src, Out* dst, const ReducePlan& p) {
   const std::array<Strides, 2> ostrides{Strides(p.kin.begin(), p.kin.end() - 1),
                                         Strides(p.kout.begin(), p.kout.end() - 1)};
   const std::array<Strides, 1> rstrides{p.rin};
-  const int64_t outer = product(oshape);
-  const int64_t rows = product(p.rshape);
+  const int64_t outer = reduce_plan_size(oshape);
+  const int64_t rows = reduce_plan_size(p.rshape);
 
   // part[j] op= column j of rows [m0, m1), for the w columns starting at x, accumulating
   // kRowBlock rows at a time in `lanes` (w values).

@@ -167,7 +167,7 @@ void scan(const array& in, array& out, int axis, bool reverse, bool inclusive) {
     return;
   }
   const std::array<Strides, 2> lstrides{layout.strides[0], layout.strides[1]};
-  parallel_for(product(layout.shape), std::max<int64_t>(1, kParallelBytes / line_bytes),
+  parallel_for(reduce_plan_size(layout.shape), std::max<int64_t>(1, kParallelBytes / line_bytes),
                [&](int64_t o0, int64_t o1) {
                  Walker<2> w(layout.shape, lstrides, o0);
                  for (int64_t o = o0; o < o1; ++o, w.next()) {

@@ -1,0 +1,138 @@
+#include "mlx/backend/cuda/copy.cuh"
+#include "mlx/backend/cuda/elementwise.cuh"
+
+namespace mlx::core::cu {
+
+namespace {
+
+template <typename From, typename To, int V>
+__global__ void convert_dense(const From* src, To* dst, int64_t n) {
+  const int64_t step = int64_t(gridDim.x) * blockDim.x * V;
+  for (int64_t i = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) * V; i < n; i += step) {
+    if (i + V <= n) {
+      Vec<From, V> x = *reinterpret_cast<const Vec<From, V>*>(src + i);
+      Vec<To, V> y;
+#pragma unroll
+      for (int k = 0; k < V; ++k) {
+        y.v[k] = cast_to<To>(x.v[k]);
+      }
+      *reinterpret_cast<Vec<To, V>*>(dst + i) = y;
+    } else {
+      for (int64_t k = i; k < n; ++k) {
+        dst[k] = cast_to<To>(src[k]);
+      }
+    }
+  }
+}
+
+template <typename From, typename To>
+__global__ void copy_general(const From* src, To* dst, int64_t n, StridedParams<2> p) {
+  const int64_t step = int64_t(gridDim.x) * blockDim.x;
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step) {
+    int64_t off[2];
+    strided_offsets(p, i, off);
+    dst[off[1]] = cast_to<To>(src[off[0]]);
+  }
+}
+
+// Batched transposition through shared memory: dims (batch, rows, cols) where the destination
+// walks cols with stride 1 and the source walks rows with stride 1, so both sides are read and
+// written in coalesced 32-element runs.
+constexpr int kTile = 32;
+template <typename From, typename To>
+__global__ void copy_transpose(const From* src, To* dst, int32_t rows, int32_t cols,
+                               int64_t s_batch, int64_t s_col, int64_t d_batch, int64_t d_row) {
+  __shared__ From tile[kTile][kTile + 1];
+  const int64_t b = blockIdx.z;
+  const int r0 = blockIdx.y * kTile, c0 = blockIdx.x * kTile;
+  src += b * s_batch;
+  dst += b * d_batch;
+  // Read: threads run along rows (source stride 1).
+  for (int k = threadIdx.y; k < kTile; k += blockDim.y) {
+    int r = r0 + threadIdx.x, c = c0 + k;
+    if (r < rows && c < cols) {
+      tile[threadIdx.x][k] = src[r + int64_t(c) * s_col];
+    }
+  }
+  __syncthreads();
+  // Write: threads run along cols (destination stride 1).
+  for (int k = threadIdx.y; k < kTile; k += blockDim.y) {
+    int r = r0 + k, c = c0 + threadIdx.x;
+    if (r < rows && c < cols) {
+      dst[int64_t(r) * d_row + c] = cast_to<To>(tile[k][threadIdx.x]);
+    }
+  }
+}
+
+template <typename From, typename To>
+void copy_typed(const From* src, To* dst, const Layout<2>& layout, int64_t n) {
+  const int nd = static_cast<int>(layout.shape.size());
+  const auto& ss = layout.strides[0];
+  const auto& ds = layout.strides[1];
+  if (nd == 1 && ss[0] == 1 && ds[0] == 1) {
+    constexpr int V = vec_width<From, To>();
+    if (aligned16(src) && aligned16(dst)) {
+      convert_dense<From, To, V>
+          <<<blocks_for((n + V - 1) / V), kThreads, 0, stream()>>>(src, dst, n);
+    } else {
+      convert_dense<From, To, 1><<<blocks_for(n), kThreads, 0, stream()>>>(src, dst, n);
+    }
+  } else if ((nd == 2 || nd == 3) && ds[nd - 1] == 1 && ss[nd - 2] == 1 &&
+             layout.shape[nd - 1] >= 8 && layout.shape[nd - 2] >= 8) {
+    int32_t rows = layout.shape[nd - 2], cols = layout.shape[nd - 1];
+    int64_t batch = nd == 3 ? layout.shape[0] : 1;
+    dim3 grid((cols + kTile - 1) / kTile, (rows + kTile - 1) / kTile, static_cast<unsigned>(batch));
+    copy_transpose<From, To><<<grid, dim3(kTile, 8), 0, stream()>>>(
+        src, dst, rows, cols, nd == 3 ? ss[0] : 0, ss[nd - 1], nd == 3 ? ds[0] : 0, ds[nd - 2]);
+  } else {
+    copy_general<From, To>
+        <<<blocks_for(n), kThreads, 0, stream()>>>(src, dst, n, make_params(layout, "copy"));
+  }
+}
+
+}  // namespace
+
+void copy_strided(const array& src, const Strides& src_strides, int64_t src_offset, array& dst,
+                  const Strides& dst_strides, int64_t dst_offset, const Shape& shape) {
+  int64_t n = static_cast<int64_t>(shape_size(shape));
+  if (n == 0) {
+    return;
+  }
+  auto layout = collapse_dims<2>(shape, {src_strides, dst_strides});
+  if (src.dtype() == dst.dtype() && layout.shape.size() == 1 && layout.strides[0][0] == 1 &&
+      layout.strides[1][0] == 1) {
+    MLX_CUDA_CHECK(cudaMemcpyAsync(dst.gpu_data<char>() + dst_offset * dst.itemsize(),
+                                   src.gpu_data<char>() + src_offset * src.itemsize(),
+                                   n * src.itemsize(), cudaMemcpyDeviceToDevice, stream()));
+    return;
+  }
+  auto run = [&]<typename From, typename To>() {
+    copy_typed<From, To>(src.gpu_data<From>() + src_offset, dst.gpu_data<To>() + dst_offset, layout,
+                         n);
+  };
+  if (src.dtype() == dst.dtype()) {
+    dispatch_by_size(src.itemsize(), "copy",
+                     [&]<typename T>() { run.template operator()<T, T>(); });
+  } else {
+    dispatch_all(src.dtype(), "astype", [&]<typename From>() {
+      dispatch_all(dst.dtype(), "astype",
+                   [&]<typename To>() { run.template operator()<From, To>(); });
+    });
+  }
+  check_launch("copy");
+}
+
+void copy_to_contiguous(const array& in, array& out) {
+  bool in_place = in.is_donatable() && in.flags().row_contiguous && in.itemsize() == out.itemsize();
+  if (in_place) {
+    out.copy_shared_buffer(in);
+    if (in.dtype() == out.dtype()) {
+      return;
+    }
+  } else {
+    allocate(out);
+  }
+  copy_strided(in, in.strides(), 0, out, row_major_strides(in.shape()), 0, in.shape());
+}
+
+}  // namespace mlx::core::cu

@@ -1,0 +1,19 @@
+// GPU copies with dtype conversion: the building block of astype, contiguous, concatenate,
+// slice updates and reshapes that need a copy (the CUDA twin of backend/cpu/copy.h).
+#pragma once
+
+#include "mlx/array.h"
+
+namespace mlx::core::cu {
+
+// Copies `src` (read with src_strides from src_offset, shape `shape`) into dst's device memory
+// at dst_offset with dst_strides, converting to dst's dtype. Offsets and strides count
+// elements; dst must already have its device buffer.
+void copy_strided(const array& src, const Strides& src_strides, int64_t src_offset, array& dst,
+                  const Strides& dst_strides, int64_t dst_offset, const Shape& shape);
+
+// Gives `out` a row-contiguous device buffer (reusing `in`'s when it can be donated) holding
+// `in` converted to out.dtype().
+void copy_to_contiguous(const array& in, array& out);
+
+}  // namespace mlx::core::cu

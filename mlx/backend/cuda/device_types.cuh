@@ -1,0 +1,144 @@
+// Element types on the device and dtype dispatch for CUDA kernels: the host's float16_t,
+// bfloat16_t and complex64_t have the same bits as __half, __nv_bfloat16 and a float pair.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <cstdint>
+#include <cuda/std/complex>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+
+#include "mlx/dtype.h"
+
+namespace mlx::core::cu {
+
+using complex_t = cuda::std::complex<float>;
+
+template <typename T>
+inline constexpr bool is_half_v = std::is_same_v<T, __half> || std::is_same_v<T, __nv_bfloat16>;
+template <typename T>
+inline constexpr bool is_complex_v = std::is_same_v<T, complex_t>;
+template <typename T>
+inline constexpr bool is_float_v = std::is_floating_point_v<T> || is_half_v<T>;
+
+// The type arithmetic on T happens in: float for the 16-bit floats.
+template <typename T>
+using compute_t = std::conditional_t<is_half_v<T>, float, T>;
+
+// NumPy conversions between any two device element types.
+template <typename To, typename From>
+__device__ __forceinline__ To cast_to(From x) {
+  if constexpr (std::is_same_v<To, From>) {
+    return x;
+  } else if constexpr (is_complex_v<From>) {
+    return cast_to<To>(x.real());
+  } else if constexpr (is_complex_v<To>) {
+    return To(cast_to<float>(x), 0.0f);
+  } else if constexpr (std::is_same_v<To, bool>) {
+    return static_cast<float>(x) != 0.0f;
+  } else if constexpr (is_half_v<From>) {
+    return cast_to<To>(static_cast<float>(x));
+  } else if constexpr (std::is_same_v<To, __half>) {
+    if constexpr (std::is_same_v<From, double>) {
+      return __double2half(x);
+    } else {
+      return __float2half(static_cast<float>(x));
+    }
+  } else if constexpr (std::is_same_v<To, __nv_bfloat16>) {
+    if constexpr (std::is_same_v<From, double>) {
+      return __double2bfloat16(x);
+    } else {
+      return __float2bfloat16(static_cast<float>(x));
+    }
+  } else {
+    return static_cast<To>(x);
+  }
+}
+
+[[noreturn]] inline void unsupported_dtype(const char* op, Dtype dt) {
+  throw std::invalid_argument(std::string("[") + op + "] Unsupported dtype " + dtype_name(dt) +
+                              " on the GPU.");
+}
+
+#define MLX_CU_CASE(VAL, T) \
+  case Dtype::Val::VAL:     \
+    return f.template operator()<T>();
+
+template <typename F>
+decltype(auto) dispatch_float(Dtype dt, const char* op, F&& f) {
+  switch (dt.val) {
+    MLX_CU_CASE(float16, __half)
+    MLX_CU_CASE(bfloat16, __nv_bfloat16)
+    MLX_CU_CASE(float32, float)
+    MLX_CU_CASE(float64, double)
+    default:
+      unsupported_dtype(op, dt);
+  }
+}
+
+template <typename F>
+decltype(auto) dispatch_int(Dtype dt, const char* op, F&& f) {
+  switch (dt.val) {
+    MLX_CU_CASE(uint8, uint8_t)
+    MLX_CU_CASE(uint16, uint16_t)
+    MLX_CU_CASE(uint32, uint32_t)
+    MLX_CU_CASE(uint64, uint64_t)
+    MLX_CU_CASE(int8, int8_t)
+    MLX_CU_CASE(int16, int16_t)
+    MLX_CU_CASE(int32, int32_t)
+    MLX_CU_CASE(int64, int64_t)
+    default:
+      unsupported_dtype(op, dt);
+  }
+}
+
+template <typename F>
+decltype(auto) dispatch_real(Dtype dt, const char* op, F&& f) {
+  if (dt == bool_) {
+    return f.template operator()<bool>();
+  }
+  if (is_floating_point(dt)) {
+    return dispatch_float(dt, op, std::forward<F>(f));
+  }
+  return dispatch_int(dt, op, std::forward<F>(f));
+}
+
+template <typename F>
+decltype(auto) dispatch_all(Dtype dt, const char* op, F&& f) {
+  if (dt == complex64) {
+    return f.template operator()<complex_t>();
+  }
+  return dispatch_real(dt, op, std::forward<F>(f));
+}
+
+template <typename F>
+decltype(auto) dispatch_inexact(Dtype dt, const char* op, F&& f) {
+  if (dt == complex64) {
+    return f.template operator()<complex_t>();
+  }
+  return dispatch_float(dt, op, std::forward<F>(f));
+}
+
+// Same-size unsigned type: moving bytes does not care about the dtype.
+template <typename F>
+decltype(auto) dispatch_by_size(int size, const char* op, F&& f) {
+  switch (size) {
+    case 1:
+      return f.template operator()<uint8_t>();
+    case 2:
+      return f.template operator()<uint16_t>();
+    case 4:
+      return f.template operator()<uint32_t>();
+    case 8:
+      return f.template operator()<uint64_t>();
+    default:
+      throw std::invalid_argument(std::string("[") + op + "] Unsupported item size.");
+  }
+}
+
+#undef MLX_CU_CASE
+
+}  // namespace mlx::core::cu

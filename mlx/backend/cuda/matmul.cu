@@ -1,0 +1,338 @@
+// Matmul and AddMM on the GPU: floating types through cuBLASLt (row-major products as
+// column-major ones of the transposes; batches as one strided-batched call when their
+// offsets are regular; TF32 for float32 under MLX_ENABLE_TF32), integers through a simple
+// kernel. Operands are read in place when their last two dimensions are row- or column-major.
+#include <cstdlib>
+#include <map>
+#include <mutex>
+#include <tuple>
+
+#include "mlx/backend/cuda/copy.cuh"
+#include "mlx/backend/cuda/elementwise.cuh"
+#include "mlx/backend/cuda/elementwise_ops.cuh"
+#include "mlx/primitives/linalg.h"
+#include "mlx/utils.h"
+
+namespace mlx::core {
+
+namespace {
+
+using namespace cu;
+
+// One operand: in-place layout (transposed or not, leading dimension) and batch offsets.
+struct Operand {
+  const array* a;
+  array dense;              // row-major copy when the memory cannot be read in place
+  bool transposed = false;  // stored column-major
+  int64_t ld = 0;
+};
+
+// Rows r and columns c with strides (sr, sc): readable by BLAS when one stride is 1 and the
+// other spans the matrix.
+bool blas_layout(int64_t rows, int64_t cols, int64_t sr, int64_t sc, bool* transposed,
+                 int64_t* ld) {
+  if (sc == 1 && (sr >= std::max<int64_t>(cols, 1) || rows == 1)) {
+    *transposed = false;
+    *ld = std::max<int64_t>(rows == 1 ? cols : sr, 1);
+    return true;
+  }
+  if (sr == 1 && (sc >= std::max<int64_t>(rows, 1) || cols == 1)) {
+    *transposed = true;
+    *ld = std::max<int64_t>(cols == 1 ? rows : sc, 1);
+    return true;
+  }
+  return false;
+}
+
+struct Batches {
+  int64_t count = 1;
+  int64_t a_stride = 0, b_stride = 0;  // elements between consecutive batches (regular case)
+  bool regular = true;
+  std::vector<int64_t> a_off, b_off;
+};
+
+Batches batch_offsets(const array& a, const array& b) {
+  Batches bt;
+  int nb = a.ndim() - 2;
+  for (int d = 0; d < nb; ++d) {
+    bt.count *= a.shape(d);
+  }
+  std::vector<int32_t> idx(std::max(nb, 1), 0);
+  int64_t oa = 0, ob = 0;
+  for (int64_t i = 0; i < bt.count; ++i) {
+    bt.a_off.push_back(oa);
+    bt.b_off.push_back(ob);
+    for (int d = nb - 1; d >= 0; --d) {
+      oa += a.strides()[d];
+      ob += b.strides()[d];
+      if (++idx[d] < a.shape(d)) {
+        break;
+      }
+      oa -= a.shape(d) * a.strides()[d];
+      ob -= a.shape(d) * b.strides()[d];
+      idx[d] = 0;
+    }
+  }
+  if (bt.count > 1) {
+    bt.a_stride = bt.a_off[1] - bt.a_off[0];
+    bt.b_stride = bt.b_off[1] - bt.b_off[0];
+    for (int64_t i = 1; i < bt.count && bt.regular; ++i) {
+      bt.regular = bt.a_off[i] == i * bt.a_stride && bt.b_off[i] == i * bt.b_stride;
+    }
+  }
+  return bt;
+}
+
+cudaDataType_t cuda_type(Dtype dt) {
+  switch (dt.val) {
+    case Dtype::Val::float16:
+      return CUDA_R_16F;
+    case Dtype::Val::bfloat16:
+      return CUDA_R_16BF;
+    case Dtype::Val::float32:
+      return CUDA_R_32F;
+    case Dtype::Val::float64:
+      return CUDA_R_64F;
+    case Dtype::Val::complex64:
+      return CUDA_C_32F;
+    default:
+      throw std::invalid_argument(msg("[matmul] No cuBLASLt type for ", dt, "."));
+  }
+}
+
+bool tf32_enabled() {
+  static bool on = [] {
+    const char* v = std::getenv("MLX_ENABLE_TF32");
+    return v != nullptr && v[0] != '\0' && v[0] != '0';
+  }();
+  return on;
+}
+
+// Column-major D[m, n] = alpha * op(A)[m, k] op(B)[k, n] + beta * C, batched.
+struct GemmShape {
+  cudaDataType_t type;
+  bool ta, tb;
+  int64_t m, n, k, lda, ldb, ldc, batch, sa, sb, sc;
+  auto key() const {
+    return std::make_tuple(int(type), ta, tb, m, n, k, lda, ldb, ldc, batch, sa, sb, sc);
+  }
+};
+
+struct GemmPlan {
+  cublasLtMatmulDesc_t desc = nullptr;
+  cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
+  cublasLtMatmulAlgo_t algo{};
+};
+
+cublasLtMatrixLayout_t make_layout(cudaDataType_t type, int64_t rows, int64_t cols, int64_t ld,
+                                   int64_t batch, int64_t stride) {
+  cublasLtMatrixLayout_t l;
+  MLX_CUDA_CHECK(cublasLtMatrixLayoutCreate(&l, type, rows, cols, ld));
+  if (batch > 1) {
+    int32_t count = static_cast<int32_t>(batch);
+    MLX_CUDA_CHECK(cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count,
+                                                    sizeof(count)));
+    MLX_CUDA_CHECK(cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
+                                                    &stride, sizeof(stride)));
+  }
+  return l;
+}
+
+// Plans are cached by shape: a training step asks for the same few products every step.
+const GemmPlan& gemm_plan(const GemmShape& g) {
+  static std::mutex mutex;
+  static std::map<decltype(g.key()), GemmPlan> plans;
+  std::lock_guard<std::mutex> lock(mutex);
+  auto it = plans.find(g.key());
+  if (it != plans.end()) {
+    return it->second;
+  }
+  GemmPlan p;
+  cublasComputeType_t compute = g.type == CUDA_R_64F ? CUBLAS_COMPUTE_64F
+                                : (g.type == CUDA_R_32F && tf32_enabled())
+                                    ? CUBLAS_COMPUTE_32F_FAST_TF32
+                                    : CUBLAS_COMPUTE_32F;
+  cudaDataType_t scale = g.type == CUDA_R_64F   ? CUDA_R_64F
+                         : g.type == CUDA_C_32F ? CUDA_C_32F
+                                                : CUDA_R_32F;
+  MLX_CUDA_CHECK(cublasLtMatmulDescCreate(&p.desc, compute, scale));
+  cublasOperation_t opa = g.ta ? CUBLAS_OP_T : CUBLAS_OP_N;
+  cublasOperation_t opb = g.tb ? CUBLAS_OP_T : CUBLAS_OP_N;
+  MLX_CUDA_CHECK(
+      cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSA, &opa, sizeof(opa)));
+  MLX_CUDA_CHECK(
+      cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSB, &opb, sizeof(opb)));
+  p.a = make_layout(g.type, g.ta ? g.k : g.m, g.ta ? g.m : g.k, g.lda, g.batch, g.sa);
+  p.b = make_layout(g.type, g.tb ? g.n : g.k, g.tb ? g.k : g.n, g.ldb, g.batch, g.sb);
+  p.c = make_layout(g.type, g.m, g.n, g.ldc, g.batch, g.sc);
+  cublasLtMatmulPreference_t pref;
+  MLX_CUDA_CHECK(cublasLtMatmulPreferenceCreate(&pref));
+  size_t ws = 0;
+  device(0).cublaslt_workspace(&ws);
+  MLX_CUDA_CHECK(cublasLtMatmulPreferenceSetAttribute(
+      pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws)));
+  cublasLtMatmulHeuristicResult_t result{};
+  int found = 0;
+  MLX_CUDA_CHECK(cublasLtMatmulAlgoGetHeuristic(device(0).cublaslt(), p.desc, p.a, p.b, p.c, p.c,
+                                                pref, 1, &result, &found));
+  cublasLtMatmulPreferenceDestroy(pref);
+  if (found == 0) {
+    throw std::runtime_error(
+        msg("[matmul] cuBLASLt has no algorithm for ", g.m, "x", g.n, "x", g.k, "."));
+  }
+  p.algo = result.algo;
+  return plans.emplace(g.key(), p).first->second;
+}
+
+template <typename T>
+__global__ void int_matmul(const T* a, const T* b, T* c, int64_t M, int64_t N, int64_t K,
+                           int64_t a_sr, int64_t a_sc, int64_t b_sr, int64_t b_sc,
+                           const int64_t* a_off, const int64_t* b_off) {
+  const int64_t batch = blockIdx.z;
+  const int64_t i = int64_t(blockIdx.y) * blockDim.y + threadIdx.y;
+  const int64_t j = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= M || j >= N) {
+    return;
+  }
+  const T* pa = a + a_off[batch] + i * a_sr;
+  const T* pb = b + b_off[batch] + j * b_sc;
+  T acc = 0;
+  for (int64_t k = 0; k < K; ++k) {
+    if constexpr (std::is_same_v<T, bool>) {
+      acc = acc || (pa[k * a_sc] && pb[k * b_sr]);
+    } else {
+      acc += pa[k * a_sc] * pb[k * b_sr];
+    }
+  }
+  c[(batch * M + i) * N + j] = acc;
+}
+
+template <typename T>
+__global__ void scale_kernel(T* x, int64_t n, float s) {
+  const int64_t step = int64_t(gridDim.x) * blockDim.x;
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step) {
+    x[i] = cast_to<T>(op::up(x[i]) * s);
+  }
+}
+
+void int_products(const array& a, const array& b, array& out) {
+  int nd = a.ndim();
+  Batches bt = batch_offsets(a, b);
+  int64_t M = a.shape(-2), N = b.shape(-1), K = a.shape(-1);
+  allocator::Buffer offs = allocator::gpu_malloc(sizeof(int64_t) * 2 * bt.count);
+  int64_t* d_off = static_cast<int64_t*>(offs.raw_ptr());
+  std::vector<int64_t> host(bt.a_off);
+  host.insert(host.end(), bt.b_off.begin(), bt.b_off.end());
+  MLX_CUDA_CHECK(cudaMemcpyAsync(d_off, host.data(), sizeof(int64_t) * host.size(),
+                                 cudaMemcpyHostToDevice, stream()));
+  dim3 block(32, 8);
+  dim3 grid((N + 31) / 32, (M + 7) / 8, static_cast<unsigned>(bt.count));
+  dispatch_real(out.dtype(), "matmul", [&]<typename T>() {
+    if constexpr (!is_float_v<T>) {
+      int_matmul<T><<<grid, block, 0, stream()>>>(
+          a.gpu_data<T>(), b.gpu_data<T>(), out.gpu_data<T>(), M, N, K, a.strides()[nd - 2],
+          a.strides()[nd - 1], b.strides()[nd - 2], b.strides()[nd - 1], d_off, d_off + bt.count);
+    }
+  });
+  check_launch("matmul");
+  allocator::gpu_free(offs, allocator::current_gpu_stream_bit());
+}
+
+// out (row-major, holding c when beta != 0) = alpha * a @ b + beta * out.
+void products(const array& a_in, const array& b_in, array& out, float alpha, float beta) {
+  if (!is_floating_point(out.dtype()) && out.dtype() != complex64) {
+    return int_products(a_in, b_in, out);
+  }
+  int nd = a_in.ndim();
+  int64_t M = a_in.shape(-2), N = b_in.shape(-1), K = a_in.shape(-1);
+  Batches bt = batch_offsets(a_in, b_in);
+  // Operands BLAS cannot read in place, or irregular batches, go through row-major copies.
+  auto prepare = [&](const array& x, int64_t rows, int64_t cols, bool* t, int64_t* ld) {
+    if (blas_layout(rows, cols, x.strides()[nd - 2], x.strides()[nd - 1], t, ld) && bt.regular) {
+      return x;
+    }
+    array dense(x.shape(), x.dtype(), nullptr, {});
+    copy_to_contiguous(x, dense);
+    *t = false;
+    *ld = std::max<int64_t>(cols, 1);
+    return dense;
+  };
+  bool ta = false, tb = false;
+  int64_t lda = 0, ldb = 0;
+  array a = prepare(a_in, M, K, &ta, &lda);
+  array b = prepare(b_in, K, N, &tb, &ldb);
+  bt = batch_offsets(a, b);
+  int64_t batch = bt.count;
+  // One shared b and rows of a that form one strided dimension: a single product.
+  if (batch > 1 && bt.b_stride == 0 && !ta && bt.a_stride == M * lda) {
+    M *= batch;
+    batch = 1;
+  }
+  // Row-major C = A B is column-major C^T = B^T A^T: cuBLASLt's A is our b.
+  GemmShape g{
+      cuda_type(out.dtype()), tb, ta, N, M, K, ldb, lda, N, batch, bt.b_stride, bt.a_stride, M * N};
+  if (batch == 1) {
+    g.sa = g.sb = g.sc = 0;
+  }
+  const GemmPlan& plan = gemm_plan(g);
+  size_t ws_bytes = 0;
+  void* ws = device(0).cublaslt_workspace(&ws_bytes);
+  double alpha_d = alpha, beta_d = beta;
+  complex_t alpha_c(alpha, 0.0f), beta_c(beta, 0.0f);
+  const void* pa = g.type == CUDA_R_64F   ? static_cast<const void*>(&alpha_d)
+                   : g.type == CUDA_C_32F ? static_cast<const void*>(&alpha_c)
+                                          : static_cast<const void*>(&alpha);
+  const void* pb = g.type == CUDA_R_64F   ? static_cast<const void*>(&beta_d)
+                   : g.type == CUDA_C_32F ? static_cast<const void*>(&beta_c)
+                                          : static_cast<const void*>(&beta);
+  void* c = out.gpu_data<char>();
+  MLX_CUDA_CHECK(cublasLtMatmul(device(0).cublaslt(), plan.desc, pa, b.gpu_data<char>(), plan.a,
+                                a.gpu_data<char>(), plan.b, pb, c, plan.c, c, plan.c, &plan.algo,
+                                ws, ws_bytes, stream()));
+}
+
+}  // namespace
+
+void Matmul::eval_gpu(const std::vector<array>& inputs, array& out) {
+  cu::allocate(out);
+  if (out.size() == 0) {
+    return;
+  }
+  if (inputs[0].shape(-1) == 0) {
+    MLX_CUDA_CHECK(cudaMemsetAsync(out.gpu_data<char>(), 0, out.nbytes(), cu::stream()));
+    return;
+  }
+  products(inputs[0], inputs[1], out, 1.0f, 0.0f);
+}
+
+void AddMM::eval_gpu(const std::vector<array>& inputs, array& out) {
+  const array& c = inputs[0];
+  if (beta_ != 0 && c.is_donatable() && c.flags().row_contiguous && c.dtype() == out.dtype()) {
+    out.copy_shared_buffer(c);
+  } else {
+    cu::allocate(out);
+    if (beta_ != 0) {
+      cu::copy_strided(c, c.strides(), 0, out, out.strides(), 0, out.shape());
+    }
+  }
+  if (out.size() == 0) {
+    return;
+  }
+  if (inputs[1].shape(-1) == 0) {
+    // An empty product: out = beta * c.
+    if (beta_ == 0) {
+      MLX_CUDA_CHECK(cudaMemsetAsync(out.gpu_data<char>(), 0, out.nbytes(), cu::stream()));
+    } else if (beta_ != 1) {
+      int64_t n = static_cast<int64_t>(out.size());
+      cu::dispatch_inexact(out.dtype(), "addmm", [&]<typename T>() {
+        scale_kernel<T>
+            <<<cu::blocks_for(n), cu::kThreads, 0, cu::stream()>>>(out.gpu_data<T>(), n, beta_);
+      });
+      cu::check_launch("addmm");
+    }
+    return;
+  }
+  products(inputs[1], inputs[2], out, alpha_, beta_);
+}
+
+}  // namespace mlx::core

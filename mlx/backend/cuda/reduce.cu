@@ -1,0 +1,232 @@
+// Reduce::eval_gpu over the layout of backend/common/reduce_plan.h: every output folds R
+// reduced elements. Reduced dimensions that are innermost in memory ("rows") give each output
+// a block; otherwise ("columns") 32 neighbouring outputs share a block and read coalesced. Long
+// reductions are split across blocks into partial results, folded by a second pass.
+#include "mlx/backend/common/reduce_plan.h"
+#include "mlx/backend/cuda/elementwise.cuh"
+#include "mlx/backend/cuda/reduce_ops.cuh"
+#include "mlx/primitives/reduction.h"
+#include "mlx/utils.h"
+
+namespace mlx::core {
+
+namespace {
+
+using namespace cu;
+
+struct ReduceParams {
+  int kdim, rdim;
+  int32_t kshape[kMaxDims], rshape[kMaxDims];
+  int64_t kin[kMaxDims], kout[kMaxDims], rin[kMaxDims];
+  int64_t R, K;
+};
+
+__device__ __forceinline__ int64_t offset_of(int64_t i, int nd, const int32_t* shape,
+                                             const int64_t* strides) {
+  int64_t off = 0;
+  for (int d = nd - 1; d >= 0; --d) {
+    int64_t q = i / shape[d];
+    off += (i - q * shape[d]) * strides[d];
+    i = q;
+  }
+  return off;
+}
+
+template <typename Op, typename Acc>
+__device__ Acc block_reduce(Acc v, Acc* shared) {
+  for (int o = 16; o > 0; o /= 2) {
+    v = Op{}(v, shfl_down(v, o));
+  }
+  int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  if (lane == 0) {
+    shared[warp] = v;
+  }
+  __syncthreads();
+  if (warp == 0) {
+    v = lane < int(blockDim.x / 32) ? shared[lane] : Op::template identity<Acc>();
+    for (int o = 16; o > 0; o /= 2) {
+      v = Op{}(v, shfl_down(v, o));
+    }
+  }
+  return v;
+}
+
+// One block per output (blockIdx.x) and per slice of the reduction (blockIdx.y).
+template <typename Op, typename In, typename Acc, typename Out>
+__global__ void reduce_rows(const In* in, Out* out, Acc* partial, ReduceParams p, int64_t chunk) {
+  __shared__ Acc shared[32];
+  const int64_t k = blockIdx.x;
+  const int64_t base = offset_of(k, p.kdim, p.kshape, p.kin);
+  const int64_t r0 = blockIdx.y * chunk, r1 = min(p.R, r0 + chunk);
+  Acc v = Op::template identity<Acc>();
+  const bool dense = p.rdim == 1 && p.rin[0] == 1;
+  for (int64_t r = r0 + threadIdx.x; r < r1; r += blockDim.x) {
+    int64_t off = dense ? r : offset_of(r, p.rdim, p.rshape, p.rin);
+    v = Op{}(v, Op::template load<Acc>(in[base + off]));
+  }
+  v = block_reduce<Op>(v, shared);
+  if (threadIdx.x == 0) {
+    if (partial != nullptr) {
+      partial[blockIdx.y * p.K + k] = v;
+    } else {
+      out[offset_of(k, p.kdim, p.kshape, p.kout)] = cast_to<Out>(v);
+    }
+  }
+}
+
+// Blocks of 32 outputs x 8 lanes of the reduction.
+template <typename Op, typename In, typename Acc, typename Out>
+__global__ void reduce_columns(const In* in, Out* out, Acc* partial, ReduceParams p,
+                               int64_t chunk) {
+  __shared__ Acc shared[8][33];
+  const int64_t k = int64_t(blockIdx.x) * 32 + threadIdx.x;
+  const int64_t r0 = blockIdx.y * chunk, r1 = min(p.R, r0 + chunk);
+  Acc v = Op::template identity<Acc>();
+  if (k < p.K) {
+    const int64_t base = offset_of(k, p.kdim, p.kshape, p.kin);
+    for (int64_t r = r0 + threadIdx.y; r < r1; r += 8) {
+      v = Op{}(v, Op::template load<Acc>(in[base + offset_of(r, p.rdim, p.rshape, p.rin)]));
+    }
+  }
+  shared[threadIdx.y][threadIdx.x] = v;
+  __syncthreads();
+  if (threadIdx.y == 0 && k < p.K) {
+    for (int j = 1; j < 8; ++j) {
+      v = Op{}(v, shared[j][threadIdx.x]);
+    }
+    if (partial != nullptr) {
+      partial[blockIdx.y * p.K + k] = v;
+    } else {
+      out[offset_of(k, p.kdim, p.kshape, p.kout)] = cast_to<Out>(v);
+    }
+  }
+}
+
+// Folds the partial results of `splits` slices: partial is [splits, K].
+template <typename Op, typename Acc, typename Out>
+__global__ void reduce_partials(const Acc* partial, Out* out, ReduceParams p, int64_t splits) {
+  const int64_t k = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (k >= p.K) {
+    return;
+  }
+  Acc v = partial[k];
+  for (int64_t s = 1; s < splits; ++s) {
+    v = Op{}(v, partial[s * p.K + k]);
+  }
+  out[offset_of(k, p.kdim, p.kshape, p.kout)] = cast_to<Out>(v);
+}
+
+ReduceParams make_reduce_params(const ReducePlan& plan) {
+  if (plan.kshape.size() > size_t(kMaxDims) || plan.rshape.size() > size_t(kMaxDims)) {
+    throw std::invalid_argument("[reduce] Too many non-contiguous dimensions for the GPU.");
+  }
+  ReduceParams p{};
+  p.kdim = static_cast<int>(plan.kshape.size());
+  p.rdim = static_cast<int>(plan.rshape.size());
+  for (int d = 0; d < p.kdim; ++d) {
+    p.kshape[d] = plan.kshape[d];
+    p.kin[d] = plan.kin[d];
+    p.kout[d] = plan.kout[d];
+  }
+  for (int d = 0; d < p.rdim; ++d) {
+    p.rshape[d] = plan.rshape[d];
+    p.rin[d] = plan.rin[d];
+  }
+  p.K = reduce_plan_size(plan.kshape);
+  p.R = reduce_plan_size(plan.rshape);
+  return p;
+}
+
+template <typename Op, typename In, typename Acc, typename Out>
+void reduce_gpu(const array& in, array& out, const std::vector<int>& axes) {
+  cu::allocate(out);
+  if (out.size() == 0) {
+    return;
+  }
+  ReducePlan plan = make_reduce_plan(in, out, axes);
+  ReduceParams p = make_reduce_params(plan);
+  const In* src = in.gpu_data<In>() + plan.in_offset;
+  Out* dst = out.gpu_data<Out>() + plan.out_offset;
+  const bool rows = p.rdim > 0 && p.rin[p.rdim - 1] == 1;
+  const int64_t outputs_per_block = rows ? 1 : 32;
+  const int64_t blocks = (p.K + outputs_per_block - 1) / outputs_per_block;
+  // Enough blocks to fill the GPU: split long reductions when there are few outputs.
+  const int64_t target = 4 * device(0).props.multiProcessorCount;
+  int64_t splits = 1;
+  if (blocks < target && p.R >= 4096) {
+    splits = std::min<int64_t>((target + blocks - 1) / blocks, p.R / 2048);
+  }
+  splits = std::clamp<int64_t>(splits, 1, 65535);
+  const int64_t chunk = (p.R + splits - 1) / splits;
+  Acc* partial = nullptr;
+  allocator::Buffer scratch;
+  if (splits > 1) {
+    scratch = allocator::gpu_malloc(sizeof(Acc) * splits * p.K);
+    partial = static_cast<Acc*>(scratch.raw_ptr());
+  }
+  dim3 grid(static_cast<unsigned>(blocks), static_cast<unsigned>(splits));
+  if (rows) {
+    reduce_rows<Op, In, Acc, Out><<<grid, 256, 0, stream()>>>(src, dst, partial, p, chunk);
+  } else {
+    reduce_columns<Op, In, Acc, Out>
+        <<<grid, dim3(32, 8), 0, stream()>>>(src, dst, partial, p, chunk);
+  }
+  if (splits > 1) {
+    reduce_partials<Op, Acc, Out>
+        <<<blocks_for(p.K), kThreads, 0, stream()>>>(partial, dst, p, splits);
+    allocator::gpu_free(scratch, allocator::current_gpu_stream_bit());
+  }
+  check_launch("reduce");
+}
+
+// Sum and product outputs: small integers and bool widen to 32 bits as in MLX.
+template <typename T>
+using widened_t = std::conditional_t<
+    std::is_same_v<T, bool> || std::is_same_v<T, int8_t> || std::is_same_v<T, int16_t>, int32_t,
+    std::conditional_t<std::is_same_v<T, uint8_t> || std::is_same_v<T, uint16_t>, uint32_t, T>>;
+
+template <typename Op>
+void reduce_arithmetic(const array& in, array& out, const std::vector<int>& axes) {
+  dispatch_all(in.dtype(), "reduce", [&]<typename T>() {
+    if constexpr (is_half_v<T>) {
+      if (out.dtype() == float32) {
+        reduce_gpu<Op, T, float, float>(in, out, axes);
+      } else {
+        reduce_gpu<Op, T, float, T>(in, out, axes);
+      }
+    } else {
+      using Out = widened_t<T>;
+      reduce_gpu<Op, T, Out, Out>(in, out, axes);
+    }
+  });
+}
+
+}  // namespace
+
+void Reduce::eval_gpu(const std::vector<array>& inputs, array& out) {
+  const array& in = inputs[0];
+  switch (type_) {
+    case And:
+      return dispatch_all(in.dtype(), "all", [&]<typename T>() {
+        reduce_gpu<red::And, T, bool, bool>(in, out, axes_);
+      });
+    case Or:
+      return dispatch_all(in.dtype(), "any", [&]<typename T>() {
+        reduce_gpu<red::Or, T, bool, bool>(in, out, axes_);
+      });
+    case Sum:
+      return reduce_arithmetic<red::Sum>(in, out, axes_);
+    case Prod:
+      return reduce_arithmetic<red::Prod>(in, out, axes_);
+    case Min:
+      return dispatch_all(in.dtype(), "min", [&]<typename T>() {
+        reduce_gpu<red::Min, T, compute_t<T>, T>(in, out, axes_);
+      });
+    case Max:
+      return dispatch_all(in.dtype(), "max", [&]<typename T>() {
+        reduce_gpu<red::Max, T, compute_t<T>, T>(in, out, axes_);
+      });
+  }
+}
+
+}  // namespace mlx::core

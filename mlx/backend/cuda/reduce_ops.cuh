@@ -1,0 +1,131 @@
+// Reduction operators for the GPU kernels: identity, combine, and how an input element enters
+// the accumulator. Min and Max propagate NaN, as the CPU does.
+#pragma once
+
+#include <cuda/std/limits>
+
+#include "mlx/backend/cuda/device_types.cuh"
+
+namespace mlx::core::cu {
+
+template <typename T>
+__device__ __forceinline__ T shfl_down(T v, int offset) {
+  if constexpr (is_complex_v<T>) {
+    return T(__shfl_down_sync(0xffffffff, v.real(), offset),
+             __shfl_down_sync(0xffffffff, v.imag(), offset));
+  } else if constexpr (sizeof(T) < 4) {
+    return static_cast<T>(__shfl_down_sync(0xffffffff, static_cast<int>(v), offset));
+  } else {
+    return __shfl_down_sync(0xffffffff, v, offset);
+  }
+}
+
+namespace red {
+
+struct Sum {
+  template <typename Acc>
+  __device__ static Acc identity() {
+    return Acc(0);
+  }
+  template <typename Acc, typename In>
+  __device__ static Acc load(In x) {
+    return cast_to<Acc>(x);
+  }
+  template <typename Acc>
+  __device__ Acc operator()(Acc a, Acc b) const {
+    return a + b;
+  }
+};
+
+struct Prod {
+  template <typename Acc>
+  __device__ static Acc identity() {
+    return Acc(1);
+  }
+  template <typename Acc, typename In>
+  __device__ static Acc load(In x) {
+    return cast_to<Acc>(x);
+  }
+  template <typename Acc>
+  __device__ Acc operator()(Acc a, Acc b) const {
+    return a * b;
+  }
+};
+
+struct And {
+  template <typename Acc>
+  __device__ static Acc identity() {
+    return true;
+  }
+  template <typename Acc, typename In>
+  __device__ static Acc load(In x) {
+    if constexpr (is_complex_v<In>) {
+      return x.real() != 0 || x.imag() != 0;
+    } else {
+      return cast_to<bool>(x);
+    }
+  }
+  template <typename Acc>
+  __device__ Acc operator()(Acc a, Acc b) const {
+    return a && b;
+  }
+};
+
+struct Or {
+  template <typename Acc>
+  __device__ static Acc identity() {
+    return false;
+  }
+  template <typename Acc, typename In>
+  __device__ static Acc load(In x) {
+    return And::load<Acc>(x);
+  }
+  template <typename Acc>
+  __device__ Acc operator()(Acc a, Acc b) const {
+    return a || b;
+  }
+};
+
+template <bool kMax>
+struct Extremum {
+  template <typename Acc>
+  __device__ static Acc identity() {
+    if constexpr (is_complex_v<Acc>) {
+      float inf = cuda::std::numeric_limits<float>::infinity();
+      return kMax ? Acc(-inf, -inf) : Acc(inf, inf);
+    } else if constexpr (std::is_floating_point_v<Acc>) {
+      return kMax ? -cuda::std::numeric_limits<Acc>::infinity()
+                  : cuda::std::numeric_limits<Acc>::infinity();
+    } else {
+      return kMax ? cuda::std::numeric_limits<Acc>::lowest()
+                  : cuda::std::numeric_limits<Acc>::max();
+    }
+  }
+  template <typename Acc, typename In>
+  __device__ static Acc load(In x) {
+    return cast_to<Acc>(x);
+  }
+  template <typename Acc>
+  __device__ Acc operator()(Acc a, Acc b) const {
+    if constexpr (std::is_floating_point_v<Acc>) {
+      if (::isnan(a)) {
+        return a;
+      }
+      if (::isnan(b)) {
+        return b;
+      }
+      return (kMax ? a > b : a < b) ? a : b;
+    } else if constexpr (is_complex_v<Acc>) {
+      bool a_first = a.real() != b.real() ? a.real() > b.real() : a.imag() > b.imag();
+      return (kMax ? a_first : !a_first) ? a : b;
+    } else {
+      return (kMax ? a > b : a < b) ? a : b;
+    }
+  }
+};
+using Max = Extremum<true>;
+using Min = Extremum<false>;
+
+}  // namespace red
+
+}  // namespace mlx::core::cu

@@ -1,0 +1,274 @@
+"""GPU results against CPU results for every primitive, over dtypes and layouts (dense,
+transposed, sliced with negative steps, broadcast, 0-size). Runs where a GPU is available."""
+
+import numpy as np
+import pytest
+
+import mlx.core as mx
+
+pytestmark = pytest.mark.skipif(not mx.is_available(mx.gpu), reason="no GPU")
+
+FLOATS = [mx.float32, mx.float16, mx.bfloat16, mx.float64]
+INTS = [mx.int8, mx.int16, mx.int32, mx.int64, mx.uint8, mx.uint16, mx.uint32, mx.uint64]
+ALL = FLOATS + INTS + [mx.bool_, mx.complex64]
+
+
+def sample(shape, dtype, seed=0, low=-3.0, high=3.0):
+    rng = np.random.default_rng(seed)
+    if dtype == mx.bool_:
+        return mx.array(rng.random(shape) > 0.5)
+    if dtype == mx.complex64:
+        return mx.array(
+            (rng.uniform(low, high, shape) + 1j * rng.uniform(low, high, shape)).astype(np.complex64)
+        )
+    if dtype in INTS:
+        lo = 0 if "uint" in str(dtype) else -20
+        return mx.array(rng.integers(lo, 20, shape)).astype(dtype)
+    return mx.array(rng.uniform(low, high, shape).astype(np.float32)).astype(dtype)
+
+
+def layouts(x):
+    """The same values in several memory layouts."""
+    yield "dense", x
+    if x.ndim >= 2:
+        yield "T", x.T
+    if x.ndim >= 1 and x.shape[-1] > 1:
+        yield "reversed", x[..., ::-1]
+        yield "strided", x[..., ::2]
+
+
+def to_np(a):
+    a = a.astype(mx.float32) if a.dtype == mx.bfloat16 else a
+    return np.array(a)
+
+
+def check(fn, *args, rtol=None, atol=None):
+    cpu = fn(*args, stream=mx.cpu)
+    gpu = fn(*args, stream=mx.gpu)
+    cpu = cpu if isinstance(cpu, (list, tuple)) else [cpu]
+    gpu = gpu if isinstance(gpu, (list, tuple)) else [gpu]
+    for c, g in zip(cpu, gpu):
+        assert c.dtype == g.dtype and c.shape == g.shape
+        dt = c.dtype
+        if rtol is None:
+            r = {mx.float16: 2e-3, mx.bfloat16: 2e-2, mx.float32: 1e-5}.get(dt, 1e-6 if dt == mx.float64 else 0)
+            if dt == mx.complex64:
+                r = 1e-5
+        else:
+            r = rtol
+        a = atol if atol is not None else (r * 1e-2 if r else 0)
+        np.testing.assert_allclose(to_np(g), to_np(c), rtol=r, atol=a, equal_nan=True)
+
+
+UNARY_FLOAT = ["exp", "log", "sin", "cos", "tan", "tanh", "sinh", "cosh", "sqrt", "rsqrt",
+               "sigmoid", "erf", "erfinv", "expm1", "log1p", "log2", "log10", "arctan", "arcsinh",
+               "floor", "ceil", "round", "abs", "negative", "sign", "square", "isnan", "isinf",
+               "isfinite", "logical_not"]
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("name", UNARY_FLOAT)
+def test_unary_float(name, dtype):
+    low = 0.1 if name in ("log", "sqrt", "rsqrt", "log2", "log10", "log1p") else -0.9 if name == "erfinv" else -3
+    high = 0.9 if name == "erfinv" else 3
+    x = sample((7, 33), dtype, low=low, high=high)
+    for _, v in layouts(x):
+        check(getattr(mx, name), v)
+
+
+@pytest.mark.parametrize("dtype", ALL)
+@pytest.mark.parametrize("name", ["abs", "negative", "square", "sign", "logical_not"])
+def test_unary_any(name, dtype):
+    if dtype == mx.bool_ and name in ("negative",):
+        pytest.skip("negative of bool is rejected by the op")
+    x = sample((5, 9), dtype)
+    for _, v in layouts(x):
+        check(getattr(mx, name), v)
+
+
+BINARY = ["add", "subtract", "multiply", "divide", "maximum", "minimum", "equal", "not_equal",
+          "less", "less_equal", "greater", "greater_equal", "power", "remainder", "floor_divide",
+          "logaddexp", "arctan2", "logical_and", "logical_or"]
+
+
+@pytest.mark.parametrize("dtype", [mx.float32, mx.float16, mx.bfloat16, mx.int32, mx.int64, mx.uint8])
+@pytest.mark.parametrize("name", BINARY)
+def test_binary(name, dtype):
+    if name in ("logaddexp", "arctan2") and dtype not in FLOATS:
+        pytest.skip("float-only op")
+    a = sample((6, 17), dtype, 1)
+    b = sample((6, 17), dtype, 2)
+    if name in ("divide", "remainder", "floor_divide", "power") and dtype not in FLOATS:
+        b = mx.where(b == 0, mx.array(1, dtype), b)
+        if name == "power":
+            b = mx.abs(b) % 4
+            a = a % 5
+    for (_, va), (_, vb) in zip(layouts(a), layouts(b)):
+        check(getattr(mx, name), va, vb)
+    check(getattr(mx, name), a, b[0:1])  # broadcast row
+    check(getattr(mx, name), a[:, :1], b)  # broadcast column
+    check(getattr(mx, name), a, mx.array(2, dtype))  # scalar
+
+
+@pytest.mark.parametrize("name", ["bitwise_and", "bitwise_or", "bitwise_xor", "left_shift", "right_shift"])
+@pytest.mark.parametrize("dtype", [mx.int8, mx.int32, mx.uint16, mx.uint64, mx.int64])
+def test_bitwise(name, dtype):
+    a = sample((4, 10), dtype, 3)
+    b = mx.abs(sample((4, 10), dtype, 4)) % 9
+    check(getattr(mx, name), a, b)
+
+
+def test_complex_arith():
+    a = sample((5, 6), mx.complex64, 1)
+    b = sample((5, 6), mx.complex64, 2)
+    for name in ["add", "subtract", "multiply", "divide", "equal"]:
+        check(getattr(mx, name), a, b)
+    for name in ["exp", "abs", "sqrt", "conjugate", "real", "imag"]:
+        check(getattr(mx, name), a)
+
+
+@pytest.mark.parametrize("dtype", ALL)
+def test_astype_and_copy(dtype):
+    x = sample((9, 13), dtype)
+    for _, v in layouts(x):
+        for to in [mx.float32, mx.float16, mx.int32, mx.bool_, mx.uint8, mx.bfloat16, mx.complex64]:
+            check(lambda t, stream: t.astype(to, stream=stream), v)
+        check(lambda t, stream: mx.contiguous(t, stream=stream), v)
+
+
+def test_transposing_copy_large():
+    x = sample((300, 257), mx.float32)
+    check(lambda t, stream: mx.contiguous(t.T, stream=stream), x)
+    y = sample((3, 64, 130), mx.float16)
+    check(lambda t, stream: mx.contiguous(mx.swapaxes(t, 1, 2), stream=stream), y)
+
+
+@pytest.mark.parametrize("dtype", [mx.float32, mx.float16, mx.bfloat16, mx.int32, mx.int8, mx.bool_, mx.float64])
+@pytest.mark.parametrize("name", ["sum", "prod", "max", "min", "all", "any", "mean"])
+def test_reductions(name, dtype):
+    if name == "mean" and dtype == mx.bool_:
+        pytest.skip("mean of bool is float: covered by float dtypes")
+    x = sample((6, 37, 5), dtype, low=0.5, high=1.5) if name == "prod" else sample((6, 37, 5), dtype)
+    fn = getattr(mx, name)
+    for axes in [None, 0, 1, 2, (0, 2), (1, 2), (0, 1)]:
+        for _, v in layouts(x):
+            rt = 1e-2 if dtype in (mx.float16, mx.bfloat16) else None
+            check(lambda t, stream: fn(t, axis=axes, stream=stream), v, rtol=rt, atol=rt)
+    check(lambda t, stream: fn(t, axis=1, keepdims=True, stream=stream), x, rtol=1e-2, atol=1e-2)
+
+
+def test_large_reductions():
+    x = sample((1 << 20,), mx.float32)
+    check(lambda t, stream: mx.sum(t, stream=stream), x, rtol=1e-4, atol=1e-2)
+    y = sample((4096, 300), mx.float32)
+    check(lambda t, stream: mx.sum(t, axis=0, stream=stream), y, rtol=1e-4, atol=1e-3)
+    check(lambda t, stream: mx.max(t, axis=1, stream=stream), y)
+
+
+@pytest.mark.parametrize("dtype", [mx.float32, mx.float16, mx.int32, mx.uint8])
+def test_arg_reductions(dtype):
+    x = sample((7, 45, 3), dtype)
+    for axis in [0, 1, 2]:
+        check(lambda t, stream: mx.argmax(t, axis=axis, stream=stream), x)
+        check(lambda t, stream: mx.argmin(t, axis=axis, stream=stream), x)
+    check(lambda t, stream: mx.argmax(t, stream=stream), x)
+
+
+def test_arg_reduce_nan_and_ties():
+    x = mx.array([[1.0, 3.0, 3.0, float("nan"), 2.0, float("nan")], [0.0, 0.0, -1.0, -1.0, 5.0, 5.0]])
+    check(lambda t, stream: mx.argmax(t, axis=1, stream=stream), x)
+    check(lambda t, stream: mx.argmin(t, axis=1, stream=stream), x)
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_softmax_logsumexp(dtype):
+    x = sample((9, 300), dtype)
+    rt = 2e-2 if dtype in (mx.float16, mx.bfloat16) else 1e-5
+    for _, v in layouts(x):
+        check(lambda t, stream: mx.softmax(t, axis=-1, stream=stream), v, rtol=rt, atol=rt * 1e-2)
+        check(lambda t, stream: mx.logsumexp(t, axis=-1, stream=stream), v, rtol=rt, atol=rt)
+    inf = mx.array([[float("-inf")] * 4, [1.0, float("inf"), 0.0, 2.0]])
+    check(lambda t, stream: mx.logsumexp(t, axis=-1, stream=stream), inf)
+
+
+@pytest.mark.parametrize("dtype", [mx.float32, mx.float16, mx.bfloat16, mx.float64, mx.int32, mx.complex64])
+def test_matmul(dtype):
+    a = sample((2, 3, 40, 33), dtype, 1)
+    b = sample((2, 3, 33, 21), dtype, 2)
+    rt = {mx.float16: 1e-2, mx.bfloat16: 5e-2, mx.float32: 1e-4, mx.complex64: 1e-4}.get(dtype)
+    check(mx.matmul, a, b, rtol=rt, atol=rt)
+    check(mx.matmul, mx.swapaxes(a, -1, -2).swapaxes(-1, -2), b, rtol=rt, atol=rt)
+    check(lambda x, y, stream: mx.matmul(mx.swapaxes(y, -1, -2), mx.swapaxes(x, -1, -2), stream=stream), a, b, rtol=rt, atol=rt)
+    check(mx.matmul, a, b[0, 0], rtol=rt, atol=rt)  # shared weight
+    check(mx.matmul, a[:, :, ::2], b[::-1], rtol=rt, atol=rt)  # irregular batches and rows
+    check(mx.matmul, sample((5, 0), dtype), sample((0, 4), dtype))
+    if dtype != mx.int32:
+        c = sample((2, 3, 40, 21), dtype, 3)
+        check(lambda x, y, z, stream: mx.addmm(z, x, y, alpha=0.5, beta=2.0, stream=stream), a, b, c, rtol=rt, atol=rt)
+
+
+def test_matmul_vector_shapes():
+    a = sample((64,), mx.float32)
+    b = sample((64, 7), mx.float32)
+    check(mx.matmul, a, b, rtol=1e-4, atol=1e-4)
+    check(mx.matmul, b.T, a, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("dtype", ALL)
+def test_where_concat_slice_update(dtype):
+    c = sample((8, 11), mx.bool_, 5)
+    x = sample((8, 11), dtype, 1)
+    y = sample((8, 11), dtype, 2)
+    check(mx.where, c, x, y)
+    check(mx.where, c, x[:, ::-1], y[:1])
+    check(lambda a, b, stream: mx.concatenate([a, b.T.T[:, :3]], axis=1, stream=stream), x, y)
+    check(lambda a, b, stream: mx.concatenate([a, b], axis=0, stream=stream), x, y)
+
+    def update(a, b, stream):
+        with mx.stream(stream):
+            z = a + 0 if dtype != mx.bool_ else mx.logical_or(a, a)
+            z[2:7:2, ::3] = b[:3, :4]
+            return z
+
+    check(update, x, y)
+
+
+def test_creation_and_views():
+    for dtype in [mx.float32, mx.int32, mx.float16, mx.bool_, mx.int64]:
+        check(lambda stream: mx.full((3, 5), 2, dtype=dtype, stream=stream))
+        check(lambda stream: mx.arange(0, 17, 3, dtype=dtype, stream=stream) if dtype != mx.bool_ else mx.arange(2, stream=stream))
+    x = sample((4, 6, 5), mx.float32)
+    check(lambda t, stream: mx.reshape(t.T, (5, 24), stream=stream), x)
+    check(lambda t, stream: mx.broadcast_to(t[:, :1], (4, 6, 5), stream=stream) * 1, x)
+    check(lambda t, stream: mx.view(t[:, ::2], mx.int32, stream=stream), x)
+
+
+def test_random_bits_match():
+    key = mx.random.key(7)
+    for shape, dtype in [((5, 7), mx.uint32), ((13,), mx.uint8), ((3, 3), mx.uint16), ((6,), mx.uint64)]:
+        width = {mx.uint32: 4, mx.uint8: 1, mx.uint16: 2, mx.uint64: 8}[dtype]
+        check(lambda k, stream: mx.random.bits(shape, width, key=k, stream=stream), key)
+    keys = mx.random.split(key, 4)
+    check(lambda k, stream: mx.random.uniform(shape=(4, 100), key=k[1], stream=stream), keys)
+    check(lambda k, stream: mx.random.normal(shape=(1000,), key=k, stream=stream), key, rtol=1e-5, atol=1e-5)
+
+
+def test_zero_size_and_one_element():
+    for shape in [(0,), (0, 5), (1,), (1, 1)]:
+        x = sample(shape, mx.float32)
+        check(mx.exp, x)
+        check(mx.add, x, x)
+        check(lambda t, stream: mx.sum(t, axis=0, stream=stream), x)
+        check(lambda t, stream: t.astype(mx.int32, stream=stream), x)
+
+
+def test_unified_memory_transfers():
+    # A CPU-made array feeds GPU ops and back without explicit copies.
+    x = mx.array(np.arange(12, dtype=np.float32).reshape(3, 4))
+    y = mx.exp(x, stream=mx.gpu)
+    z = mx.add(y, x, stream=mx.cpu)
+    w = mx.multiply(z, 2, stream=mx.gpu)
+    ref = (np.exp(np.arange(12, dtype=np.float32).reshape(3, 4)) + np.arange(12).reshape(3, 4)) * 2
+    np.testing.assert_allclose(np.array(w), ref, rtol=1e-6)
+    assert w.item() if w.size == 1 else True
+    assert w.tolist()[2][3] == pytest.approx(float(ref[2, 3]), rel=1e-6)
