@@ -3,6 +3,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "mlx/array.h"
 #include "mlx/runtime/stream.h"
@@ -32,10 +33,27 @@ array rope(const array& x, int dims, bool traditional, std::optional<float> base
 // "" (no mask, or mask_arr when given), "causal" (query i sees keys up to
 // i + T_kv - T_q) or "array" (mask_arr: boolean keep-mask or additive, broadcastable to
 // (B, N_q, T_q, T_kv)). sinks (N_q,) add a per-head logit to each softmax denominator.
-// Rows that see no key (and have no sink) are NaN.
+// Rows that see no key (and have no sink) are zeros, with zero gradients.
 array scaled_dot_product_attention(const array& queries, const array& keys, const array& values,
                                    const float scale, const std::string& mask_mode = "",
                                    std::optional<array> mask_arr = {},
                                    const std::optional<array>& sinks = {}, StreamOrDevice s = {});
+
+// Cross entropy with class indices: logsumexp(logits, -1) - logits[..., target], accumulated
+// and returned in float32 with the shape of `targets` (logits' shape without the last axis).
+// Built from ops (fast_ops.cpp), so its derivative is softmax - one_hot.
+array cross_entropy(const array& logits, const array& targets, StreamOrDevice s = {});
+
+// The gated delta rule (Gated DeltaNet) over T steps. q, k: (B, T, Hk, Dk); v: (B, T, Hv, Dv)
+// with Hv a multiple of Hk (value head h reads key head h / (Hv / Hk)); gamma: (B, T, Hv) or
+// (B, T, Hv, Dk), decay factors in linear space; beta: (B, T, Hv); state: (B, Hv, Dv, Dk),
+// zeros by default; mask: (B, T) booleans, false steps keep the state and output zeros. Per
+// step: S = gamma * S; S += beta * (v - S k) k^T; y = S q. Returns {y (B, T, Hv, Dv) in q's
+// dtype, final state in float32}; the recurrence runs in float32.
+std::vector<array> gated_delta_update(const array& q, const array& k, const array& v,
+                                      const array& gamma, const array& beta,
+                                      const std::optional<array>& initial_state = std::nullopt,
+                                      const std::optional<array>& mask = std::nullopt,
+                                      StreamOrDevice s = {});
 
 }  // namespace mlx::core::fast

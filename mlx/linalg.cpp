@@ -39,11 +39,13 @@ array matrix_input(const array& a, const char* op, bool square, Stream s) {
     throw std::invalid_argument(
         msg("[", op, "] Expected square matrices; got shape ", a.shape(), "."));
   }
-  if (a.dtype() != float32 && a.dtype() != float64) {
+  // Integer and bool matrices are promoted to float32 (as MLX does); half types are refused.
+  bool integral = a.dtype() == bool_ || issubdtype(a.dtype(), DtypeCategory::integer);
+  if (!integral && a.dtype() != float32 && a.dtype() != float64) {
     throw std::invalid_argument(msg("[", op, "] Arrays must have type float32 or float64; got ",
                                     dtype_name(a.dtype()), "."));
   }
-  return contiguous(a, false, s);
+  return contiguous(integral ? astype(a, float32, s) : a, false, s);
 }
 
 array mT(const array& x, StreamOrDevice s) { return swapaxes(x, -1, -2, s); }
@@ -283,7 +285,7 @@ array solve(const array& a, const array& b, StreamOrDevice s) {
   if (b.ndim() < 1) {
     throw std::invalid_argument("[linalg::solve] b must have at least one dimension.");
   }
-  if (!is_floating_point(b.dtype())) {
+  if (is_complex(b.dtype())) {
     throw std::invalid_argument(
         msg("[linalg::solve] Arrays must have type float32 or float64; got ", dtype_name(b.dtype()),
             "."));

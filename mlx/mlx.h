@@ -2,6 +2,7 @@
 #pragma once
 
 #include "mlx/array.h"
+#include "mlx/distributed/distributed.h"
 #include "mlx/dtype.h"
 #include "mlx/fast.h"
 #include "mlx/io/io.h"

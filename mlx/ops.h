@@ -9,4 +9,5 @@
 #include "mlx/ops/indexing.h"
 #include "mlx/ops/linalg.h"
 #include "mlx/ops/reduction.h"
+#include "mlx/ops/search.h"
 #include "mlx/ops/shape.h"

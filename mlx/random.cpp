@@ -4,9 +4,11 @@
 #include <cmath>
 #include <numbers>
 
+#include "mlx/linalg.h"
 #include "mlx/ops/creation.h"
 #include "mlx/ops/elementwise.h"
 #include "mlx/ops/indexing.h"
+#include "mlx/ops/linalg.h"
 #include "mlx/ops/reduction.h"
 #include "mlx/ops/shape.h"
 #include "mlx/primitives/random.h"
@@ -448,6 +450,44 @@ array permutation(int x, const std::optional<array>& key, StreamOrDevice s) {
     throw std::invalid_argument(msg("[permutation] The size must be non-negative; got ", x, "."));
   }
   return permutation(arange(x, s), 0, key, s);
+}
+
+array multivariate_normal(const array& mean, const array& cov, const Shape& shape, Dtype dtype,
+                          const std::optional<array>& key, StreamOrDevice s) {
+  if (dtype != float32) {
+    throw std::invalid_argument(
+        msg("[multivariate_normal] dtype must be float32; got ", dtype, "."));
+  }
+  if (mean.ndim() < 1) {
+    throw std::invalid_argument("[multivariate_normal] mean must have at least one dimension.");
+  }
+  if (cov.ndim() < 2) {
+    throw std::invalid_argument("[multivariate_normal] cov must have at least two dimensions.");
+  }
+  int n = mean.shape(-1);
+  if (cov.shape(-1) != n || cov.shape(-2) != n) {
+    throw std::invalid_argument(msg("[multivariate_normal] cov must end in (", n, ", ", n,
+                                    ") to match mean's last dimension; got ", cov.shape(), "."));
+  }
+  Shape mean_batch(mean.shape().begin(), mean.shape().end() - 1);
+  Shape cov_batch(cov.shape().begin(), cov.shape().end() - 2);
+  Shape batch = broadcast_shapes(broadcast_shapes(mean_batch, cov_batch, "multivariate_normal"),
+                                 shape, "multivariate_normal");
+  if (batch != shape) {
+    throw std::invalid_argument(msg("[multivariate_normal] shape ", shape,
+                                    " must be the broadcast of the batch shapes of "
+                                    "mean and cov; they broadcast to ",
+                                    batch, "."));
+  }
+  // cov = U diag(S) V^T; for a symmetric PSD matrix U sqrt(S) is a square root of it.
+  auto usv = linalg::svd(astype(cov, float32, s), true, s);
+  array root = multiply(usv[0], expand_dims(sqrt(usv[1], s), -2, s), s);
+  Shape z_shape = shape;
+  z_shape.push_back(n);
+  array z = normal(z_shape, float32, key, s);
+  // x = mean + root @ z for each sample, written as z @ root^T.
+  array x = squeeze(matmul(expand_dims(z, -2, s), swapaxes(root, -1, -2, s), s), -2, s);
+  return add(x, astype(mean, float32, s), s);
 }
 
 }  // namespace mlx::core::random

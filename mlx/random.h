@@ -85,6 +85,14 @@ inline array normal(const Shape& shape, const std::optional<array>& key = std::n
   return normal(shape, float32, std::nullopt, std::nullopt, key, s);
 }
 
+// Jointly normal samples with mean `mean` (..., n) and covariance `cov` (..., n, n), which
+// must be symmetric positive semi-definite (it is factored by SVD, so singular ones work).
+// The result has shape `shape` + (n,); `shape` broadcasts with the batch shapes of mean and
+// cov. float32 only.
+array multivariate_normal(const array& mean, const array& cov, const Shape& shape,
+                          Dtype dtype = float32, const std::optional<array>& key = std::nullopt,
+                          StreamOrDevice s = {});
+
 // Integers in [low, high) with equal probability (low where high <= low); dtype integral.
 array randint(const array& low, const array& high, const Shape& shape, Dtype dtype = int32,
               const std::optional<array>& key = std::nullopt, StreamOrDevice s = {});

@@ -137,8 +137,12 @@ SafetensorsLoad load_safetensors(std::shared_ptr<io::Reader> in_stream, StreamOr
       tensors.push_back(parse_tensor(key, v, data_len, ctx));
       continue;
     }
+    // MLX itself writes "__metadata__": null when there is no metadata.
+    if (v.type == Json::Type::null) {
+      continue;
+    }
     if (v.type != Json::Type::object) {
-      ctx.fail("__metadata__ is not a JSON object");
+      ctx.fail("__metadata__ is not a JSON object (or null)");
     }
     for (auto& [mk, mv] : v.members) {
       if (mv.type != Json::Type::string) {

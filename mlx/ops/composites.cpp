@@ -187,6 +187,98 @@ array bartlett(int M, StreamOrDevice s) {
       s);
 }
 
+std::vector<array> minmax(const array& a, const std::vector<int>& axes, bool keepdims,
+                          StreamOrDevice s) {
+  return {min(a, axes, keepdims, s), max(a, axes, keepdims, s)};
+}
+
+std::vector<array> minmax(const array& a, bool keepdims, StreamOrDevice s) {
+  return minmax(a, every_axis(a), keepdims, s);
+}
+
+array matrix_transpose(const array& a, StreamOrDevice s) {
+  if (a.ndim() < 2) {
+    throw std::invalid_argument(
+        msg("[matrix_transpose] Input must have at least 2 dimensions; got ", a.ndim(), "."));
+  }
+  return swapaxes(a, -1, -2, s);
+}
+
+namespace {
+
+constexpr uint32_t kFp8Nan = 0x7F;
+constexpr float kFp8Max = 448.0f;
+
+// 2^e as float32 for integer exponents e in the normal range, built from the exponent bits.
+array exp2_int(const array& e, StreamOrDevice s) {
+  array biased = astype(add(e, array(127, int32), s), uint32, s);
+  return view(left_shift(biased, array(23u, uint32), s), float32, s);
+}
+
+}  // namespace
+
+array to_fp8(const array& x, StreamOrDevice s) {
+  if (!is_floating_point(x.dtype())) {
+    throw std::invalid_argument(
+        msg("[to_fp8] Input must be a floating-point array; got ", x.dtype(), "."));
+  }
+  array f = astype(x, float32, s);
+  array bits = view(f, uint32, s);
+  array sign = left_shift(right_shift(bits, array(31u, uint32), s), array(7u, uint32), s);
+  array nan = isnan(f, s);
+  array mag = where(nan, array(0.0f), minimum(abs(f, s), array(kFp8Max), s), s);
+  // Exponent of the magnitude, floored at the smallest normal exponent (-6): below it the
+  // spacing stays 2^-9 (subnormals).
+  array exp_bits = right_shift(view(mag, uint32, s), array(23u, uint32), s);
+  array e =
+      maximum(subtract(astype(exp_bits, int32, s), array(127, int32), s), array(-6, int32), s);
+  // Scaled to units of the spacing 2^(e-3) (exact), then rounded half to even.
+  array scaled = divide(mag, exp2_int(subtract(e, array(3, int32), s), s), s);
+  array whole = floor(scaled, s);
+  array frac = subtract(scaled, whole, s);
+  array odd = equal(remainder(whole, array(2.0f), s), array(1.0f), s);
+  array up = logical_or(greater(frac, array(0.5f), s),
+                        logical_and(equal(frac, array(0.5f), s), odd, s), s);
+  array m = astype(add(whole, astype(up, float32, s), s), int32, s);
+  // Rounding up to 16 units carries into the exponent.
+  array carry = equal(m, array(16, int32), s);
+  m = where(carry, array(8, int32), m, s);
+  e = add(e, astype(carry, int32, s), s);
+  array normal = greater_equal(m, array(8, int32), s);
+  array exponent = where(normal, add(e, array(7, int32), s), array(0, int32), s);
+  array mantissa = where(normal, subtract(m, array(8, int32), s), m, s);
+  array code = bitwise_or(astype(left_shift(exponent, array(3, int32), s), uint32, s),
+                          astype(mantissa, uint32, s), s);
+  code = where(nan, array(kFp8Nan, uint32), bitwise_or(code, sign, s), s);
+  return astype(code, uint8, s);
+}
+
+array from_fp8(const array& x, Dtype dtype, StreamOrDevice s) {
+  if (x.dtype() != uint8) {
+    throw std::invalid_argument(
+        msg("[from_fp8] Input must be a uint8 array of fp8 codes; got ", x.dtype(), "."));
+  }
+  if (!is_floating_point(dtype)) {
+    throw std::invalid_argument(
+        msg("[from_fp8] dtype must be a floating-point type; got ", dtype, "."));
+  }
+  // Every code decoded once on the host: (-1)^s * 2^(E-7) * (1 + M/8), subnormals
+  // 2^-6 * M/8, and S.1111.111 as NaN.
+  std::vector<float> table(256);
+  for (int code = 0; code < 256; ++code) {
+    int exponent = (code >> 3) & 0xF;
+    int mantissa = code & 0x7;
+    float v = exponent == 0 ? std::ldexp(mantissa / 8.0f, -6)
+                            : std::ldexp(1.0f + mantissa / 8.0f, exponent - 7);
+    if ((code & 0x7F) == kFp8Nan) {
+      v = std::numeric_limits<float>::quiet_NaN();
+    }
+    table[code] = (code & 0x80) ? -v : v;
+  }
+  array lut(table.data(), {256}, float32);
+  return astype(take(lut, astype(x, uint32, s), 0, s), dtype, s);
+}
+
 bool can_cast(Dtype from, Dtype to) { return promote_types(from, to) == to; }
 
 bool isdtype(Dtype dtype, const std::string& kind) {

@@ -45,6 +45,17 @@ array hamming(int M, StreamOrDevice s = {});
 array blackman(int M, StreamOrDevice s = {});
 array bartlett(int M, StreamOrDevice s = {});
 
+// The minimum and the maximum over all axes or a list of axes, as {min, max}.
+std::vector<array> minmax(const array& a, bool keepdims = false, StreamOrDevice s = {});
+std::vector<array> minmax(const array& a, const std::vector<int>& axes, bool keepdims = false,
+                          StreamOrDevice s = {});
+// The last two axes swapped (at least two dimensions).
+array matrix_transpose(const array& a, StreamOrDevice s = {});
+// Floating-point values as fp8 E4M3 bytes (uint8): round to nearest even, saturating at
+// +-448 (E4M3 has no infinity), NaN as 0x7F.
+array to_fp8(const array& x, StreamOrDevice s = {});
+// fp8 E4M3 bytes (uint8) as `dtype` (a floating-point type); exact for every code.
+array from_fp8(const array& x, Dtype dtype = bfloat16, StreamOrDevice s = {});
 // True when promoting `from` with `to` gives `to`.
 bool can_cast(Dtype from, Dtype to);
 // True when `dtype` belongs to the kind: "bool", "signed integer", "unsigned integer",

@@ -48,22 +48,27 @@ array arange(int start, int stop, int step, StreamOrDevice s) {
 array arange(int start, int stop, StreamOrDevice s) { return arange(start, stop, 1, s); }
 array arange(int stop, StreamOrDevice s) { return arange(0, stop, 1, s); }
 
-array linspace(double start, double stop, int num, Dtype dtype, StreamOrDevice s) {
+array linspace(double start, double stop, int num, bool endpoint, Dtype dtype, StreamOrDevice s) {
   if (num < 0) {
     throw std::invalid_argument(msg("[linspace] num must be non-negative, got ", num, "."));
   }
   if (num == 1) {
     return astype(array({start}, float64), dtype, s);
   }
-  // start + i * (stop - start) / (num - 1), computed in float64 so both ends are exact.
+  // start + i * step, computed in float64; with the endpoint the last value is exactly stop.
+  int intervals = endpoint ? num - 1 : num;
   array t = arange(0.0, static_cast<double>(num), 1.0, float64, s);
-  double step = num > 1 ? (stop - start) / (num - 1) : 0.0;
+  double step = num > 1 ? (stop - start) / intervals : 0.0;
   array out = add(multiply(t, array(step, float64), s), array(start, float64), s);
-  if (num > 1) {
+  if (num > 1 && endpoint) {
     out = where(equal(t, array(static_cast<double>(num - 1), float64), s), array(stop, float64),
                 out, s);
   }
   return astype(out, dtype, s);
+}
+
+array linspace(double start, double stop, int num, Dtype dtype, StreamOrDevice s) {
+  return linspace(start, stop, num, true, dtype, s);
 }
 
 array astype(array a, Dtype dtype, StreamOrDevice s) {

@@ -18,6 +18,10 @@ array arange(int stop, StreamOrDevice s = {});
 
 array linspace(double start, double stop, int num = 50, Dtype dtype = float32,
                StreamOrDevice s = {});
+// `num` values from start; with `endpoint` the last is stop, else the interval is split into
+// num steps and stop is left out (NumPy's endpoint=False).
+array linspace(double start, double stop, int num, bool endpoint, Dtype dtype = float32,
+               StreamOrDevice s = {});
 
 array astype(array a, Dtype dtype, StreamOrDevice s = {});
 // A row-contiguous copy of `a` (no work when it already is one).

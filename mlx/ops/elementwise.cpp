@@ -121,20 +121,83 @@ array log1p(const array& a, StreamOrDevice s) { return float_unary(UnaryOp::Log1
 array sin(const array& a, StreamOrDevice s) { return float_unary(UnaryOp::Sin, a, s); }
 array cos(const array& a, StreamOrDevice s) { return float_unary(UnaryOp::Cos, a, s); }
 array tan(const array& a, StreamOrDevice s) { return float_unary(UnaryOp::Tan, a, s); }
-array arcsin(const array& a, StreamOrDevice s) { return float_unary(UnaryOp::ArcSin, a, s, false); }
-array arccos(const array& a, StreamOrDevice s) { return float_unary(UnaryOp::ArcCos, a, s, false); }
-array arctan(const array& a, StreamOrDevice s) { return float_unary(UnaryOp::ArcTan, a, s, false); }
+namespace {
+
+// Complex inverse trigonometric and hyperbolic functions on complex64, composed from complex
+// log and sqrt with the principal branches (C99's and NumPy's, signed zeros on the cuts
+// included): the real and imaginary parts are handled separately wherever adding a real
+// constant or multiplying by i would lose the sign of a zero.
+array complex_from(const array& re, const array& im, StreamOrDevice s) {
+  array pair = stack({astype(re, float32, s), astype(im, float32, s)}, -1, s);
+  return squeeze(view(pair, complex64, s), -1, s);
+}
+array times_i(const array& z, StreamOrDevice s) {
+  return complex_from(negative(imag(z, s), s), real(z, s), s);
+}
+array times_minus_i(const array& z, StreamOrDevice s) {
+  return complex_from(imag(z, s), negative(real(z, s), s), s);
+}
+// z + c for a real constant c.
+array plus_real(const array& z, float c, StreamOrDevice s) {
+  return complex_from(add(real(z, s), array(c), s), imag(z, s), s);
+}
+
+// asinh(z) = log(z + sqrt(z^2 + 1)), on the right half-plane; asinh is odd, so the left one
+// is mirrored (which avoids cancelling z against the square root there).
+array complex_asinh(const array& z, StreamOrDevice s) {
+  array mirror = less(real(z, s), array(0.0f), s);
+  array w = where(mirror, negative(z, s), z, s);
+  array r = log(add(w, sqrt(plus_real(multiply(w, w, s), 1.0f, s), s), s), s);
+  return where(mirror, negative(r, s), r, s);
+}
+// asin(z) = -i asinh(i z)
+array complex_asin(const array& z, StreamOrDevice s) {
+  return times_minus_i(complex_asinh(times_i(z, s), s), s);
+}
+// atanh(z) = (log(1 + z) - log(1 - z)) / 2
+array complex_atanh(const array& z, StreamOrDevice s) {
+  array one_plus = plus_real(z, 1.0f, s);
+  array one_minus = complex_from(subtract(array(1.0f), real(z, s), s), negative(imag(z, s), s), s);
+  array d = subtract(log(one_plus, s), log(one_minus, s), s);
+  return complex_from(multiply(real(d, s), array(0.5f), s), multiply(imag(d, s), array(0.5f), s),
+                      s);
+}
+// acosh(z) = log(z + sqrt(z + 1) sqrt(z - 1))
+array complex_acosh(const array& z, StreamOrDevice s) {
+  array root = multiply(sqrt(plus_real(z, 1.0f, s), s), sqrt(plus_real(z, -1.0f, s), s), s);
+  return log(add(z, root, s), s);
+}
+
+}  // namespace
+
+array arcsin(const array& a, StreamOrDevice s) {
+  return is_complex(a.dtype()) ? complex_asin(a, s) : float_unary(UnaryOp::ArcSin, a, s, false);
+}
+array arccos(const array& a, StreamOrDevice s) {
+  if (is_complex(a.dtype())) {
+    // acos(z) = pi/2 - asin(z)
+    array w = complex_asin(a, s);
+    return complex_from(subtract(array(static_cast<float>(std::numbers::pi / 2)), real(w, s), s),
+                        negative(imag(w, s), s), s);
+  }
+  return float_unary(UnaryOp::ArcCos, a, s, false);
+}
+array arctan(const array& a, StreamOrDevice s) {
+  // atan(z) = -i atanh(i z)
+  return is_complex(a.dtype()) ? times_minus_i(complex_atanh(times_i(a, s), s), s)
+                               : float_unary(UnaryOp::ArcTan, a, s, false);
+}
 array sinh(const array& a, StreamOrDevice s) { return float_unary(UnaryOp::Sinh, a, s); }
 array cosh(const array& a, StreamOrDevice s) { return float_unary(UnaryOp::Cosh, a, s); }
 array tanh(const array& a, StreamOrDevice s) { return float_unary(UnaryOp::Tanh, a, s); }
 array arcsinh(const array& a, StreamOrDevice s) {
-  return float_unary(UnaryOp::ArcSinh, a, s, false);
+  return is_complex(a.dtype()) ? complex_asinh(a, s) : float_unary(UnaryOp::ArcSinh, a, s, false);
 }
 array arccosh(const array& a, StreamOrDevice s) {
-  return float_unary(UnaryOp::ArcCosh, a, s, false);
+  return is_complex(a.dtype()) ? complex_acosh(a, s) : float_unary(UnaryOp::ArcCosh, a, s, false);
 }
 array arctanh(const array& a, StreamOrDevice s) {
-  return float_unary(UnaryOp::ArcTanh, a, s, false);
+  return is_complex(a.dtype()) ? complex_atanh(a, s) : float_unary(UnaryOp::ArcTanh, a, s, false);
 }
 array erf(const array& a, StreamOrDevice s) { return float_unary(UnaryOp::Erf, a, s, false); }
 array erfinv(const array& a, StreamOrDevice s) { return float_unary(UnaryOp::ErfInv, a, s, false); }

@@ -5,6 +5,8 @@
 
 #include "mlx/ops/creation.h"
 #include "mlx/ops/elementwise.h"
+#include "mlx/ops/graph.h"
+#include "mlx/ops/reduction.h"
 #include "mlx/ops/shape.h"
 #include "mlx/primitives/linalg.h"
 #include "mlx/transforms/transforms.h"
@@ -65,8 +67,20 @@ MatmulOperands matmul_operands(const array& in_a, const array& in_b, Dtype dtype
   if (in_a.ndim() == 1) {
     out_shape.erase(out_shape.end() - (in_b.ndim() == 1 ? 1 : 2));
   }
-  return {broadcast_to(astype(a, dtype, s), with(m, k), s),
-          broadcast_to(astype(b, dtype, s), with(k, n), s), std::move(shape), std::move(out_shape)};
+  array ca = astype(a, dtype, s);
+  array cb = astype(b, dtype, s);
+  if (detail::in_shapeless_tracing() && (ca.shape() != with(m, k) || cb.shape() != with(k, n))) {
+    // The batch dimensions broadcast against the other operand's without baking the traced
+    // shapes in: each operand is broadcast (dynamically) with a (batch..., 1, 1) stand-in of
+    // the other, which follows that operand's shape on replay.
+    array stand_in_a = sum(ca, std::vector<int>{-2, -1}, true, s);
+    array stand_in_b = sum(cb, std::vector<int>{-2, -1}, true, s);
+    return {ca.shape() == with(m, k) ? ca : dynamic_broadcast({ca, stand_in_b}, s),
+            cb.shape() == with(k, n) ? cb : dynamic_broadcast({cb, stand_in_a}, s),
+            std::move(shape), std::move(out_shape)};
+  }
+  return {broadcast_to(ca, with(m, k), s), broadcast_to(cb, with(k, n), s), std::move(shape),
+          std::move(out_shape)};
 }
 
 }  // namespace

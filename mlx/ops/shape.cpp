@@ -126,7 +126,9 @@ array reshape(const array& a, Shape shape, StreamOrDevice s) {
   if (shape == a.shape()) {
     return a;
   }
-  auto p = std::make_shared<Reshape>(to_stream(s), shape);
+  auto p = detail::in_shapeless_tracing()
+               ? std::make_shared<Reshape>(to_stream(s), shape, a.shape(), infer)
+               : std::make_shared<Reshape>(to_stream(s), shape);
   return array(std::move(shape), a.dtype(), std::move(p), {a});
 }
 

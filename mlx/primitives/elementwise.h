@@ -148,6 +148,10 @@ class Select : public UnaryPrimitive {
   bool is_equivalent(const Primitive& other) const override {
     return dynamic_cast<const Select*>(&other) != nullptr;
   }
+  // The inputs are broadcast to the output's shape before (dynamically when shapeless).
+  std::vector<Shape> output_shapes(const std::vector<array>& inputs) override {
+    return {inputs[0].shape()};
+  }
   MLX_DECLARE_TRANSFORM_RULES
 };
 

@@ -529,7 +529,9 @@ Probs attention_probs(const std::vector<array>& in, const AttnSpec& a) {
     scores = where(keep, scores, neg_inf, s);
   }
   if (!a.has_sinks) {
-    return {softmax(scores, -1, true, s), q5, std::nullopt};
+    // Rows that see no key are zeros (the kernels' rule), not 0 / 0.
+    array visible = any(not_equal(scores, neg_inf, s), std::vector<int>{-1}, true, s);
+    return {where(visible, softmax(scores, -1, true, s), array(0, t), s), q5, std::nullopt};
   }
   array sink = reshape(in[a.sinks_index()], {1, n_q, 1, 1}, s);
   array full =

@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <stdexcept>
+
+#include "mlx/utils.h"
 
 namespace mlx::core {
 
@@ -16,6 +19,62 @@ bool Broadcast::is_equivalent(const Primitive& other) const {
 bool Reshape::is_equivalent(const Primitive& other) const {
   auto* o = dynamic_cast<const Reshape*>(&other);
   return o && o->shape_ == shape_;
+}
+std::vector<Shape> Reshape::output_shapes(const std::vector<array>& inputs) {
+  const Shape& in = inputs[0].shape();
+  if (!traced_input_) {
+    throw std::invalid_argument(
+        msg("[Reshape] The reshape to ", shape_, " was not traced shapelessly."));
+  }
+  const Shape& traced = *traced_input_;
+  size_t n = shape_.size();
+  std::vector<bool> carried(n, false);
+  Shape out = shape_;
+  // Leading dimensions shared with the traced input follow the new input.
+  size_t lead = 0;
+  while (lead < n && lead < traced.size() && lead < in.size() && shape_[lead] == traced[lead]) {
+    out[lead] = in[lead];
+    carried[lead] = true;
+    ++lead;
+  }
+  // So do trailing ones (not overlapping the leading ones in any of the three shapes).
+  for (size_t k = 1; k + lead <= n && k + lead <= traced.size() && k + lead <= in.size(); ++k) {
+    if (shape_[n - k] != traced[traced.size() - k]) {
+      break;
+    }
+    out[n - k] = in[in.size() - k];
+    carried[n - k] = true;
+  }
+  int64_t size = 1;
+  for (int d : in) {
+    size *= d;
+  }
+  // The dimension to infer: the one the caller gave as -1, else the only one not carried.
+  int free_dim = infer_ >= 0 && !carried[infer_] ? infer_ : -1;
+  if (infer_ < 0 && std::count(carried.begin(), carried.end(), false) == 1) {
+    free_dim = static_cast<int>(std::find(carried.begin(), carried.end(), false) - carried.begin());
+  }
+  int64_t known = 1;
+  for (size_t i = 0; i < n; ++i) {
+    if (static_cast<int>(i) != free_dim) {
+      known *= out[i];
+    }
+  }
+  if (free_dim >= 0 && known > 0 && size % known == 0) {
+    out[free_dim] = static_cast<int>(size / known);
+    known *= out[free_dim];
+  } else if (free_dim >= 0) {
+    known = -1;
+  }
+  if (known != size) {
+    throw std::invalid_argument(
+        msg("[reshape] In a shapeless compiled function, the reshape of ", traced, " to ", shape_,
+            " cannot be replayed for an input of shape ", in,
+            ": only its leading and trailing dimensions that match the input, and the one "
+            "given as -1, follow new inputs. Compile without shapeless=True for this "
+            "function."));
+  }
+  return {out};
 }
 bool Transpose::is_equivalent(const Primitive& other) const {
   auto* o = dynamic_cast<const Transpose*>(&other);

@@ -1,6 +1,8 @@
 // Layout primitives. Most are views: their output shares the input's buffer.
 #pragma once
 
+#include <optional>
+
 #include "mlx/primitives/primitive.h"
 
 namespace mlx::core {
@@ -52,13 +54,27 @@ class Broadcast : public UnaryPrimitive {
 class Reshape : public UnaryPrimitive {
  public:
   Reshape(Stream stream, Shape shape) : UnaryPrimitive(stream), shape_(std::move(shape)) {}
+  // For shapeless compile: the input shape it was traced with, so that output_shapes can
+  // carry the dimensions it kept over to new inputs (see output_shapes).
+  Reshape(Stream stream, Shape shape, Shape traced_input, int infer)
+      : UnaryPrimitive(stream),
+        shape_(std::move(shape)),
+        traced_input_(std::move(traced_input)),
+        infer_(infer) {}
   MLX_DECLARE_EVAL
   const char* name() const override { return "Reshape"; }
   bool is_equivalent(const Primitive& other) const override;
+  // The traced shape with the leading and trailing dimensions it shared with the traced input
+  // taken from the new input, and the dimension given as -1 (or, without one, the only other
+  // dimension) inferred from the size: x.reshape(B, L, H, -1) follows B and L. Throws when
+  // that cannot match the new input.
+  std::vector<Shape> output_shapes(const std::vector<array>& inputs) override;
 
   MLX_DECLARE_TRANSFORM_RULES
  private:
   Shape shape_;
+  std::optional<Shape> traced_input_;
+  int infer_ = -1;  // the dimension the caller gave as -1
 };
 
 class Transpose : public UnaryPrimitive {
@@ -69,6 +85,13 @@ class Transpose : public UnaryPrimitive {
   const char* name() const override { return "Transpose"; }
   bool is_equivalent(const Primitive& other) const override;
   const std::vector<int>& axes() const { return axes_; }
+  std::vector<Shape> output_shapes(const std::vector<array>& inputs) override {
+    Shape out;
+    for (int ax : axes_) {
+      out.push_back(inputs[0].shape(ax));
+    }
+    return {out};
+  }
 
   MLX_DECLARE_TRANSFORM_RULES
  private:

@@ -15,3 +15,4 @@ void init_fast(nanobind::module_& m);
 void init_interop(nanobind::module_& m);
 void init_io(nanobind::module_& m);
 void init_linalg(nanobind::module_& m);
+void init_distributed(nanobind::module_& m);

@@ -28,13 +28,28 @@ Dtype int_dtype(int64_t v) {
                                                                                             : int32;
 }
 
+// A Python int as int64; OverflowError (not C++ cast text) when it does not fit.
+int64_t int_value(nb::handle obj) {
+  int overflow = 0;
+  long long v = PyLong_AsLongLongAndOverflow(obj.ptr(), &overflow);
+  if (overflow != 0) {
+    throw std::overflow_error(
+        msg("Python integer ", nb::cast<std::string>(nb::str(obj)),
+            " is out of the range of 64-bit integers, the widest integer type of arrays."));
+  }
+  if (v == -1 && PyErr_Occurred()) {
+    throw nb::python_error();
+  }
+  return static_cast<int64_t>(v);
+}
+
 // A Python scalar as an array of its natural dtype (or `dtype`).
 std::optional<array> scalar_to_array(nb::handle obj, std::optional<Dtype> dtype) {
   if (nb::isinstance<nb::bool_>(obj)) {
     return array(nb::cast<bool>(obj), dtype.value_or(bool_));
   }
   if (nb::isinstance<nb::int_>(obj)) {
-    int64_t v = nb::cast<int64_t>(obj);
+    int64_t v = int_value(obj);
     return astype(array(v, int64), dtype.value_or(int_dtype(v)));
   }
   if (nb::isinstance<nb::float_>(obj)) {
@@ -77,7 +92,7 @@ bool scan_list(nb::handle obj, size_t depth, ListInfo& info) {
   if (nb::isinstance<nb::bool_>(obj)) {
     info.any_bool = true;
   } else if (nb::isinstance<nb::int_>(obj)) {
-    int64_t v = nb::cast<int64_t>(obj);
+    int64_t v = int_value(obj);
     info.min_int = info.any_int ? std::min(info.min_int, v) : v;
     info.max_int = info.any_int ? std::max(info.max_int, v) : v;
     info.any_int = true;
@@ -310,6 +325,14 @@ array array_from_python(nb::handle obj, std::optional<Dtype> dtype) {
   }
   if (auto s = scalar_to_array(obj, dtype)) {
     return *s;
+  }
+  // Objects that convert themselves (MLX's __mlx_array__ protocol).
+  if (nb::hasattr(obj, "__mlx_array__")) {
+    nb::object converted = obj.attr("__mlx_array__")();
+    if (!is_array(converted)) {
+      throw nb::type_error("[array] __mlx_array__ must return an mlx.core.array.");
+    }
+    return array_from_python(converted, dtype);
   }
   if (nb::isinstance<nb::list>(obj) || nb::isinstance<nb::tuple>(obj)) {
     return list_to_array(obj, dtype);

@@ -94,6 +94,10 @@ void init_dtypes(nb::module_& m) {
       .def_ro("min", &finfo::min)
       .def_ro("max", &finfo::max)
       .def_ro("eps", &finfo::eps)
+      .def_ro("smallest_normal", &finfo::tiny, "The smallest positive normal value.")
+      .def_prop_ro(
+          "bits", [](const finfo& f) { return 8 * size_of(f.dtype); },
+          "The number of bits of the dtype (both halves for complex64).")
       .def("__repr__", [](const finfo& f) {
         return "finfo(min=" + std::to_string(f.min) + ", max=" + std::to_string(f.max) +
                ", dtype=" + dtype_name(f.dtype) + ")";

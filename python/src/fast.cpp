@@ -4,12 +4,23 @@
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/variant.h>
+#include <nanobind/stl/vector.h>
 
 #include "mlx/utils.h"
 #include "python/src/bindings.h"
 
 namespace nb = nanobind;
 using namespace mlx::core;
+
+namespace {
+
+// A kernel whose backend is missing: it exists, and calling it raises `message`.
+struct UnavailableKernel {
+  std::string name;
+  std::string message;
+};
+
+}  // namespace
 
 void init_fast(nb::module_& parent) {
   nb::module_ m = parent.def_submodule("fast", "Fused operations with dedicated kernels.");
@@ -42,7 +53,9 @@ void init_fast(nb::module_& parent) {
   m.def(
       "scaled_dot_product_attention",
       [](const array& q, const array& k, const array& v, float scale, nb::handle mask,
-         std::optional<array> sinks, StreamOrDevice s) {
+         std::optional<array> sinks, bool force_fused, StreamOrDevice s) {
+        // Every path of this build is the fused kernel, so force_fused changes nothing.
+        (void)force_fused;
         std::string mode;
         std::optional<array> mask_arr;
         if (nb::isinstance<nb::str>(mask)) {
@@ -63,7 +76,97 @@ void init_fast(nb::module_& parent) {
       },
       nb::arg("q"), nb::arg("k"), nb::arg("v"), nb::kw_only(), nb::arg("scale"),
       nb::arg("mask").none() = nb::none(), nb::arg("sinks") = nb::none(),
-      nb::arg("stream") = nb::none(),
+      nb::arg("force_fused") = false, nb::arg("stream") = nb::none(),
       "softmax(scale * q @ k^T + mask) @ v, with grouped-query heads, 'causal' or array masks and "
       "per-head attention sinks.");
+  m.def(
+      "cross_entropy",
+      [](const array& logits, const array& targets, StreamOrDevice s) {
+        return fast::cross_entropy(logits, targets, s);
+      },
+      nb::arg("logits"), nb::arg("targets"), nb::kw_only(), nb::arg("stream") = nb::none(),
+      "cross_entropy(logits, targets, *, stream=None)\n\nCross entropy with class indices: "
+      "``logsumexp(logits, axis=-1) - logits[..., targets]``, computed in float32.\n\nArgs:\n"
+      "    logits (array): Unnormalized scores; classes along the last axis.\n    targets "
+      "(array): Integer class indices shaped like ``logits`` without its last axis.\n\n"
+      "Returns:\n    array: The float32 loss of each element, shaped like ``targets``. Its "
+      "gradient with respect to ``logits`` is ``softmax(logits) - one_hot(targets)``.");
+  m.def(
+      "gated_delta_update",
+      [](const array& q, const array& k, const array& v, const array& gamma, const array& beta,
+         std::optional<array> initial_state, std::optional<array> mask, StreamOrDevice s) {
+        return fast::gated_delta_update(q, k, v, gamma, beta, initial_state, mask, s);
+      },
+      nb::arg("q"), nb::arg("k"), nb::arg("v"), nb::arg("gamma"), nb::arg("beta"),
+      nb::arg("initial_state") = nb::none(), nb::arg("mask") = nb::none(),
+      nb::arg("stream") = nb::none(),
+      "gated_delta_update(q, k, v, gamma, beta, initial_state=None, mask=None, stream=None)\n\n"
+      "The gated delta rule (Gated DeltaNet's recurrence) over a sequence. For each step and "
+      "value head, with state ``S`` of shape (Dv, Dk): ``S = gamma * S``, then "
+      "``S += beta * (v - S @ k) k^T``, and the output is ``S @ q``.\n\nArgs:\n    q, k "
+      "(array): (B, T, Hk, Dk).\n    v (array): (B, T, Hv, Dv); Hv is a multiple of Hk and "
+      "value head h reads key head h // (Hv // Hk).\n    gamma (array): Decay factors (linear, "
+      "not log), (B, T, Hv) or per key feature (B, T, Hv, Dk).\n    beta (array): Update "
+      "rates, (B, T, Hv).\n    initial_state (array, optional): (B, Hv, Dv, Dk); zeros by "
+      "default.\n    mask (array, optional): (B, T) booleans; false steps keep the state and "
+      "output zeros.\n\nReturns:\n    list[array]: The outputs (B, T, Hv, Dv) in q's dtype and "
+      "the final state (B, Hv, Dv, Dk) in float32.");
+  // Kernels built from source: creating one succeeds (programs build them at import time),
+  // calling it needs the backend that compiles the source.
+  nb::class_<UnavailableKernel>(m, "_UnavailableKernel")
+      .def("__call__",
+           [](const UnavailableKernel& k, nb::args, nb::kwargs) -> nb::object {
+             throw std::runtime_error(k.message);
+           })
+      .def("__repr__", [](const UnavailableKernel& k) { return "<kernel '" + k.name + "'>"; });
+  m.def(
+      "metal_kernel",
+      [](const std::string& name, const std::vector<std::string>& input_names,
+         const std::vector<std::string>& output_names, const std::string& source,
+         const std::string& header, bool ensure_row_contiguous, bool atomic_outputs,
+         nb::object compile_options) {
+        return UnavailableKernel{name,
+                                 "[metal_kernel] Metal is not available: the custom Metal "
+                                 "kernel '" +
+                                     name +
+                                     "' needs an Apple GPU (on NVIDIA GPUs use "
+                                     "mx.fast.cuda_kernel)."};
+      },
+      nb::arg("name"), nb::arg("input_names"), nb::arg("output_names"), nb::arg("source"),
+      nb::arg("header") = "", nb::arg("ensure_row_contiguous") = true,
+      nb::arg("atomic_outputs") = false, nb::arg("compile_options") = nb::none(),
+      "metal_kernel(name, input_names, output_names, source, header='', "
+      "ensure_row_contiguous=True, atomic_outputs=False, compile_options=None)\n\nA custom "
+      "Metal kernel. Metal is not available on Linux: the kernel object is created (so modules "
+      "that define kernels at import time load), but calling it raises RuntimeError.");
+  m.def(
+      "cuda_kernel",
+      [](const std::string& name, const std::vector<std::string>& input_names,
+         const std::vector<std::string>& output_names, const std::string& source,
+         const std::string& header, bool ensure_row_contiguous, int shared_memory) {
+        return UnavailableKernel{name, "[cuda_kernel] The custom CUDA kernel '" + name +
+                                           "' requires the CUDA backend, which this build "
+                                           "does not have yet."};
+      },
+      nb::arg("name"), nb::arg("input_names"), nb::arg("output_names"), nb::arg("source"),
+      nb::arg("header") = "", nb::arg("ensure_row_contiguous") = true, nb::arg("shared_memory") = 0,
+      "cuda_kernel(name, input_names, output_names, source, header='', "
+      "ensure_row_contiguous=True, shared_memory=0)\n\nA custom CUDA kernel from source, "
+      "compiled with NVRTC on first call. It requires the CUDA backend: until that lands the "
+      "kernel object is created but calling it raises RuntimeError.");
+  m.def(
+      "precompiled_cuda_kernel",
+      [](nb::args, nb::kwargs) -> nb::object {
+        throw std::runtime_error(
+            "[precompiled_cuda_kernel] This function requires the CUDA backend, which this "
+            "build does not have yet.");
+      },
+      nb::sig("def precompiled_cuda_kernel(*, name: str, compiled_source: bytes, inputs: "
+              "Sequence[array], output_shapes: Sequence[tuple[int, ...]], output_dtypes: "
+              "Sequence[Dtype], scalars: Sequence[object], grid: tuple[int, int, int], "
+              "threadgroup: tuple[int, int, int], shared_memory: int = 0, init_value: float | "
+              "None = None, ensure_row_contiguous: bool = True, stream: Stream | Device | None = "
+              "None) -> list[array]"),
+      "Runs a precompiled CUDA kernel (PTX or cubin). It requires the CUDA backend; until "
+      "that lands this raises RuntimeError.");
 }

@@ -10,6 +10,7 @@
 #include <nanobind/stl/vector.h>
 
 #include "python/src/bindings.h"
+#include "python/src/docstrings.h"
 #include "python/src/ops_common.h"
 
 namespace nb = nanobind;
@@ -39,6 +40,7 @@ nb::tuple as_tuple(const std::vector<array>& xs) {
 }  // namespace
 
 void init_linalg(nb::module_& parent) {
+  using mlx::core::python::docstring;
   nb::module_ m = parent.def_submodule("linalg", "Linear algebra.");
   m.def(
       "norm",
@@ -58,27 +60,26 @@ void init_linalg(nb::module_& parent) {
       nb::sig("def norm(a: array, /, ord: Union[None, int, float, str] = None, axis: Union[None, "
               "int, list[int]] = None, keepdims: bool = False, *, stream: Union[None, Stream, "
               "Device] = None) -> array"),
-      "Matrix or vector norm.");
+      docstring("linalg.norm"));
   m.def("cross", &linalg::cross, nb::arg("a"), nb::arg("b"), nb::arg("axis") = -1, nb::kw_only(),
-        nb::arg("stream") = nb::none(), "Cross product of two arrays along an axis.");
+        nb::arg("stream") = nb::none(), docstring("linalg.cross"));
   m.def("inv", &linalg::inv, nb::arg("a"), nb::kw_only(), nb::arg("stream") = nb::none(),
-        "Inverse of a square matrix.");
+        docstring("linalg.inv"));
   m.def("tri_inv", &linalg::tri_inv, nb::arg("a"), nb::arg("upper") = false, nb::kw_only(),
-        nb::arg("stream") = nb::none(), "Inverse of a triangular matrix.");
+        nb::arg("stream") = nb::none(), docstring("linalg.tri_inv"));
   m.def("cholesky", &linalg::cholesky, nb::arg("a"), nb::arg("upper") = false, nb::kw_only(),
-        nb::arg("stream") = nb::none(), "Cholesky factor of a symmetric positive definite matrix.");
-  m.def("cholesky_inv", &linalg::cholesky_inv, nb::arg("L"), nb::arg("upper") = false,
-        nb::kw_only(), nb::arg("stream") = nb::none(),
-        "Inverse of a symmetric positive definite matrix from its Cholesky factor.");
+        nb::arg("stream") = nb::none(), docstring("linalg.cholesky"));
+  m.def("cholesky_inv", &linalg::cholesky_inv, nb::arg("a"), nb::arg("upper") = false,
+        nb::kw_only(), nb::arg("stream") = nb::none(), docstring("linalg.cholesky_inv"));
   m.def("pinv", &linalg::pinv, nb::arg("a"), nb::kw_only(), nb::arg("stream") = nb::none(),
-        "Moore-Penrose pseudo-inverse.");
+        docstring("linalg.pinv"));
   m.def("solve", &linalg::solve, nb::arg("a"), nb::arg("b"), nb::kw_only(),
-        nb::arg("stream") = nb::none(), "Solution x of a @ x = b.");
+        nb::arg("stream") = nb::none(), docstring("linalg.solve"));
   m.def("solve_triangular", &linalg::solve_triangular, nb::arg("a"), nb::arg("b"), nb::kw_only(),
         nb::arg("upper") = false, nb::arg("stream") = nb::none(),
-        "Solution x of a @ x = b for a triangular a.");
+        docstring("linalg.solve_triangular"));
   m.def("qr", &linalg::qr, nb::arg("a"), nb::kw_only(), nb::arg("stream") = nb::none(),
-        "Reduced QR factorization: (Q, R).");
+        docstring("linalg.qr"));
   m.def(
       "svd",
       [](const array& a, bool compute_uv, StreamOrDevice s) -> nb::object {
@@ -89,24 +90,24 @@ void init_linalg(nb::module_& parent) {
         return as_tuple(out);
       },
       nb::arg("a"), nb::arg("compute_uv") = true, nb::kw_only(), nb::arg("stream") = nb::none(),
-      "Singular value decomposition: (U, S, Vt), or S without compute_uv.");
+      docstring("linalg.svd"));
   m.def("eigvalsh", &linalg::eigvalsh, nb::arg("a"), nb::arg("UPLO") = "L", nb::kw_only(),
-        nb::arg("stream") = nb::none(), "Eigenvalues of a symmetric matrix, ascending.");
+        nb::arg("stream") = nb::none(), docstring("linalg.eigvalsh"));
   m.def("eigh", &linalg::eigh, nb::arg("a"), nb::arg("UPLO") = "L", nb::kw_only(),
-        nb::arg("stream") = nb::none(),
-        "Eigenvalues (ascending) and eigenvectors (columns) of a symmetric matrix.");
+        nb::arg("stream") = nb::none(), docstring("linalg.eigh"));
   m.def("eigvals", &linalg::eigvals, nb::arg("a"), nb::kw_only(), nb::arg("stream") = nb::none(),
-        "Eigenvalues of a general matrix (complex64).");
+        docstring("linalg.eigvals"));
   m.def("eig", &linalg::eig, nb::arg("a"), nb::kw_only(), nb::arg("stream") = nb::none(),
-        "Eigenvalues and eigenvectors of a general matrix (complex64).");
+        docstring("linalg.eig"));
   m.def("lu_factor", &linalg::lu_factor, nb::arg("a"), nb::kw_only(),
-        nb::arg("stream") = nb::none(), "Packed LU factors and pivots.");
+        nb::arg("stream") = nb::none(), docstring("linalg.lu_factor"));
   m.def("det", &linalg::det, nb::arg("a"), nb::kw_only(), nb::arg("stream") = nb::none(),
-        "Determinant of a square matrix.");
+        docstring("linalg.det"));
   m.def("slogdet", &linalg::slogdet, nb::arg("a"), nb::kw_only(), nb::arg("stream") = nb::none(),
-        "Sign and natural log of the absolute value of the determinant.");
+        docstring("linalg.slogdet"));
   m.def(
       "lu", [](const array& a, StreamOrDevice s) { return as_tuple(linalg::lu(a, s)); },
-      nb::arg("a"), nb::kw_only(), nb::arg("stream") = nb::none(),
-      "LU factorization: (p, L, U), A = L[p] @ U.");
+      nb::arg("a"), nb::kw_only(), nb::arg("stream") = nb::none(), docstring("linalg.lu"));
+  // MLX's top-level name for the same function.
+  parent.attr("matrix_norm") = m.attr("norm");
 }

@@ -1,6 +1,10 @@
 // The extension module mlx.core.
 #include <nanobind/nanobind.h>
 
+#include <limits>
+#include <numbers>
+#include <typeinfo>
+
 #include "mlx/memory/memory.h"
 #include "python/src/bindings.h"
 
@@ -18,6 +22,9 @@ NB_MODULE(core, m) {
       std::rethrow_exception(p);
     } catch (const mlx::core::out_of_memory& e) {
       PyErr_SetString(PyExc_MemoryError, e.what());
+    } catch (const std::bad_cast&) {
+      // A conversion nanobind could not make must not surface as C++ text.
+      PyErr_SetString(PyExc_TypeError, "An argument has a type that this function cannot take.");
     }
   });
   init_dtypes(m);
@@ -32,5 +39,13 @@ NB_MODULE(core, m) {
   init_interop(m);
   init_io(m);
   init_linalg(m);
+  init_distributed(m);
   m.attr("__version__") = MLX_VERSION;
+  // MLX's constants (floats, as Python's math module has them; newaxis is None as in NumPy).
+  m.attr("e") = std::numbers::e;
+  m.attr("pi") = std::numbers::pi;
+  m.attr("euler_gamma") = std::numbers::egamma;
+  m.attr("inf") = std::numeric_limits<double>::infinity();
+  m.attr("nan") = std::numeric_limits<double>::quiet_NaN();
+  m.attr("newaxis") = nb::none();
 }

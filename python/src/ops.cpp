@@ -55,7 +55,7 @@ void def_binary(nb::module_& m, const char* name, BinaryFn fn) {
         auto [x, y] = to_operands(a.obj, b.obj);
         return fn(x, y, s);
       },
-      nb::arg("a"), nb::arg("b"), nb::kw_only(), nb::arg("stream") = nb::none());
+      nb::arg("a"), nb::arg("b"), nb::kw_only(), nb::arg("stream") = nb::none(), docstring(name));
 }
 
 }  // namespace mlx::core::python

@@ -19,6 +19,7 @@
 
 #include "mlx/ops.h"
 #include "python/src/convert.h"
+#include "python/src/docstrings.h"
 
 namespace mlx::core::python {
 
@@ -109,10 +110,11 @@ void def_op(nanobind::module_& m, const OpSpec& op, F f, const Extra&... extra) 
   namespace nb = nanobind;
   auto reg = [&](const auto&... args) {
     auto g = detail::accept_scalar(f, typename detail::RestArgs<F>::type{});
-    m.def(op.name, g, nb::arg(op.arg), args...);
+    const char* doc = docstring(op.name);
+    m.def(op.name, g, nb::arg(op.arg), args..., doc);
     if (op.method) {
       nb::cpp_function_def(f, nb::scope(nb::type<array>()), nb::name(op.name), nb::is_method(),
-                           args...);
+                           args..., doc);
     }
   };
   if constexpr ((std::is_same_v<Extra, nanobind::kw_only> || ...)) {

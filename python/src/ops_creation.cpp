@@ -18,8 +18,13 @@ double value(const Number& n) {
 }
 bool is_float(const std::optional<Number>& n) { return n && std::holds_alternative<double>(*n); }
 
-array arange_impl(const Number& start, const Number& stop, const std::optional<Number>& step,
-                  std::optional<Dtype> dtype, StreamOrDevice s) {
+array arange_impl(const Number& start, const std::optional<Number>& maybe_stop,
+                  const std::optional<Number>& step, std::optional<Dtype> dtype, StreamOrDevice s) {
+  // arange(start=n, stop=None) counts from 0 to n, like arange(n).
+  if (!maybe_stop) {
+    return arange_impl(Number(0), start, step, dtype, s);
+  }
+  const Number& stop = *maybe_stop;
   bool any_float = is_float(start) || is_float(stop) || is_float(step);
   return arange(value(start), value(stop), step ? value(*step) : 1.0,
                 dtype.value_or(any_float ? float32 : int32), s);
@@ -35,7 +40,7 @@ void def_diagonal_creator(nb::module_& m, const char* name, DiagonalFn fn) {
         return fn(n, cols.value_or(n), k, dtype.value_or(float32), s);
       },
       "n"_a, "m"_a = nb::none(), "k"_a = 0, "dtype"_a = nb::none(), nb::kw_only(),
-      "stream"_a = nb::none());
+      "stream"_a = nb::none(), docstring(name));
 }
 
 // zeros / ones: a shape and a dtype (float32 by default).
@@ -47,7 +52,7 @@ void def_fill(nb::module_& m, const char* name, FillFn fn) {
       [fn](const IntOrInts& shape, std::optional<Dtype> dtype, StreamOrDevice s) {
         return fn(to_ints(shape), dtype.value_or(float32), s);
       },
-      "shape"_a, "dtype"_a = nb::none(), nb::kw_only(), "stream"_a = nb::none());
+      "shape"_a, "dtype"_a = nb::none(), nb::kw_only(), "stream"_a = nb::none(), docstring(name));
 }
 
 using WindowFn = array (*)(int, StreamOrDevice);
@@ -93,22 +98,22 @@ nb::object asarray_impl(nb::handle a, std::optional<Dtype> dtype, std::optional<
 }  // namespace
 
 void init_ops_creation(nb::module_& m) {
-  m.def("arange", &arange_impl, "start"_a, "stop"_a, "step"_a = nb::none(), "dtype"_a = nb::none(),
-        nb::kw_only(), "stream"_a = nb::none(),
-        "Evenly spaced values in [start, stop); int32 unless an argument is a float.");
+  m.def("arange", &arange_impl, "start"_a, "stop"_a.none(), "step"_a = nb::none(),
+        "dtype"_a = nb::none(), nb::kw_only(), "stream"_a = nb::none(), docstring("arange"));
   m.def(
       "arange",
       [](const Number& stop, const std::optional<Number>& step, std::optional<Dtype> dtype,
-         StreamOrDevice s) { return arange_impl(Number(0), stop, step, dtype, s); },
+         StreamOrDevice s) { return arange_impl(Number(0), Number(stop), step, dtype, s); },
       "stop"_a, "step"_a = nb::none(), "dtype"_a = nb::none(), nb::kw_only(),
-      "stream"_a = nb::none());
+      "stream"_a = nb::none(), docstring("arange"));
   m.def(
       "linspace",
-      [](double start, double stop, int num, std::optional<Dtype> dtype, StreamOrDevice s) {
-        return linspace(start, stop, num, dtype.value_or(float32), s);
+      [](double start, double stop, int num, bool endpoint, std::optional<Dtype> dtype,
+         StreamOrDevice s) {
+        return linspace(start, stop, num, endpoint, dtype.value_or(float32), s);
       },
-      "start"_a, "stop"_a, "num"_a = 50, "dtype"_a = nb::none(), nb::kw_only(),
-      "stream"_a = nb::none());
+      "start"_a, "stop"_a, "num"_a = 50, "endpoint"_a = true, "dtype"_a = nb::none(), nb::kw_only(),
+      "stream"_a = nb::none(), docstring("linspace"));
   m.def(
       "full",
       [](const IntOrInts& shape, const ScalarOrArray& vals, std::optional<Dtype> dtype,
@@ -116,14 +121,28 @@ void init_ops_creation(nb::module_& m) {
         array v = vals.get(dtype);
         return full(to_ints(shape), v, dtype.value_or(v.dtype()), s);
       },
-      "shape"_a, "vals"_a, "dtype"_a = nb::none(), nb::kw_only(), "stream"_a = nb::none());
+      "shape"_a, "vals"_a, "dtype"_a = nb::none(), nb::kw_only(), "stream"_a = nb::none(),
+      docstring("full"));
   def_fill(m, "zeros", &zeros);
   def_fill(m, "ones", &ones);
   def_op(
       m, {"astype"},
       [](const array& a, Dtype dtype, StreamOrDevice s) { return astype(a, dtype, s); }, "dtype"_a);
-  def_op(m, {"zeros_like"}, [](const array& a, StreamOrDevice s) { return zeros_like(a, s); });
-  def_op(m, {"ones_like"}, [](const array& a, StreamOrDevice s) { return ones_like(a, s); });
+  def_op(
+      m, {"zeros_like"},
+      [](const array& a, std::optional<Dtype> dtype, StreamOrDevice s) {
+        return zeros(a.shape(), dtype.value_or(a.dtype()), s);
+      },
+      "dtype"_a = nb::none());
+  def_op(
+      m, {"ones_like"},
+      [](const array& a, std::optional<Dtype> dtype, StreamOrDevice s) {
+        return ones(a.shape(), dtype.value_or(a.dtype()), s);
+      },
+      "dtype"_a = nb::none());
+  // Arrays always hold defined values, so "empty" arrays are zero-filled.
+  m.attr("empty") = m.attr("zeros");
+  m.attr("empty_like") = m.attr("zeros_like");
   def_op(
       m, {"full_like"},
       [](const array& a, const ScalarOrArray& vals, std::optional<Dtype> dtype, StreamOrDevice s) {
@@ -138,14 +157,14 @@ void init_ops_creation(nb::module_& m) {
       [](int n, std::optional<Dtype> dtype, StreamOrDevice s) {
         return identity(n, dtype.value_or(float32), s);
       },
-      "n"_a, "dtype"_a = nb::none(), nb::kw_only(), "stream"_a = nb::none());
+      "n"_a, "dtype"_a = nb::none(), nb::kw_only(), "stream"_a = nb::none(), docstring("identity"));
   for (const auto& [name, fn] : kWindows) {
     m.def(
         name, [fn](int M, StreamOrDevice s) { return fn(M, s); }, "M"_a, nb::kw_only(),
-        "stream"_a = nb::none());
+        "stream"_a = nb::none(), docstring(name));
   }
   m.def("asarray", &asarray_impl, "a"_a, "dtype"_a = nb::none(), nb::kw_only(),
-        "copy"_a = nb::none(), "Converts the input to an array, without a copy where possible.");
+        "copy"_a = nb::none(), docstring("asarray"));
 }
 
 }  // namespace mlx::core::python

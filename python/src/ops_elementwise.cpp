@@ -107,7 +107,7 @@ void def_close(nb::module_& m, const char* name, CloseFn fn) {
         return fn(x, y, rtol, atol, equal_nan, s);
       },
       "a"_a, "b"_a, "rtol"_a = 1e-5, "atol"_a = 1e-8, nb::kw_only(), "equal_nan"_a = false,
-      "stream"_a = nb::none());
+      "stream"_a = nb::none(), docstring(name));
 }
 
 }  // namespace
@@ -126,7 +126,7 @@ void init_ops_elementwise(nb::module_& m) {
         auto [x, y] = to_operands(a.obj, b.obj);
         return to_tuple(divmod(x, y, s));
       },
-      "a"_a, "b"_a, nb::kw_only(), "stream"_a = nb::none());
+      "a"_a, "b"_a, nb::kw_only(), "stream"_a = nb::none(), docstring("divmod"));
   def_op(m, {"positive"}, [](const array& a, StreamOrDevice s) { return positive(a, s); });
   def_op(
       m, {"round", true},
@@ -143,6 +143,8 @@ void init_ops_elementwise(nb::module_& m) {
         return contiguous(a, allow_col_major, s);
       },
       "allow_col_major"_a = false);
+  // Not MLX API: the name the project's documents use for contiguous.
+  m.attr("ascontiguous") = m.attr("contiguous");
   m.def(
       "where",
       [](const ScalarOrArray& condition, const ScalarOrArray& x, const ScalarOrArray& y,
@@ -150,7 +152,7 @@ void init_ops_elementwise(nb::module_& m) {
         auto [a, b] = to_operands(x.obj, y.obj);
         return where(condition.get(), a, b, s);
       },
-      "condition"_a, "x"_a, "y"_a, nb::kw_only(), "stream"_a = nb::none());
+      "condition"_a, "x"_a, "y"_a, nb::kw_only(), "stream"_a = nb::none(), docstring("where"));
   def_op(
       m, {"clip"},
       [](const array& a, const std::optional<ScalarOrArray>& a_min,
@@ -161,6 +163,27 @@ void init_ops_elementwise(nb::module_& m) {
         return clip(a, bound(a_min), bound(a_max), s);
       },
       "a_min"_a.none(), "a_max"_a.none());
+  // The array API's names for the same functions.
+  const std::pair<const char*, const char*> kAliases[] = {
+      {"acos", "arccos"},
+      {"asin", "arcsin"},
+      {"atan", "arctan"},
+      {"acosh", "arccosh"},
+      {"asinh", "arcsinh"},
+      {"atanh", "arctanh"},
+      {"atan2", "arctan2"},
+      {"pow", "power"},
+      {"bitwise_left_shift", "left_shift"},
+      {"bitwise_right_shift", "right_shift"},
+  };
+  for (const auto& [alias, name] : kAliases) {
+    m.attr(alias) = m.attr(name);
+  }
+  def_op(m, {"to_fp8", false, "x"}, [](const array& x, StreamOrDevice s) { return to_fp8(x, s); });
+  def_op(
+      m, {"from_fp8", false, "x"},
+      [](const array& x, Dtype dtype, StreamOrDevice s) { return from_fp8(x, dtype, s); },
+      "dtype"_a = bfloat16);
   def_close(m, "isclose", &isclose);
   def_close(m, "allclose", &allclose);
   m.def(
@@ -169,7 +192,8 @@ void init_ops_elementwise(nb::module_& m) {
         auto [x, y] = to_operands(a.obj, b.obj);
         return array_equal(x, y, equal_nan, s);
       },
-      "a"_a, "b"_a, "equal_nan"_a = false, nb::kw_only(), "stream"_a = nb::none());
+      "a"_a, "b"_a, "equal_nan"_a = false, nb::kw_only(), "stream"_a = nb::none(),
+      docstring("array_equal"));
 }
 
 }  // namespace mlx::core::python

@@ -80,6 +80,30 @@ void init_ops_indexing(nb::module_& m) {
         return reshape(put_along_axis(flatten(a, s), indices, v, 0, s), a.shape(), s);
       },
       "indices"_a, "values"_a, "axis"_a = nb::none());
+  m.def(
+      "searchsorted",
+      [](const array& sorted_sequence, const ScalarOrArray& values, const std::string& side,
+         StreamOrDevice s) {
+        return searchsorted(sorted_sequence, values.get(sorted_sequence.dtype()), side, s);
+      },
+      "sorted_sequence"_a, "values"_a, "side"_a = "left", nb::kw_only(), "stream"_a = nb::none(),
+      docstring("searchsorted"));
+  def_op(
+      m, {"unique"},
+      [](const array& a, int size, bool return_index, bool return_inverse, bool return_counts,
+         const std::optional<ScalarOrArray>& fill_value, StreamOrDevice s) -> nb::object {
+        std::optional<array> fill;
+        if (fill_value) {
+          fill = fill_value->get(a.dtype());
+        }
+        auto out = unique(a, size, return_index, return_inverse, return_counts, fill, s);
+        if (out.size() == 1) {
+          return nb::cast(out[0]);
+        }
+        return to_tuple(out);
+      },
+      "size"_a, "return_index"_a = false, "return_inverse"_a = false, "return_counts"_a = false,
+      "fill_value"_a = nb::none());
 }
 
 }  // namespace mlx::core::python

@@ -1,5 +1,6 @@
 // Products (matmul, addmm, tensordot, inner, outer, kron, vecdot, einsum) and graph ops
 // (depends, result_type).
+#include "python/src/mixed_precision.h"
 #include "python/src/ops_common.h"
 
 namespace nb = nanobind;
@@ -31,18 +32,57 @@ std::vector<array> einsum_operands(const nb::args& args, const char* op) {
   return out;
 }
 
+// matmul in the mixed-precision compute dtype when one is active.
+array matmul_mixed(const array& a, const array& b, StreamOrDevice s) {
+  return matmul(in_compute_dtype(a), in_compute_dtype(b), s);
+}
+
 }  // namespace
 
 void init_ops_linalg(nb::module_& m) {
-  def_binary(m, "matmul", &matmul);
+  def_binary(m, "matmul", &matmul_mixed);
   def_binary(m, "inner", &inner);
   def_binary(m, "outer", &outer);
   def_binary(m, "kron", &kron);
   def_op(
       m, {"addmm", false, "c"},
       [](const array& c, const array& a, const array& b, float alpha, float beta,
-         StreamOrDevice s) { return addmm(c, a, b, alpha, beta, s); },
+         StreamOrDevice s) {
+        return addmm(in_compute_dtype(c), in_compute_dtype(a), in_compute_dtype(b), alpha, beta, s);
+      },
       "a"_a, "b"_a, "alpha"_a = 1.0f, "beta"_a = 1.0f);
+  // The context manager of mixed_precision.h; the previous dtype comes back on exit.
+  struct MixedPrecision {
+    Dtype dtype;
+    std::optional<Dtype> saved;
+  };
+  nb::class_<MixedPrecision>(m, "_MixedPrecisionContext")
+      .def("__enter__",
+           [](MixedPrecision& c) {
+             c.saved = mixed_precision_dtype();
+             mixed_precision_dtype() = c.dtype;
+             return c.dtype;
+           })
+      .def("__exit__", [](MixedPrecision& c, nb::args) { mixed_precision_dtype() = c.saved; });
+  m.def(
+      "mixed_precision",
+      [](Dtype dtype) {
+        if (!is_floating_point(dtype)) {
+          throw nb::type_error("[mixed_precision] dtype must be a floating-point type.");
+        }
+        return MixedPrecision{dtype, std::nullopt};
+      },
+      "dtype"_a = bfloat16,
+      "mixed_precision(dtype=bfloat16)\n\nA context manager (an extension of this project, not "
+      "in MLX) for mixed-precision compute: inside it, matrix products (``matmul``, ``@``, "
+      "``addmm``) and every ``nn.Module`` call compute in ``dtype``, while parameters, optimizer "
+      "state and gradients keep their own dtype (float32) - the policy of "
+      "``Module.set_compute_dtype``, applied to everything in the block.\n\nExample:\n    >>> "
+      "with mx.mixed_precision(mx.bfloat16):\n    ...     loss, grads = loss_and_grad(model, x, "
+      "y)\n    >>> grads['w'].dtype  # float32, like the parameters");
+  m.def(
+      "_mixed_precision_dtype", []() { return mixed_precision_dtype(); },
+      "The dtype of the active mixed_precision context, or None (used by mlx.nn).");
   def_op(
       m, {"tensordot"},
       [](const array& a, const array& b, const TensordotAxes& axes, StreamOrDevice s) {
@@ -64,7 +104,7 @@ void init_ops_linalg(nb::module_& m) {
       [](const std::string& subscripts, const nb::args& operands, StreamOrDevice s) {
         return einsum(subscripts, einsum_operands(operands, "einsum"), s);
       },
-      "subscripts"_a, "operands"_a, "stream"_a = nb::none());
+      "subscripts"_a, "operands"_a, "stream"_a = nb::none(), docstring("einsum"));
   m.def(
       "einsum_path",
       [](const std::string& subscripts, const nb::args& operands) {
@@ -79,14 +119,14 @@ void init_ops_linalg(nb::module_& m) {
         }
         return nb::make_tuple(steps, info);
       },
-      "subscripts"_a, "operands"_a);
+      "subscripts"_a, "operands"_a, docstring("einsum_path"));
   m.def(
       "depends",
       [](const ArrayOrList& inputs, const ArrayOrList& dependencies) -> nb::object {
         auto out = depends(as_list(inputs), as_list(dependencies));
         return std::holds_alternative<array>(inputs) ? nb::cast(out[0]) : nb::cast(out);
       },
-      "inputs"_a, "dependencies"_a);
+      "inputs"_a, "dependencies"_a, docstring("depends"));
   m.def(
       "result_type",
       [](nb::args arrays_and_dtypes) {
@@ -102,7 +142,7 @@ void init_ops_linalg(nb::module_& m) {
         }
         return *t;
       },
-      "arrays_and_dtypes"_a);
+      "arrays_and_dtypes"_a, docstring("result_type"));
 }
 
 }  // namespace mlx::core::python

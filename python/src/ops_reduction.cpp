@@ -44,13 +44,16 @@ void init_ops_reduction(nb::module_& m) {
         },
         "axis"_a = nb::none(), "keepdims"_a = false);
   }
+  // `correction` is the array API's name for ddof; given, it wins.
   for (const auto& [name, fn] : kMoment) {
     def_op(
         m, {name, true},
-        [fn](const array& a, const OptAxes& axis, bool keepdims, int ddof, StreamOrDevice s) {
-          return fn(a, to_axes(axis, a.ndim()), keepdims, ddof, s);
+        [fn](const array& a, const OptAxes& axis, bool keepdims, int ddof,
+             std::optional<int> correction, StreamOrDevice s) {
+          return fn(a, to_axes(axis, a.ndim()), keepdims, correction.value_or(ddof), s);
         },
-        "axis"_a = nb::none(), "keepdims"_a = false, "ddof"_a = 0);
+        "axis"_a = nb::none(), "keepdims"_a = false, "ddof"_a = 0, nb::kw_only(),
+        "correction"_a = nb::none());
   }
   for (const auto& r : kArgReduce) {
     def_op(
@@ -60,17 +63,34 @@ void init_ops_reduction(nb::module_& m) {
         },
         "axis"_a = nb::none(), "keepdims"_a = false);
   }
-  // Without an axis, scans run over the flattened array.
+  // Without an axis, scans run over the flattened array. cumsum and cumprod take a dtype to
+  // accumulate in (the input is cast to it first).
   for (const auto& [name, fn] : kScan) {
-    def_op(
-        m, {name, true},
-        [fn](const array& a, std::optional<int> axis, bool reverse, bool inclusive,
-             StreamOrDevice s) {
-          return axis ? fn(a, *axis, reverse, inclusive, s)
-                      : fn(flatten(a, s), 0, reverse, inclusive, s);
-        },
-        "axis"_a = nb::none(), nb::kw_only(), "reverse"_a = false, "inclusive"_a = true);
+    auto scan = [fn](const array& a, std::optional<int> axis, bool reverse, bool inclusive,
+                     std::optional<Dtype> dtype, StreamOrDevice s) {
+      array x = dtype ? astype(a, *dtype, s) : a;
+      return axis ? fn(x, *axis, reverse, inclusive, s)
+                  : fn(flatten(x, s), 0, reverse, inclusive, s);
+    };
+    if (fn == &cumsum || fn == &cumprod) {
+      def_op(m, {name, true}, scan, "axis"_a = nb::none(), nb::kw_only(), "reverse"_a = false,
+             "inclusive"_a = true, "dtype"_a = nb::none());
+    } else {
+      def_op(
+          m, {name, true},
+          [scan](const array& a, std::optional<int> axis, bool reverse, bool inclusive,
+                 StreamOrDevice s) { return scan(a, axis, reverse, inclusive, std::nullopt, s); },
+          "axis"_a = nb::none(), nb::kw_only(), "reverse"_a = false, "inclusive"_a = true);
+    }
   }
+  m.attr("cumulative_sum") = m.attr("cumsum");
+  m.attr("cumulative_prod") = m.attr("cumprod");
+  def_op(
+      m, {"minmax"},
+      [](const array& a, const OptAxes& axis, bool keepdims, StreamOrDevice s) {
+        return to_tuple(minmax(a, to_axes(axis, a.ndim()), keepdims, s));
+      },
+      "axis"_a = nb::none(), "keepdims"_a = false);
   def_op(
       m, {"median"},
       [](const array& a, const OptAxes& axis, bool keepdims, StreamOrDevice s) {

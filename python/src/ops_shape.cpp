@@ -54,7 +54,7 @@ void def_atleast(nb::module_& m, const char* name, AtLeastFn fn) {
         auto out = fn(arrays_of(arys, name), s);
         return out.size() == 1 ? nb::cast(out[0]) : nb::cast(out);
       },
-      "arys"_a, "stream"_a = nb::none());
+      "arys"_a, "stream"_a = nb::none(), docstring(name));
 }
 
 // tril / triu: (x, k=0).
@@ -78,7 +78,7 @@ void def_concatenate(nb::module_& m, const char* name) {
         }
         return concatenate(std::move(arrays), axis.value_or(0), s);
       },
-      "arrays"_a, "axis"_a.none() = 0, nb::kw_only(), "stream"_a = nb::none());
+      "arrays"_a, "axis"_a.none() = 0, nb::kw_only(), "stream"_a = nb::none(), docstring(name));
 }
 
 void init_dynamic_slices(nb::module_& m) {
@@ -174,7 +174,7 @@ void init_ops_shape(nb::module_& m) {
       [](nb::args arrays, StreamOrDevice s) {
         return to_tuple(broadcast_arrays(arrays_of(arrays, "broadcast_arrays"), s));
       },
-      "arrays"_a, "stream"_a = nb::none());
+      "arrays"_a, "stream"_a = nb::none(), docstring("broadcast_arrays"));
   m.def(
       "broadcast_shapes",
       [](nb::args shapes) {
@@ -187,7 +187,7 @@ void init_ops_shape(nb::module_& m) {
         }
         return nb::tuple(nb::cast(broadcast_shapes(in)));
       },
-      "shapes"_a);
+      "shapes"_a, docstring("broadcast_shapes"));
   def_concatenate(m, "concatenate");
   def_concatenate(m, "concat");
   m.def(
@@ -195,7 +195,7 @@ void init_ops_shape(nb::module_& m) {
       [](const std::vector<array>& arrays, int axis, StreamOrDevice s) {
         return stack(arrays, axis, s);
       },
-      "arrays"_a, "axis"_a = 0, nb::kw_only(), "stream"_a = nb::none());
+      "arrays"_a, "axis"_a = 0, nb::kw_only(), "stream"_a = nb::none(), docstring("stack"));
   def_op(
       m, {"unstack", false, "x"},
       [](const array& x, int axis, StreamOrDevice s) { return unstack(x, axis, s); }, "axis"_a = 0);
@@ -259,7 +259,8 @@ void init_ops_shape(nb::module_& m) {
       [](nb::args arrays, bool sparse, const std::string& indexing, StreamOrDevice s) {
         return meshgrid(arrays_of(arrays, "meshgrid"), sparse, indexing, s);
       },
-      "arrays"_a, "sparse"_a = false, "indexing"_a = "xy", "stream"_a = nb::none());
+      "arrays"_a, "sparse"_a = false, "indexing"_a = "xy", "stream"_a = nb::none(),
+      docstring("meshgrid"));
   def_op(
       m, {"view", true},
       [](const array& a, Dtype dtype, StreamOrDevice s) { return view(a, dtype, s); }, "dtype"_a);
@@ -283,6 +284,8 @@ void init_ops_shape(nb::module_& m) {
       [](const array& a, int n, int axis, StreamOrDevice s) { return diff(a, n, axis, s); },
       "n"_a = 1, "axis"_a = -1);
   init_dynamic_slices(m);
+  def_op(m, {"matrix_transpose"},
+         [](const array& a, StreamOrDevice s) { return matrix_transpose(a, s); });
 }
 
 }  // namespace mlx::core::python

@@ -87,6 +87,22 @@ void init_random(nb::module_& parent) {
       nb::arg("key") = nb::none(), nb::arg("stream") = nb::none(),
       "Normal samples with mean loc and standard deviation scale (default 0 and 1).");
   m.def(
+      "multivariate_normal",
+      [](const array& mean, const array& cov, const Shape& shape, std::optional<Dtype> dtype,
+         std::optional<array> key, StreamOrDevice s) {
+        return random::multivariate_normal(mean, cov, shape, dtype.value_or(float32),
+                                           key_or_next(key), s);
+      },
+      nb::arg("mean"), nb::arg("cov"), nb::arg("shape") = Shape{},
+      nb::arg("dtype").none() = float32, nb::arg("key") = nb::none(),
+      nb::arg("stream") = nb::none(),
+      "multivariate_normal(mean, cov, shape=[], dtype=float32, key=None, stream=None)\n\n"
+      "Jointly normal samples.\n\nArgs:\n    mean (array): Means, (..., n).\n    cov "
+      "(array): Covariance matrices, (..., n, n), symmetric positive semi-definite (factored "
+      "with an SVD on the CPU).\n    shape (list[int]): Sample shape without the last axis; "
+      "it must be the broadcast of the batch shapes of mean and cov.\n    dtype (Dtype): "
+      "float32 only.\n\nReturns:\n    array: Samples of shape ``shape + [n]``.");
+  m.def(
       "randint",
       [](nb::handle low, nb::handle high, const Shape& shape, std::optional<Dtype> dtype,
          std::optional<array> key, StreamOrDevice s) {

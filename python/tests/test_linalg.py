@@ -135,7 +135,7 @@ def test_inv_errors():
     with pytest.raises(ValueError):
         mx.linalg.inv(arr(rand(3)))
     with pytest.raises(ValueError):
-        mx.linalg.inv(mx.zeros((3, 3), dtype=mx.int32))
+        mx.linalg.inv(mx.zeros((3, 3), dtype=mx.float16))
     with pytest.raises(ValueError):
         mx.eval(mx.linalg.inv(arr([[1.0, 2.0], [2.0, 4.0]])))
     with pytest.raises(ValueError):
@@ -286,3 +286,24 @@ def test_gradients():
     finite_diff_check(lambda x: mx.linalg.eigh(sym(x))[1] ** 2, r)
     with pytest.raises(ValueError, match="not supported"):
         mx.grad(lambda x: mx.sum(mx.linalg.qr(x)[1]))(arr(a))
+
+
+@pytest.mark.parametrize("dtype", [mx.int32, mx.int64, mx.uint8, mx.bool_])
+def test_integer_matrices_are_promoted_to_float32(dtype):
+    a_np = np.array([[2, 1, 0], [1, 3, 1], [0, 1, 4]])
+    if dtype == mx.bool_:
+        a_np = np.eye(3, dtype=bool)
+    a = mx.array(a_np, dtype=dtype)
+    ref = a_np.astype(np.float64)
+    det = mx.linalg.det(a, stream=mx.cpu)
+    assert det.dtype == mx.float32
+    np.testing.assert_allclose(det.item(), np.linalg.det(ref), rtol=1e-5)
+    np.testing.assert_allclose(np.array(mx.linalg.inv(a, stream=mx.cpu)), np.linalg.inv(ref),
+                               rtol=1e-5, atol=1e-6)
+    sign, logdet = mx.linalg.slogdet(a, stream=mx.cpu)
+    np.testing.assert_allclose(logdet.item(), np.linalg.slogdet(ref)[1], rtol=1e-5, atol=1e-6)
+    b = mx.array([1, 2, 3])
+    np.testing.assert_allclose(np.array(mx.linalg.solve(a, b, stream=mx.cpu)),
+                               np.linalg.solve(ref, [1, 2, 3]), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(np.array(mx.linalg.svd(a, compute_uv=False, stream=mx.cpu)),
+                               np.linalg.svd(ref, compute_uv=False), rtol=1e-5, atol=1e-6)

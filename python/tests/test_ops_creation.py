@@ -44,7 +44,7 @@ def test_linspace(start, stop, num):
 
 
 def test_linspace_integer_dtype():
-    check(mx.linspace(0, 10, 5, mx.int32), np.linspace(0, 10, 5).astype(np.int32), dtype=mx.int32)
+    check(mx.linspace(0, 10, 5, dtype=mx.int32), np.linspace(0, 10, 5).astype(np.int32), dtype=mx.int32)
 
 
 @pytest.mark.parametrize("shape", [3, (2, 3), (), (0, 4), [1, 2, 1]])

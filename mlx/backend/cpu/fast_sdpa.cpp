@@ -138,7 +138,9 @@ class Attention {
 
     for (int64_t r = 0; r < R; ++r) {
       const Row& row = buf.rows[r];
-      Acc inv = Acc(1) / buf.l[r];  // no visible key and no sink: 0 * inf = NaN
+      // No visible key and no sink: the row is zeros (a "safe" softmax, as PyTorch's), so
+      // fully masked rows (left padding) cannot spread NaN through later layers.
+      Acc inv = buf.l[r] > 0 ? Acc(1) / buf.l[r] : Acc(0);
       const Acc* o = buf.o.data() + r * buf.dvp;
       T* dst = out_.data<T>() + ((b * n_q_ + row.h) * t_q_ + row.t) * Dv_;
       for (int64_t c = 0; c < Dv_; ++c) {

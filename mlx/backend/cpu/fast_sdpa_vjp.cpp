@@ -110,7 +110,7 @@ class AttentionVJP {
  private:
   struct Row {
     int64_t h, t, limit;  // query head, query position, last visible key (causal)
-    bool dead;            // sees no key and has no sink: NaN, as in the forward
+    bool dead;            // sees no key and has no sink: zeros, as in the forward
   };
 
   struct Buffers {
@@ -213,7 +213,7 @@ class AttentionVJP {
       const Row& row = buf.rows[r];
       const Acc* g = buf.dq.data() + r * dp_;
       T* dst = dq_.data<T>() + ((b * n_q_ + row.h) * t_q_ + row.t) * D_;
-      Acc s = row.dead ? std::numeric_limits<Acc>::quiet_NaN() : scale_;
+      Acc s = row.dead ? Acc(0) : scale_;
       for (int64_t c = 0; c < D_; ++c) {
         dst[c] = static_cast<T>(g[c] * s);
       }
@@ -254,7 +254,7 @@ class AttentionVJP {
     }
     row.dead = m == kNegInf;
     if (row.dead) {
-      std::fill_n(s, n, std::numeric_limits<Acc>::quiet_NaN());
+      std::fill_n(s, n, Acc(0));
       return;
     }
     for (int64_t j = 0; j < n; ++j) {

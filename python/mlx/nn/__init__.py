@@ -3,4 +3,4 @@
 
 from mlx.nn import init, losses
 from mlx.nn.layers import *  # noqa: F401,F403
-from mlx.nn.utils import checkpoint, value_and_grad
+from mlx.nn.utils import average_gradients, checkpoint, value_and_grad

@@ -6,6 +6,7 @@ from functools import wraps
 from typing import Optional
 
 import mlx.core as mx
+from mlx.utils import tree_map
 
 
 def _with_parameters(model, fn: Callable) -> Callable:
@@ -64,3 +65,25 @@ def checkpoint(module, fn: Optional[Callable] = None) -> Callable:
             module.update(params)
 
     return wrapped
+
+
+def average_gradients(
+    gradients,
+    group: Optional[mx.distributed.Group] = None,
+    all_reduce_size: int = 32 * 1024**2,
+    communication_stream: Optional[mx.Stream] = None,
+):
+    """The mean of ``gradients`` (a tree of arrays) over the members of ``group`` (default:
+    the global group), for data-parallel training: each member computes gradients on its own
+    batch, then all of them apply the average.
+
+    With a group of one (always the case until a communication backend lands) the gradients
+    are returned unchanged. ``all_reduce_size`` and ``communication_stream`` tune how the
+    reduction is batched and where it runs; with one array per collective here they change
+    nothing.
+    """
+    group = group if group is not None else mx.distributed.init()
+    n = group.size()
+    if n == 1:
+        return gradients
+    return tree_map(lambda g: mx.distributed.all_sum(g, group=group) / n, gradients)

@@ -1,5 +1,6 @@
 """Activation functions and their Module wrappers (elementwise unless an axis is named)."""
 
+import inspect
 import math
 from typing import Any
 
@@ -15,6 +16,11 @@ def sigmoid(x):
 def relu(x):
     r"""Rectified linear unit :math:`\max(x, 0)`."""
     return mx.maximum(x, 0)
+
+
+def relu2(x):
+    r"""The squared ReLU: :math:`\max(x, 0)^2`."""
+    return mx.square(mx.maximum(x, 0))
 
 
 def relu6(x):
@@ -160,6 +166,15 @@ def _module(fn, name, doc, **defaults):
         for k, v in options.items():
             setattr(self, k, v)
 
+    # The real parameters, so that help() and inspect.signature show them.
+    __init__.__signature__ = inspect.Signature(
+        [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+        + [
+            inspect.Parameter(k, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=v)
+            for k, v in defaults.items()
+        ]
+    )
+
     def __call__(self, x):
         return fn(x, **{k: getattr(self, k) for k in defaults})
 
@@ -181,6 +196,7 @@ def _module(fn, name, doc, **defaults):
 
 Sigmoid = _module(sigmoid, "Sigmoid", "Applies :func:`sigmoid`.")
 ReLU = _module(relu, "ReLU", "Applies :func:`relu`.")
+ReLU2 = _module(relu2, "ReLU2", "Applies :func:`relu2`.")
 ReLU6 = _module(relu6, "ReLU6", "Applies :func:`relu6`.")
 LeakyReLU = _module(
     leaky_relu, "LeakyReLU", "Applies :func:`leaky_relu`.", negative_slope=0.01

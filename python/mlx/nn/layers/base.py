@@ -20,13 +20,22 @@ def _cast_floating(x, dtype):
     return x
 
 
+_mixed_precision_dtype = mx._mixed_precision_dtype
+
+
+def _active_compute_dtype(module):
+    """The module's compute dtype, else the one of an active ``mx.mixed_precision`` context."""
+    dtype = module._compute_dtype
+    return dtype if dtype is not None else _mixed_precision_dtype()
+
+
 def _with_compute_dtype(call):
     """Wraps a subclass's __call__ so that floating array arguments are cast to the module's
-    compute dtype (see Module.set_compute_dtype); a no-op when no compute dtype is set."""
+    compute dtype (see Module.set_compute_dtype, mx.mixed_precision); a no-op without one."""
 
     @functools.wraps(call)
     def wrapped(self, *args, **kwargs):
-        dtype = self._compute_dtype
+        dtype = _active_compute_dtype(self)
         if dtype is not None:
             args = tuple(_cast_floating(a, dtype) for a in args)
             kwargs = {k: _cast_floating(v, dtype) for k, v in kwargs.items()}
@@ -106,6 +115,8 @@ class Module(dict):
         if key in self:
             value = self[key]
             dtype = self._compute_dtype
+            if dtype is None:
+                dtype = _mixed_precision_dtype()
             return value if dtype is None else _cast_floating(value, dtype)
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {key!r}")
 
@@ -268,6 +279,8 @@ class Module(dict):
                     dst[key] = value
                 elif isinstance(current, (dict, list)):
                     recurse(value, current, f"{path}{key}.")
+                elif _is_empty(value):
+                    continue  # the placeholder parameters() gives non-array entries (str, int)
                 elif strict:
                     raise ValueError(
                         f"[Module.update] '{path}{key}' is not a parameter (it holds a "

@@ -64,6 +64,42 @@ def _cubic_axis(x, axis, out_size, scale, align_corners):
     return _interpolate(x, axis, taps)
 
 
+def _antialiased_axis(kernel, support):
+    """An axis function that, when shrinking (scale < 1), widens ``kernel`` (support
+    ``support`` taps each side) by 1 / scale so every input sample contributes (a low-pass
+    filter, as PyTorch's ``antialias=True``); growing axes fall back to ``fallback``."""
+
+    def axis_fn(x, axis, out_size, scale, align_corners, fallback):
+        in_size = x.shape[axis]
+        if scale >= 1 or out_size == 0 or in_size == 0:
+            return fallback(x, axis, out_size, scale, align_corners)
+        stretch = 1.0 / scale
+        centre = (mx.arange(out_size, dtype=mx.float32) + 0.5) * stretch
+        src = mx.arange(in_size, dtype=mx.float32) + 0.5
+        d = (src[None, :] - centre[:, None]) / stretch
+        w = mx.where(mx.abs(d) < support, kernel(mx.abs(d)), 0.0)
+        w = w / mx.sum(w, axis=1, keepdims=True)
+        moved = mx.moveaxis(x, axis, -1)
+        out = mx.matmul(moved, w.T.astype(x.dtype))
+        return mx.moveaxis(out, -1, axis)
+
+    return axis_fn
+
+
+def _triangle(d):
+    return 1 - d
+
+
+def _keys_cubic(d, a=-0.75):
+    near = ((a + 2) * d - (a + 3)) * d * d + 1
+    far = ((a * d - 5 * a) * d + 8 * a) * d - 4 * a
+    return mx.where(d <= 1, near, far)
+
+
+_antialiased_linear = _antialiased_axis(_triangle, 1.0)
+_antialiased_cubic = _antialiased_axis(_keys_cubic, 2.0)
+
+
 def _upsample(x, scale_factor, align_corners, axis_fn):
     dims = x.ndim - 2
     if dims <= 0:
@@ -108,6 +144,10 @@ class Upsample(Module):
         align_corners: for linear and cubic, map the first and last samples of the input and
             output onto each other (default False: samples are cell centres, as PyTorch's
             ``align_corners=False``).
+        antialias: for linear and cubic, axes that shrink (scale < 1) use the interpolation
+            kernel stretched by 1 / scale, so every input sample contributes (a low-pass
+            filter against aliasing, PyTorch's ``antialias=True``); growing axes are
+            unaffected. Default False.
     """
 
     _modes = {"nearest": _nearest_axis, "linear": _linear_axis, "cubic": _cubic_axis}
@@ -117,19 +157,33 @@ class Upsample(Module):
         scale_factor: Union[float, Tuple],
         mode: Literal["nearest", "linear", "cubic"] = "nearest",
         align_corners: bool = False,
+        antialias: bool = False,
     ):
         super().__init__()
         if mode not in self._modes:
             raise ValueError(f"[Upsample] mode must be one of {list(self._modes)}; got '{mode}'.")
+        if antialias and mode == "nearest":
+            raise ValueError("[Upsample] antialias applies to the linear and cubic modes only.")
+        if antialias and align_corners:
+            raise ValueError("[Upsample] antialias cannot be combined with align_corners.")
         self.scale_factor = scale_factor
         self.mode = mode
         self.align_corners = align_corners
+        self.antialias = antialias
 
     def _extra_repr(self) -> str:
         return (
             f"scale_factor={self.scale_factor}, mode={self.mode!r}, "
-            f"align_corners={self.align_corners}"
+            f"align_corners={self.align_corners}, antialias={self.antialias}"
         )
 
     def __call__(self, x):
-        return _upsample(x, self.scale_factor, self.align_corners, self._modes[self.mode])
+        axis_fn = self._modes[self.mode]
+        if self.antialias:
+            filtered = _antialiased_linear if self.mode == "linear" else _antialiased_cubic
+            plain = axis_fn
+
+            def axis_fn(x, axis, out_size, scale, align_corners):
+                return filtered(x, axis, out_size, scale, align_corners, plain)
+
+        return _upsample(x, self.scale_factor, self.align_corners, axis_fn)
