@@ -48,7 +48,7 @@ if { [ -x .venv/bin/python ] || python3 -m venv .venv; } &&
    .venv/bin/pip install "${pip_flags[@]}" -r requirements-dev.txt; then
   cp requirements-dev.txt "$stamp"
   echo "$PWD/.venv/bin/python" > .mlx-python
-elif [ ! -f "$stamp" ] && rm -rf .venv && system_python_ok; then
+elif system_python_ok; then
   echo "PyPI is not reachable; using $(command -v python3), which has numpy, nanobind and pytest" >&2
   command -v python3 > .mlx-python
 else
