@@ -15,3 +15,6 @@ void init_fast(nanobind::module_& m);
 void init_interop(nanobind::module_& m);
 void init_io(nanobind::module_& m);
 void init_linalg(nanobind::module_& m);
+void init_conv(nanobind::module_& m);
+void init_fft(nanobind::module_& m);
+void init_quantized(nanobind::module_& m);

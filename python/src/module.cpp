@@ -32,5 +32,8 @@ NB_MODULE(core, m) {
   init_interop(m);
   init_io(m);
   init_linalg(m);
+  init_conv(m);
+  init_fft(m);
+  init_quantized(m);
   m.attr("__version__") = MLX_VERSION;
 }

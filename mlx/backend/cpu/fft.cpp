@@ -1,0 +1,324 @@
+// CPU FFT: one plan per length, cached. Lengths whose prime factors are all small run a
+// recursive mixed-radix Cooley-Tukey (decimation in time; radix-4/2/3/5 butterflies and a
+// generic odd-prime butterfly) over one table of twiddles; lengths with a large prime factor
+// use Bluestein's chirp-z algorithm (a circular convolution through a power-of-two FFT).
+// Inverse transforms conjugate around the forward one; real transforms run the complex
+// transform of the real line (r2c) or of its Hermitian extension (c2r). Twiddles are computed
+// in double precision and stored as complex64.
+#include "mlx/primitives/fft.h"
+
+#include <algorithm>
+#include <cmath>
+#include <complex>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <numbers>
+#include <optional>
+
+#include "mlx/backend/cpu/copy.h"
+#include "mlx/backend/cpu/scratch.h"
+#include "mlx/backend/cpu/thread_pool.h"
+
+namespace mlx::core {
+
+namespace {
+
+using namespace cpu;
+using cfloat = std::complex<float>;
+
+// Largest prime factor the mixed-radix path handles (a radix-p stage costs p operations per
+// element); beyond it Bluestein's three power-of-two transforms are cheaper.
+constexpr int kMaxRadix = 31;
+
+class Plan {
+ public:
+  explicit Plan(int64_t n);
+  // out[k] = sum_j in[j] exp(-2 pi i jk / n); `in` and `out` hold n values and do not alias;
+  // `work` holds work_size() values.
+  void forward(const cfloat* in, cfloat* out, cfloat* work) const;
+  int64_t work_size() const { return bluestein_ ? 2 * m_ + sub_->work_size() : 0; }
+
+ private:
+  void recurse(const cfloat* in, int64_t stride, cfloat* out, int64_t n, size_t level) const;
+
+  int64_t n_;
+  std::vector<int> factors_;
+  std::vector<cfloat> twiddles_;  // exp(-2 pi i j / n), j < n
+  // Bluestein: chirp exp(-i pi k^2 / n), k < n, and the DFT of the conjugate chirp padded to m.
+  bool bluestein_ = false;
+  int64_t m_ = 0;
+  std::vector<cfloat> chirp_, kernel_fft_;
+  std::shared_ptr<const Plan> sub_;
+};
+
+std::shared_ptr<const Plan> get_plan(int64_t n) {
+  static std::mutex mutex;
+  static std::map<int64_t, std::shared_ptr<const Plan>> cache;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    auto it = cache.find(n);
+    if (it != cache.end()) {
+      return it->second;
+    }
+  }
+  auto plan = std::make_shared<const Plan>(n);
+  std::lock_guard<std::mutex> lock(mutex);
+  return cache.emplace(n, plan).first->second;
+}
+
+Plan::Plan(int64_t n) : n_(n) {
+  int64_t rest = n;
+  while (rest % 4 == 0) {
+    factors_.push_back(4);
+    rest /= 4;
+  }
+  for (int64_t p = 2; p * p <= rest; ++p) {
+    while (rest % p == 0) {
+      factors_.push_back(static_cast<int>(p));
+      rest /= p;
+    }
+  }
+  if (rest > 1) {
+    factors_.push_back(static_cast<int>(std::min<int64_t>(rest, INT32_MAX)));
+  }
+  for (int p : factors_) {
+    bluestein_ = bluestein_ || p > kMaxRadix;
+  }
+  if (bluestein_) {
+    factors_.clear();
+    m_ = 1;
+    while (m_ < 2 * n - 1) {
+      m_ *= 2;
+    }
+    chirp_.resize(n);
+    for (int64_t k = 0; k < n; ++k) {
+      // k^2 mod 2n keeps the angle exact for large k.
+      double phase = std::numbers::pi * static_cast<double>((k * k) % (2 * n)) / n;
+      chirp_[k] = cfloat(std::cos(phase), -std::sin(phase));
+    }
+    sub_ = get_plan(m_);
+    std::vector<cfloat> b(m_, cfloat(0)), work(sub_->work_size());
+    for (int64_t k = 0; k < n; ++k) {
+      b[k] = std::conj(chirp_[k]);
+      if (k > 0) {
+        b[m_ - k] = std::conj(chirp_[k]);
+      }
+    }
+    kernel_fft_.resize(m_);
+    sub_->forward(b.data(), kernel_fft_.data(), work.data());
+    return;
+  }
+  twiddles_.resize(n);
+  for (int64_t j = 0; j < n; ++j) {
+    double phase = -2 * std::numbers::pi * static_cast<double>(j) / n;
+    twiddles_[j] = cfloat(std::cos(phase), std::sin(phase));
+  }
+}
+
+void Plan::forward(const cfloat* in, cfloat* out, cfloat* work) const {
+  if (!bluestein_) {
+    recurse(in, 1, out, n_, 0);
+    return;
+  }
+  // X[k] = chirp[k] * sum_j (x[j] chirp[j]) conj(chirp[k - j]): a circular convolution of
+  // length m, computed as IDFT(DFT(a) * DFT(b)) with IDFT(y) = conj(DFT(conj(y))) / m.
+  cfloat* a = work;
+  cfloat* fa = work + m_;
+  cfloat* sub_work = work + 2 * m_;
+  for (int64_t k = 0; k < n_; ++k) {
+    a[k] = in[k] * chirp_[k];
+  }
+  std::fill(a + n_, a + m_, cfloat(0));
+  sub_->forward(a, fa, sub_work);
+  for (int64_t k = 0; k < m_; ++k) {
+    fa[k] = std::conj(fa[k] * kernel_fft_[k]);
+  }
+  sub_->forward(fa, a, sub_work);
+  const float inv_m = 1.0f / static_cast<float>(m_);
+  for (int64_t k = 0; k < n_; ++k) {
+    out[k] = std::conj(a[k]) * inv_m * chirp_[k];
+  }
+}
+
+void Plan::recurse(const cfloat* in, int64_t stride, cfloat* out, int64_t n, size_t level) const {
+  if (n == 1) {
+    out[0] = in[0];
+    return;
+  }
+  const int p = factors_[level];
+  const int64_t m = n / p;
+  for (int r = 0; r < p; ++r) {
+    recurse(in + r * stride, stride * p, out + r * m, m, level + 1);
+  }
+  // Twiddle W_n^x is twiddles_[x * (n_ / n)].
+  const int64_t tw_step = n_ / n;
+  const cfloat* tw = twiddles_.data();
+  if (p == 2) {
+    for (int64_t k = 0; k < m; ++k) {
+      cfloat a = out[k], b = out[m + k] * tw[k * tw_step];
+      out[k] = a + b;
+      out[m + k] = a - b;
+    }
+  } else if (p == 4) {
+    for (int64_t k = 0; k < m; ++k) {
+      cfloat t0 = out[k];
+      cfloat t1 = out[m + k] * tw[k * tw_step];
+      cfloat t2 = out[2 * m + k] * tw[2 * k * tw_step];
+      cfloat t3 = out[3 * m + k] * tw[3 * k * tw_step];
+      cfloat s02 = t0 + t2, d02 = t0 - t2, s13 = t1 + t3, d13 = t1 - t3;
+      cfloat d13_i(d13.imag(), -d13.real());  // -i * d13
+      out[k] = s02 + s13;
+      out[m + k] = d02 + d13_i;
+      out[2 * m + k] = s02 - s13;
+      out[3 * m + k] = d02 - d13_i;
+    }
+  } else if (p == 3) {
+    const float c = -0.5f, sn = -static_cast<float>(std::sqrt(3.0) / 2);  // W_3 = c + i sn
+    for (int64_t k = 0; k < m; ++k) {
+      cfloat t0 = out[k];
+      cfloat t1 = out[m + k] * tw[k * tw_step];
+      cfloat t2 = out[2 * m + k] * tw[2 * k * tw_step];
+      cfloat s = t1 + t2, d = t1 - t2;
+      cfloat base = t0 + c * s;
+      cfloat rot(-sn * d.imag(), sn * d.real());  // i * sn * d
+      out[k] = t0 + s;
+      out[m + k] = base + rot;
+      out[2 * m + k] = base - rot;
+    }
+  } else {
+    // Generic radix: X[k + q m] = sum_r t_r W_p^{rq}, W_p^x = twiddles_[(x mod p) * (n_ / p)].
+    std::vector<cfloat> t(p);
+    const int64_t wp_step = n_ / p;
+    for (int64_t k = 0; k < m; ++k) {
+      for (int r = 0; r < p; ++r) {
+        t[r] = out[r * m + k] * tw[r * k * tw_step];
+      }
+      for (int q = 0; q < p; ++q) {
+        cfloat acc = t[0];
+        int64_t x = 0;
+        for (int r = 1; r < p; ++r) {
+          x += q;
+          if (x >= p) {
+            x -= p;
+          }
+          acc += t[r] * tw[x * wp_step];
+        }
+        out[q * m + k] = acc;
+      }
+    }
+  }
+}
+
+// Runs one line at a time: lines of the (outer, length, inner) contiguous input are gathered,
+// transformed and scattered into the (outer, out length, inner) output.
+template <typename In, typename Out, typename Line>
+void for_each_line(const array& in, array& out, int axis, Line&& line) {
+  int64_t outer = 1, inner = 1;
+  for (int i = 0; i < axis; ++i) {
+    outer *= in.shape(i);
+  }
+  for (int i = axis + 1; i < static_cast<int>(in.ndim()); ++i) {
+    inner *= in.shape(i);
+  }
+  const int64_t len_in = in.shape(axis), len_out = out.shape(axis);
+  const In* src = in.data<In>();
+  Out* dst = out.data<Out>();
+  const int64_t lines = outer * inner;
+  const int64_t grain = std::max<int64_t>(1, kParallelBytes / (8 * (len_in + len_out) + 1));
+  parallel_for(lines, grain, [&](int64_t l0, int64_t l1) {
+    std::vector<In> a(len_in);
+    std::vector<Out> b(len_out);
+    for (int64_t l = l0; l < l1; ++l) {
+      int64_t o = l / inner, i = l % inner;
+      const In* s = src + o * len_in * inner + i;
+      for (int64_t j = 0; j < len_in; ++j) {
+        a[j] = s[j * inner];
+      }
+      line(a.data(), b.data());
+      Out* d = dst + o * len_out * inner + i;
+      for (int64_t j = 0; j < len_out; ++j) {
+        d[j * inner] = b[j];
+      }
+    }
+  });
+}
+
+// `x` as row-contiguous memory of its own dtype (itself, or a copy held by `holder`).
+const array& dense_copy(const array& x, std::optional<array>& holder) {
+  if (x.flags().row_contiguous) {
+    return x;
+  }
+  holder.emplace(allocator::malloc(std::max<size_t>(x.nbytes(), 1)), x.shape(), x.dtype());
+  copy_strided(x, x.strides(), 0, *holder, holder->strides(), 0, x.shape());
+  return *holder;
+}
+
+}  // namespace
+
+void FFT::eval_cpu(const std::vector<array>& inputs, array& out) {
+  out.set_data(allocator::malloc(out.nbytes()));
+  if (out.size() == 0) {
+    return;
+  }
+  std::optional<array> holder;
+  const array& in = dense_copy(inputs[0], holder);
+  const int64_t n = n_;
+  auto plan = get_plan(n);
+  const bool inverse = inverse_;
+  // Per-thread buffers for the transform itself.
+  auto run = [&](auto&& body) {
+    thread_local std::vector<cfloat> x, y, work;
+    x.resize(n);
+    y.resize(n);
+    work.resize(plan->work_size());
+    body(x.data(), y.data(), work.data());
+  };
+  if (!real_) {
+    for_each_line<cfloat, cfloat>(in, out, axis_, [&](const cfloat* a, cfloat* b) {
+      if (!inverse) {
+        run([&](cfloat*, cfloat*, cfloat* w) { plan->forward(a, b, w); });
+        return;
+      }
+      run([&](cfloat* x, cfloat*, cfloat* w) {
+        for (int64_t j = 0; j < n; ++j) {
+          x[j] = std::conj(a[j]);
+        }
+        plan->forward(x, b, w);
+        for (int64_t j = 0; j < n; ++j) {
+          b[j] = std::conj(b[j]);
+        }
+      });
+    });
+  } else if (!inverse) {
+    for_each_line<float, cfloat>(in, out, axis_, [&](const float* a, cfloat* b) {
+      run([&](cfloat* x, cfloat* y, cfloat* w) {
+        for (int64_t j = 0; j < n; ++j) {
+          x[j] = cfloat(a[j], 0);
+        }
+        plan->forward(x, y, w);
+        std::memcpy(b, y, (n / 2 + 1) * sizeof(cfloat));
+      });
+    });
+  } else {
+    // IDFT(X) = conj(DFT(conj(X))): conj of the Hermitian extension is the extension of conj.
+    const int64_t bins = n / 2 + 1;
+    for_each_line<cfloat, float>(in, out, axis_, [&](const cfloat* a, float* b) {
+      run([&](cfloat* x, cfloat* y, cfloat* w) {
+        for (int64_t k = 0; k < bins; ++k) {
+          x[k] = std::conj(a[k]);
+        }
+        for (int64_t k = bins; k < n; ++k) {
+          x[k] = a[n - k];
+        }
+        plan->forward(x, y, w);
+        for (int64_t j = 0; j < n; ++j) {
+          b[j] = y[j].real();
+        }
+      });
+    });
+  }
+}
+
+}  // namespace mlx::core

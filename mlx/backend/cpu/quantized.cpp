@@ -1,0 +1,259 @@
+// CPU product with an affine-quantized matrix. x @ W.T with few rows of x (the decode path of
+// LLM inference) decodes each group of W once into floats and takes its dot products with
+// the rows of x: out = sum over groups of s (x_g . q_g) + b sum(x_g), threads over output
+// features. Other products decode W in blocks of rows into float32 and multiply them with BLAS.
+#include "mlx/primitives/quantized.h"
+
+#include <algorithm>
+#include <cstring>
+#include <optional>
+
+#include "mlx/backend/common/convert.h"
+#include "mlx/backend/common/dispatch.h"
+#include "mlx/backend/cpu/copy.h"
+#include "mlx/backend/cpu/gemm.h"
+#include "mlx/backend/cpu/scratch.h"
+#include "mlx/backend/cpu/thread_pool.h"
+
+namespace mlx::core {
+
+namespace {
+
+using namespace cpu;
+
+// Decodes the n codes (n a multiple of 32) of a little-endian bit stream into floats.
+template <int Bits>
+void decode(const uint32_t* words, int64_t n, float* out) {
+  constexpr uint32_t mask = (1u << Bits) - 1;
+  if constexpr (32 % Bits == 0) {
+    constexpr int per = 32 / Bits;
+    for (int64_t w = 0; w < n / per; ++w) {
+      uint32_t v = words[w];
+      for (int j = 0; j < per; ++j) {
+        out[w * per + j] = static_cast<float>((v >> (Bits * j)) & mask);
+      }
+    }
+  } else {
+    for (int64_t i = 0; i < n; ++i) {
+      int64_t bit = i * Bits, w = bit >> 5, sh = bit & 31;
+      uint64_t window = words[w];
+      if (sh + Bits > 32) {
+        window |= static_cast<uint64_t>(words[w + 1]) << 32;
+      }
+      out[i] = static_cast<float>((window >> sh) & mask);
+    }
+  }
+}
+
+template <typename F>
+void dispatch_bits(int bits, F&& f) {
+  switch (bits) {
+    case 2:
+      return f.template operator()<2>();
+    case 3:
+      return f.template operator()<3>();
+    case 4:
+      return f.template operator()<4>();
+    case 5:
+      return f.template operator()<5>();
+    case 6:
+      return f.template operator()<6>();
+    case 8:
+      return f.template operator()<8>();
+    default:
+      throw std::invalid_argument("[QuantizedMatmul] Unsupported number of bits.");
+  }
+}
+
+// `x` as row-contiguous float32 (itself, or a converted copy in `holder`).
+const float* dense_f32(const array& x, std::optional<array>& holder) {
+  if (x.dtype() == float32 && x.flags().row_contiguous) {
+    return x.data<float>();
+  }
+  holder.emplace(allocator::malloc(std::max<size_t>(x.size(), 1) * sizeof(float)), x.shape(),
+                 float32);
+  copy_strided(x, x.strides(), 0, *holder, holder->strides(), 0, x.shape());
+  return holder->data<float>();
+}
+
+struct Operands {
+  const float* x;  // (M, K)
+  const uint32_t* w;
+  const float* scales;
+  const float* biases;
+  int64_t M, K, N;
+  int group_size;
+};
+
+// Rows [r0, r1) of the dequantized stored matrix (rows x cols, quantized along cols) into dst.
+template <int Bits>
+void dequantize_rows(const Operands& p, int64_t cols, int64_t r0, int64_t r1, float* dst) {
+  const int64_t words_per_row = cols * Bits / 32, groups = cols / p.group_size;
+  for (int64_t r = r0; r < r1; ++r) {
+    float* row = dst + (r - r0) * cols;
+    decode<Bits>(p.w + r * words_per_row, cols, row);
+    for (int64_t g = 0; g < groups; ++g) {
+      float s = p.scales[r * groups + g], b = p.biases[r * groups + g];
+      float* v = row + g * p.group_size;
+      for (int i = 0; i < p.group_size; ++i) {
+        v[i] = v[i] * s + b;
+      }
+    }
+  }
+}
+
+// out (M, N) = x (M, K) @ W.T, W stored (N, K), for small M. Power-of-two widths read each
+// word of a group once per code position j: with x permuted so that xp[j][w] is the value
+// multiplying code j of word w, the inner loop over the group's words is a vector of shifts,
+// masks, conversions and fused multiply-adds.
+template <int Bits>
+void matvec(const Operands& p, float* out) {
+  constexpr bool kWordAligned = 32 % Bits == 0;
+  constexpr int kPer = kWordAligned ? 32 / Bits : 1;
+  const int64_t gs = p.group_size, groups = p.K / gs, words_per_row = p.K * Bits / 32;
+  const int64_t words_per_group = gs * Bits / 32;
+  std::vector<float> xsum(p.M * groups), xp;
+  for (int64_t m = 0; m < p.M; ++m) {
+    for (int64_t g = 0; g < groups; ++g) {
+      const float* xg = p.x + m * p.K + g * gs;
+      float acc = 0;
+      for (int64_t i = 0; i < gs; ++i) {
+        acc += xg[i];
+      }
+      xsum[m * groups + g] = acc;
+    }
+  }
+  if constexpr (kWordAligned) {
+    xp.resize(p.M * p.K);
+    for (int64_t m = 0; m < p.M; ++m) {
+      for (int64_t g = 0; g < groups; ++g) {
+        const float* xg = p.x + m * p.K + g * gs;
+        float* dst = xp.data() + m * p.K + g * gs;
+        for (int64_t w = 0; w < words_per_group; ++w) {
+          for (int j = 0; j < kPer; ++j) {
+            dst[j * words_per_group + w] = xg[w * kPer + j];
+          }
+        }
+      }
+    }
+  }
+  const int64_t grain = std::max<int64_t>(1, kParallelBytes / (words_per_row * 4 + 1));
+  parallel_for(p.N, grain, [&](int64_t n0, int64_t n1) {
+    std::vector<float> q(gs), lanes(words_per_group);
+    std::vector<float> acc(p.M);
+    constexpr uint32_t mask = (1u << Bits) - 1;
+    for (int64_t n = n0; n < n1; ++n) {
+      std::fill(acc.begin(), acc.end(), 0.f);
+      for (int64_t g = 0; g < groups; ++g) {
+        const uint32_t* __restrict words = p.w + n * words_per_row + g * words_per_group;
+        float s = p.scales[n * groups + g], b = p.biases[n * groups + g];
+        if constexpr (!kWordAligned) {
+          decode<Bits>(words, gs, q.data());
+        }
+        for (int64_t m = 0; m < p.M; ++m) {
+          float dot = 0;
+          if constexpr (kWordAligned) {
+            const float* xg = xp.data() + m * p.K + g * gs;
+            std::fill(lanes.begin(), lanes.end(), 0.f);
+            float* __restrict ln = lanes.data();
+            for (int j = 0; j < kPer; ++j) {
+              const float* __restrict xj = xg + j * words_per_group;
+              for (int64_t w = 0; w < words_per_group; ++w) {
+                ln[w] += xj[w] * static_cast<float>((words[w] >> (Bits * j)) & mask);
+              }
+            }
+            for (int64_t w = 0; w < words_per_group; ++w) {
+              dot += ln[w];
+            }
+          } else {
+            const float* xg = p.x + m * p.K + g * gs;
+            for (int64_t i = 0; i < gs; ++i) {
+              dot += xg[i] * q[i];
+            }
+          }
+          acc[m] += s * dot + b * xsum[m * groups + g];
+        }
+      }
+      for (int64_t m = 0; m < p.M; ++m) {
+        out[m * p.N + n] = acc[m];
+      }
+    }
+  });
+}
+
+// Any M: W dequantized in blocks of rows, each multiplied with BLAS.
+template <int Bits>
+void blocked(const Operands& p, bool transpose, float* out) {
+  if (!transpose) {
+    // W stored (K, N), quantized along N: dequantize it whole, out = x @ W.
+    Scratch<float> wf(p.K * p.N);
+    parallel_for(p.K, 16, [&](int64_t r0, int64_t r1) {
+      dequantize_rows<Bits>(p, p.N, r0, r1, wf.data() + r0 * p.N);
+    });
+    matmul_gemm(false, false, static_cast<int>(p.M), static_cast<int>(p.N), static_cast<int>(p.K),
+                1.f, p.x, static_cast<int>(p.K), wf.data(), static_cast<int>(p.N), 0.f, out,
+                static_cast<int>(p.N));
+    return;
+  }
+  constexpr int64_t kBlockRows = 512;
+  const int64_t rows = std::min(kBlockRows, p.N);
+  Scratch<float> wf(rows * p.K);
+  for (int64_t n0 = 0; n0 < p.N; n0 += rows) {
+    int64_t n1 = std::min(p.N, n0 + rows);
+    parallel_for(n1 - n0, 16, [&](int64_t a, int64_t b) {
+      dequantize_rows<Bits>(p, p.K, n0 + a, n0 + b, wf.data() + a * p.K);
+    });
+    matmul_gemm(false, true, static_cast<int>(p.M), static_cast<int>(n1 - n0),
+                static_cast<int>(p.K), 1.f, p.x, static_cast<int>(p.K), wf.data(),
+                static_cast<int>(p.K), 0.f, out + n0, static_cast<int>(p.N));
+  }
+}
+
+}  // namespace
+
+void QuantizedMatmul::eval_cpu(const std::vector<array>& inputs, array& out) {
+  out.set_data(allocator::malloc(out.nbytes()));
+  if (out.size() == 0) {
+    return;
+  }
+  std::optional<array> xh, sh, bh, wh;
+  const array& w = inputs[1];
+  const uint32_t* pw;
+  if (w.flags().row_contiguous) {
+    pw = w.data<uint32_t>();
+  } else {
+    wh.emplace(allocator::malloc(w.nbytes()), w.shape(), w.dtype());
+    copy_strided(w, w.strides(), 0, *wh, wh->strides(), 0, w.shape());
+    pw = wh->data<uint32_t>();
+  }
+  Operands p{dense_f32(inputs[0], xh),
+             pw,
+             dense_f32(inputs[2], sh),
+             dense_f32(inputs[3], bh),
+             0,
+             0,
+             0,
+             group_size_};
+  p.K = inputs[0].shape(-1);
+  p.M = inputs[0].size() / std::max<int64_t>(p.K, 1);
+  p.N = out.shape(-1);
+  std::optional<Scratch<float>> acc;
+  float* dst = out.dtype() == float32 ? out.data<float>() : (acc.emplace(out.size()), acc->data());
+  if (p.K == 0) {
+    std::fill_n(dst, out.size(), 0.f);
+  } else {
+    constexpr int64_t kMatvecRows = 8;
+    dispatch_bits(bits_, [&]<int Bits>() {
+      if (transpose_ && p.M <= kMatvecRows) {
+        matvec<Bits>(p, dst);
+      } else {
+        blocked<Bits>(p, transpose_, dst);
+      }
+    });
+  }
+  if (acc) {
+    convert_contiguous(acc->data(), float32, out.data<uint8_t>(), out.dtype(), out.size());
+  }
+}
+
+}  // namespace mlx::core
