@@ -6,7 +6,9 @@ the other). PyTorch comes from any interpreter that has it:
 
     PYTHONPATH=python .venv/bin/python benchmarks/bench_conv.py --torch-python /path/to/venv/bin/python
 
-PyTorch gets its native NCHW layout; mlx its NHWC. Both use every core of the machine.
+PyTorch gets its native NCHW layout; mlx its NHWC. Both use every core of the machine, or
+`--threads N` each (on a machine shared with other work, `--threads 1` is the steadiest
+comparison: waiting OpenMP / pool threads then cannot be starved by other processes).
 """
 import argparse
 import json
@@ -68,7 +70,7 @@ def run_torch():
     import numpy as np
     import torch
 
-    torch.set_num_threads(os.cpu_count())
+    torch.set_num_threads(int(os.environ.get("BENCH_THREADS", os.cpu_count())))
     F = torch.nn.functional
     out = {}
     rng = np.random.default_rng(0)
@@ -89,11 +91,15 @@ def run_torch():
     return {"version": torch.__version__, "times": out}
 
 
-def run_worker(python, library, script=__file__):
+def run_worker(python, library, script=__file__, threads=None):
     """The results of `script`'s worker, or None when `python` cannot run it (no PyTorch)."""
+    env = dict(os.environ)
+    if threads:
+        env.update(BENCH_THREADS=str(threads), MLX_NUM_THREADS=str(threads),
+                   OPENBLAS_NUM_THREADS=str(threads), OMP_NUM_THREADS=str(threads))
     with tempfile.NamedTemporaryFile(suffix=".json") as tmp:
         r = subprocess.run([python, os.path.abspath(script), "--worker", library,
-                            "--worker-out", tmp.name], capture_output=True, text=True)
+                            "--worker-out", tmp.name], capture_output=True, text=True, env=env)
         if r.returncode != 0:
             print(f"# {library} not measured: {r.stderr.strip().splitlines()[-1:]}",
                   file=sys.stderr)
@@ -118,6 +124,7 @@ def main():
     ap.add_argument("--torch-python", default=None, help="interpreter with PyTorch")
     ap.add_argument("--rounds", type=int, default=3,
                     help="alternating rounds of both libraries; the table shows each one's best")
+    ap.add_argument("--threads", type=int, default=None, help="threads per library")
     ap.add_argument("--worker", choices=["torch", "mlx"], help=argparse.SUPPRESS)
     ap.add_argument("--worker-out", help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -128,15 +135,16 @@ def main():
         return
     torch_runs, mlx_runs, version = [], [], None
     for _ in range(args.rounds):
-        t = run_worker(args.torch_python or sys.executable, "torch")
+        t = run_worker(args.torch_python or sys.executable, "torch", threads=args.threads)
         if t:
             version = t["version"]
             torch_runs.append(t["times"])
-        m = run_worker(sys.executable, "mlx")
+        m = run_worker(sys.executable, "mlx", threads=args.threads)
         mlx_runs.append(m["times"] if m else None)
     ours, theirs = best(mlx_runs), best(torch_runs)
     tlabel = f"PyTorch {version}" if theirs else "PyTorch (n/a)"
-    print(f"conv2d, float32, {os.cpu_count()} cores, best of {args.rounds} alternating rounds; "
+    threads = args.threads or os.cpu_count()
+    print(f"conv2d, float32, {threads} thread(s) each, best of {args.rounds} alternating rounds; "
           "ms per call (median of a round); ratio = PyTorch / ours (> 1: we are faster)\n")
     print(f"| layer (N=4) | pass | ours ms | {tlabel} ms | ratio |")
     print("|---|---|---|---|---|")

@@ -40,7 +40,7 @@ def run_torch():
     import numpy as np
     import torch
 
-    torch.set_num_threads(os.cpu_count())
+    torch.set_num_threads(int(os.environ.get("BENCH_THREADS", os.cpu_count())))
     rng = np.random.default_rng(0)
     w = torch.tensor(rng.standard_normal((N, K)).astype(np.float32))
     out = {}
@@ -72,6 +72,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--torch-python", default=None)
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--threads", type=int, default=None, help="threads per library")
     ap.add_argument("--worker", choices=["torch", "mlx"], help=argparse.SUPPRESS)
     ap.add_argument("--worker-out", help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -84,12 +85,13 @@ def main():
     version = None
     for _ in range(args.rounds):
         for lib, py in (("torch", args.torch_python or sys.executable), ("mlx", sys.executable)):
-            res = run_worker(py, lib, os.path.abspath(__file__))
+            res = run_worker(py, lib, os.path.abspath(__file__), threads=args.threads)
             if res:
                 version = res.get("version", version)
                 runs[lib].append(res["times"])
     ours, theirs = best(runs["mlx"]), best(runs["torch"]) or {}
-    print(f"{N}x{K} weight, float32 activations, {os.cpu_count()} cores, best of {args.rounds} "
+    threads = args.threads or os.cpu_count()
+    print(f"{N}x{K} weight, float32 activations, {threads} thread(s) each, best of {args.rounds} "
           "rounds; ms per call; PyTorch's 4-bit: _weight_int4pack_mm_for_cpu (groups of 64), "
           "8-bit: _weight_int8pack_mm (per-row scales)\n")
     print(f"| product | ours ms | PyTorch {version} ms | ratio (PyTorch / ours) |")

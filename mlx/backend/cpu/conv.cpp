@@ -107,6 +107,22 @@ void for_taps(const Geometry& g, int64_t x0, int64_t x1, int64_t x2, F&& f) {
   }
 }
 
+// Copies n elements; short runs (a few channels) are copied element by element, since a
+// library memcpy call per kernel tap would cost more than the copy (the attribute keeps the
+// compiler from turning the loop back into such a call).
+template <typename T>
+__attribute__((optimize("no-tree-loop-distribute-patterns"))) inline void copy_run(T* dst,
+                                                                                   const T* src,
+                                                                                   int64_t n) {
+  if (n >= 16) {
+    std::memcpy(dst, src, n * sizeof(T));
+    return;
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    dst[i] = src[i];
+  }
+}
+
 // `x` as row-contiguous memory of type T (the array itself, or a converted copy in `holder`).
 template <typename T>
 const T* dense(const array& x, std::optional<array>& holder) {
@@ -139,7 +155,7 @@ void im2col_conv(const Geometry& g, const T* in, const T* wt, T* out) {
             if (pix < 0) {
               std::fill_n(dst, g.Cg, T(0));
             } else {
-              std::memcpy(dst, img + pix * g.C, g.Cg * sizeof(T));
+              copy_run(dst, img + pix * g.C, g.Cg);
             }
           });
         });
@@ -158,41 +174,70 @@ void im2col_conv(const Geometry& g, const T* in, const T* wt, T* out) {
 template <typename T>
 void grouped_direct_conv(const Geometry& g, const T* in, const T* wt, T* out) {
   const int64_t C = g.C, Cg = g.Cg;
-  std::vector<T> wt_t(g.K * C);  // (taps, C)
-  for (int64_t grp = 0; grp < g.G; ++grp) {
-    for (int64_t t = 0; t < g.K; ++t) {
-      for (int64_t c = 0; c < Cg; ++c) {
-        wt_t[t * C + grp * Cg + c] = wt[(grp * g.K + t) * Cg + c];
+  // (G, taps, Cg) -> (taps, G, Cg) in blocks, so that reads and writes both stay in cache.
+  std::vector<T> wt_t(g.K * C);
+  constexpr int64_t kBlock = 32;
+  for (int64_t g0 = 0; g0 < g.G; g0 += kBlock) {
+    for (int64_t t0 = 0; t0 < g.K; t0 += kBlock) {
+      for (int64_t grp = g0; grp < std::min(g.G, g0 + kBlock); ++grp) {
+        for (int64_t t = t0; t < std::min(g.K, t0 + kBlock); ++t) {
+          copy_run(wt_t.data() + t * C + grp * Cg, wt + (grp * g.K + t) * Cg, Cg);
+        }
       }
     }
   }
-  const int64_t grain = std::max<int64_t>(1, kParallelBytes / (g.K * C * sizeof(T) + 1));
-  parallel_for(g.N * g.X, grain, [&](int64_t a, int64_t b) {
-    std::vector<T> acc_buf(Cg == 1 ? 0 : C);
-    for_rows(g, a, b, [&](int64_t r, int64_t n, int64_t x0, int64_t x1, int64_t x2) {
-      T* acc = Cg == 1 ? out + r * C : acc_buf.data();
-      std::fill_n(acc, C, T(0));
-      const T* img = in + n * g.S * C;
-      for_taps(g, x0, x1, x2, [&](int64_t tap, int64_t pix) {
-        if (pix >= 0) {
-          const T* src = img + pix * C;
-          const T* w = wt_t.data() + tap * C;
-          for (int64_t c = 0; c < C; ++c) {
-            acc[c] += w[c] * src[c];
+  // Tiles of output rows: each tap's weights are applied to every row of the tile while they
+  // are in cache (the weight derivative has few rows and many taps).
+  constexpr int64_t kTileBytes = 16 << 10;
+  const int64_t tile = std::max<int64_t>(1, std::min<int64_t>(64, kTileBytes / (C * sizeof(T))));
+  const int64_t rows = g.N * g.X, tiles = (rows + tile - 1) / tile;
+  parallel_for(tiles, 1, [&](int64_t t0, int64_t t1) {
+    std::vector<T> acc(tile * C);
+    std::vector<int64_t> coords(tile * 4);  // n, x0, x1, x2 per row of the tile
+    for (int64_t ti = t0; ti < t1; ++ti) {
+      const int64_t r0 = ti * tile, r1 = std::min(rows, r0 + tile), nr = r1 - r0;
+      for_rows(g, r0, r1, [&](int64_t r, int64_t n, int64_t x0, int64_t x1, int64_t x2) {
+        int64_t* c = coords.data() + (r - r0) * 4;
+        c[0] = n, c[1] = x0, c[2] = x1, c[3] = x2;
+      });
+      std::fill_n(acc.data(), nr * C, T(0));
+      int64_t tap = 0;
+      for (int64_t j0 = 0; j0 < g.k[0]; ++j0) {
+        for (int64_t j1 = 0; j1 < g.k[1]; ++j1) {
+          for (int64_t j2 = 0; j2 < g.k[2]; ++j2, ++tap) {
+            const T* __restrict w = wt_t.data() + tap * C;
+            for (int64_t r = 0; r < nr; ++r) {
+              const int64_t* c = coords.data() + r * 4;
+              int64_t i0 = g.taps[0][c[1] * g.k[0] + j0], i1 = g.taps[1][c[2] * g.k[1] + j1],
+                      i2 = g.taps[2][c[3] * g.k[2] + j2];
+              if (i0 < 0 || i1 < 0 || i2 < 0) {
+                continue;
+              }
+              const T* __restrict src = in + (c[0] * g.S + (i0 * g.in[1] + i1) * g.in[2] + i2) * C;
+              T* __restrict a = acc.data() + r * C;
+              for (int64_t ch = 0; ch < C; ++ch) {
+                a[ch] += w[ch] * src[ch];
+              }
+            }
           }
         }
-      });
-      if (Cg > 1) {
-        T* dst = out + r * g.G;
+      }
+      for (int64_t r = 0; r < nr; ++r) {
+        const T* a = acc.data() + r * C;
+        T* dst = out + (r0 + r) * g.G;
+        if (Cg == 1) {
+          std::copy_n(a, C, dst);
+          continue;
+        }
         for (int64_t grp = 0; grp < g.G; ++grp) {
           T sum = 0;
           for (int64_t c = 0; c < Cg; ++c) {
-            sum += acc[grp * Cg + c];
+            sum += a[grp * Cg + c];
           }
           dst[grp] = sum;
         }
       }
-    });
+    }
   });
 }
 
