@@ -34,13 +34,18 @@ void decode(const uint32_t* words, int64_t n, float* out) {
       }
     }
   } else {
-    for (int64_t i = 0; i < n; ++i) {
-      int64_t bit = i * Bits, w = bit >> 5, sh = bit & 31;
-      uint64_t window = words[w];
-      if (sh + Bits > 32) {
-        window |= static_cast<uint64_t>(words[w + 1]) << 32;
+    // 32 codes fill exactly Bits words; unrolled, every position and shift is a constant.
+    for (int64_t c = 0; c < n / 32; ++c) {
+      const uint32_t* wd = words + c * Bits;
+#pragma GCC unroll 32
+      for (int i = 0; i < 32; ++i) {
+        const int bit = i * Bits, w = bit >> 5, sh = bit & 31;
+        uint32_t v = wd[w] >> sh;
+        if (sh + Bits > 32) {
+          v |= wd[w + 1] << (32 - sh);
+        }
+        out[c * 32 + i] = static_cast<float>(v & mask);
       }
-      out[i] = static_cast<float>((window >> sh) & mask);
     }
   }
 }
@@ -102,22 +107,40 @@ void dequantize_rows(const Operands& p, int64_t cols, int64_t r0, int64_t r1, fl
   }
 }
 
-// out (M, N) = x (M, K) @ W.T, W stored (N, K), for small M. Power-of-two widths read each
-// word of a group once per code position j: with x permuted so that xp[j][w] is the value
-// multiplying code j of word w, the inner loop over the group's words is a vector of shifts,
-// masks, conversions and fused multiply-adds.
-template <int Bits>
+// x_g . q_g for one group of a power-of-two width, with x permuted so that xp[j][w] multiplies
+// code j of word w: fixed-size loops over the group's words (shifts, masks, conversions and
+// fused multiply-adds on whole vectors).
+template <int Bits, int GS>
+inline float group_dot(const uint32_t* __restrict words, const float* __restrict xp) {
+  constexpr int kWords = GS * Bits / 32, kPer = 32 / Bits;
+  constexpr uint32_t mask = (1u << Bits) - 1;
+  float lanes[kWords] = {};
+  for (int j = 0; j < kPer; ++j) {
+    for (int w = 0; w < kWords; ++w) {
+      lanes[w] += xp[j * kWords + w] * static_cast<float>((words[w] >> (Bits * j)) & mask);
+    }
+  }
+  float dot = 0;
+  for (int w = 0; w < kWords; ++w) {
+    dot += lanes[w];
+  }
+  return dot;
+}
+
+// out (M, N) = x (M, K) @ W.T, W stored (N, K), for small M: per output feature, per group,
+// s (x_g . q_g) + b sum(x_g).
+template <int Bits, int GS>
 void matvec(const Operands& p, float* out) {
   constexpr bool kWordAligned = 32 % Bits == 0;
   constexpr int kPer = kWordAligned ? 32 / Bits : 1;
-  const int64_t gs = p.group_size, groups = p.K / gs, words_per_row = p.K * Bits / 32;
-  const int64_t words_per_group = gs * Bits / 32;
+  constexpr int64_t kWords = GS * Bits / 32;
+  const int64_t groups = p.K / GS, words_per_row = p.K * Bits / 32;
   std::vector<float> xsum(p.M * groups), xp;
   for (int64_t m = 0; m < p.M; ++m) {
     for (int64_t g = 0; g < groups; ++g) {
-      const float* xg = p.x + m * p.K + g * gs;
+      const float* xg = p.x + m * p.K + g * GS;
       float acc = 0;
-      for (int64_t i = 0; i < gs; ++i) {
+      for (int i = 0; i < GS; ++i) {
         acc += xg[i];
       }
       xsum[m * groups + g] = acc;
@@ -127,11 +150,11 @@ void matvec(const Operands& p, float* out) {
     xp.resize(p.M * p.K);
     for (int64_t m = 0; m < p.M; ++m) {
       for (int64_t g = 0; g < groups; ++g) {
-        const float* xg = p.x + m * p.K + g * gs;
-        float* dst = xp.data() + m * p.K + g * gs;
-        for (int64_t w = 0; w < words_per_group; ++w) {
+        const float* xg = p.x + m * p.K + g * GS;
+        float* dst = xp.data() + m * p.K + g * GS;
+        for (int64_t w = 0; w < kWords; ++w) {
           for (int j = 0; j < kPer; ++j) {
-            dst[j * words_per_group + w] = xg[w * kPer + j];
+            dst[j * kWords + w] = xg[w * kPer + j];
           }
         }
       }
@@ -139,35 +162,23 @@ void matvec(const Operands& p, float* out) {
   }
   const int64_t grain = std::max<int64_t>(1, kParallelBytes / (words_per_row * 4 + 1));
   parallel_for(p.N, grain, [&](int64_t n0, int64_t n1) {
-    std::vector<float> q(gs), lanes(words_per_group);
+    float q[GS];
     std::vector<float> acc(p.M);
-    constexpr uint32_t mask = (1u << Bits) - 1;
     for (int64_t n = n0; n < n1; ++n) {
       std::fill(acc.begin(), acc.end(), 0.f);
       for (int64_t g = 0; g < groups; ++g) {
-        const uint32_t* __restrict words = p.w + n * words_per_row + g * words_per_group;
+        const uint32_t* words = p.w + n * words_per_row + g * kWords;
         float s = p.scales[n * groups + g], b = p.biases[n * groups + g];
         if constexpr (!kWordAligned) {
-          decode<Bits>(words, gs, q.data());
+          decode<Bits>(words, GS, q);
         }
         for (int64_t m = 0; m < p.M; ++m) {
           float dot = 0;
           if constexpr (kWordAligned) {
-            const float* xg = xp.data() + m * p.K + g * gs;
-            std::fill(lanes.begin(), lanes.end(), 0.f);
-            float* __restrict ln = lanes.data();
-            for (int j = 0; j < kPer; ++j) {
-              const float* __restrict xj = xg + j * words_per_group;
-              for (int64_t w = 0; w < words_per_group; ++w) {
-                ln[w] += xj[w] * static_cast<float>((words[w] >> (Bits * j)) & mask);
-              }
-            }
-            for (int64_t w = 0; w < words_per_group; ++w) {
-              dot += ln[w];
-            }
+            dot = group_dot<Bits, GS>(words, xp.data() + m * p.K + g * GS);
           } else {
-            const float* xg = p.x + m * p.K + g * gs;
-            for (int64_t i = 0; i < gs; ++i) {
+            const float* xg = p.x + m * p.K + g * GS;
+            for (int i = 0; i < GS; ++i) {
               dot += xg[i] * q[i];
             }
           }
@@ -245,7 +256,13 @@ void QuantizedMatmul::eval_cpu(const std::vector<array>& inputs, array& out) {
     constexpr int64_t kMatvecRows = 8;
     dispatch_bits(bits_, [&]<int Bits>() {
       if (transpose_ && p.M <= kMatvecRows) {
-        matvec<Bits>(p, dst);
+        if (group_size_ == 32) {
+          matvec<Bits, 32>(p, dst);
+        } else if (group_size_ == 64) {
+          matvec<Bits, 64>(p, dst);
+        } else {
+          matvec<Bits, 128>(p, dst);
+        }
       } else {
         blocked<Bits>(p, transpose_, dst);
       }
