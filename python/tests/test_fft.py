@@ -313,3 +313,14 @@ def test_stft_against_torch():
     back = mx.fft.istft(ours, n_fft=32, hop_length=8, window=mx.array(window), length=100)
     tback = torch.istft(theirs, 32, hop_length=8, window=torch.tensor(window), length=100)
     check(back, tback.numpy(), rtol=1e-5)
+
+
+def test_compile():
+    f = lambda z: mx.fft.irfft(mx.fft.rfft(z) * 2)
+    x = mx.array(rrand(3, 8).astype(np.float32))
+    check(mx.compile(f)(x), 2 * np.array(x))
+    g = mx.compile(lambda z: mx.fft.rfft(z), shapeless=True)
+    assert g(mx.ones((3, 8))).shape == (3, 5)
+    assert g(mx.ones((5, 8))).shape == (5, 5)  # other axes may change
+    with pytest.raises(ValueError, match=r"\[FFT\] The transform length is fixed"):
+        g(mx.ones((2, 10)))
