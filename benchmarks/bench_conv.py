@@ -10,14 +10,11 @@ PyTorch gets its native NCHW layout; mlx its NHWC. Both use every core of the ma
 `--threads N` each (on a machine shared with other work, `--threads 1` is the steadiest
 comparison: waiting OpenMP / pool threads then cannot be starved by other processes).
 """
-import argparse
-import json
 import os
-import statistics
-import subprocess
 import sys
-import tempfile
-import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_common import compare, timeit  # noqa: E402
 
 # (name, batch, H, W, C_in, C_out, kernel, stride, padding, groups)
 SHAPES = [
@@ -35,17 +32,6 @@ SHAPES = [
     ("depthwise 3x3 256", 4, 28, 28, 256, 256, 3, 1, 1, 256),
 ]
 BACKWARD = {"l1 3x3 64", "l3 3x3 256", "l4 1x1 512->2048", "depthwise 3x3 256"}
-
-
-def timeit(fn, min_time=0.5, max_reps=50):
-    fn()
-    times = []
-    start = time.perf_counter()
-    while len(times) < 3 or (time.perf_counter() - start < min_time and len(times) < max_reps):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
 
 
 def run_mlx():
@@ -91,61 +77,11 @@ def run_torch():
     return {"version": torch.__version__, "times": out}
 
 
-def run_worker(python, library, script=__file__, threads=None):
-    """The results of `script`'s worker, or None when `python` cannot run it (no PyTorch)."""
-    env = dict(os.environ)
-    if threads:
-        env.update(BENCH_THREADS=str(threads), MLX_NUM_THREADS=str(threads),
-                   OPENBLAS_NUM_THREADS=str(threads), OMP_NUM_THREADS=str(threads))
-    with tempfile.NamedTemporaryFile(suffix=".json") as tmp:
-        r = subprocess.run([python, os.path.abspath(script), "--worker", library,
-                            "--worker-out", tmp.name], capture_output=True, text=True, env=env)
-        if r.returncode != 0:
-            print(f"# {library} not measured: {r.stderr.strip().splitlines()[-1:]}",
-                  file=sys.stderr)
-            return None
-        with open(tmp.name) as f:
-            return json.load(f)
-
-
-def best(runs):
-    """Per entry, the fastest of the rounds (the least disturbed by other load)."""
-    runs = [r for r in runs if r]
-    if not runs:
-        return None
-    out = {}
-    for name in runs[0]:
-        out[name] = {k: min(r[name][k] for r in runs) for k in runs[0][name]}
-    return out
-
-
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--torch-python", default=None, help="interpreter with PyTorch")
-    ap.add_argument("--rounds", type=int, default=3,
-                    help="alternating rounds of both libraries; the table shows each one's best")
-    ap.add_argument("--threads", type=int, default=None, help="threads per library")
-    ap.add_argument("--worker", choices=["torch", "mlx"], help=argparse.SUPPRESS)
-    ap.add_argument("--worker-out", help=argparse.SUPPRESS)
-    args = ap.parse_args()
-    if args.worker:
-        result = run_torch() if args.worker == "torch" else {"times": run_mlx()}
-        with open(args.worker_out, "w") as f:
-            json.dump(result, f)
-        return
-    torch_runs, mlx_runs, version = [], [], None
-    for _ in range(args.rounds):
-        t = run_worker(args.torch_python or sys.executable, "torch", threads=args.threads)
-        if t:
-            version = t["version"]
-            torch_runs.append(t["times"])
-        m = run_worker(sys.executable, "mlx", threads=args.threads)
-        mlx_runs.append(m["times"] if m else None)
-    ours, theirs = best(mlx_runs), best(torch_runs)
+    ours, theirs, version, threads = compare(__file__, run_mlx, run_torch)
     tlabel = f"PyTorch {version}" if theirs else "PyTorch (n/a)"
-    threads = args.threads or os.cpu_count()
-    print(f"conv2d, float32, {threads} thread(s) each, best of {args.rounds} alternating rounds; "
-          "ms per call (median of a round); ratio = PyTorch / ours (> 1: we are faster)\n")
+    print(f"conv2d, float32, {threads} thread(s) each, best of alternating rounds; ms per call "
+          "(median of a round); ratio = PyTorch / ours (> 1: we are faster)\n")
     print(f"| layer (N=4) | pass | ours ms | {tlabel} ms | ratio |")
     print("|---|---|---|---|---|")
     for name, *_ in SHAPES:

@@ -4,13 +4,11 @@ float32 product, each library in its own process, printed as one markdown table.
 
     PYTHONPATH=python .venv/bin/python benchmarks/bench_quantized.py --torch-python /path/bin/python
 """
-import argparse
-import json
 import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_conv import best, run_worker, timeit  # noqa: E402
+from bench_common import compare, timeit  # noqa: E402
 
 N = K = 4096
 
@@ -69,29 +67,8 @@ def run_torch():
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--torch-python", default=None)
-    ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--threads", type=int, default=None, help="threads per library")
-    ap.add_argument("--worker", choices=["torch", "mlx"], help=argparse.SUPPRESS)
-    ap.add_argument("--worker-out", help=argparse.SUPPRESS)
-    args = ap.parse_args()
-    if args.worker:
-        result = run_torch() if args.worker == "torch" else {"times": run_mlx()}
-        with open(args.worker_out, "w") as f:
-            json.dump(result, f)
-        return
-    runs = {"torch": [], "mlx": []}
-    version = None
-    for _ in range(args.rounds):
-        for lib, py in (("torch", args.torch_python or sys.executable), ("mlx", sys.executable)):
-            res = run_worker(py, lib, os.path.abspath(__file__), threads=args.threads)
-            if res:
-                version = res.get("version", version)
-                runs[lib].append(res["times"])
-    ours, theirs = best(runs["mlx"]), best(runs["torch"]) or {}
-    threads = args.threads or os.cpu_count()
-    print(f"{N}x{K} weight, float32 activations, {threads} thread(s) each, best of {args.rounds} "
+    ours, theirs, version, threads = compare(__file__, run_mlx, run_torch)
+    print(f"{N}x{K} weight, float32 activations, {threads} thread(s) each, best of alternating "
           "rounds; ms per call; PyTorch's 4-bit: _weight_int4pack_mm_for_cpu (groups of 64), "
           "8-bit: _weight_int8pack_mm (per-row scales)\n")
     print(f"| product | ours ms | PyTorch {version} ms | ratio (PyTorch / ours) |")
