@@ -262,6 +262,24 @@ def test_conv_gradients(xs, ws, kw):
         directional_check(f, [x, w], argnum)
 
 
+@pytest.mark.parametrize("dtype", [mx.float32, mx.float64])
+def test_weight_gradient_with_blocked_taps(dtype):
+    # The weight derivative's kernel is the whole cotangent (46 x 46 taps of 8 channels here),
+    # more than one scratch block: its taps are accumulated block by block.
+    x = RNG.standard_normal((8, 48, 48, 64))
+    g = RNG.standard_normal((8, 46, 46, 8))
+    w = mx.zeros((8, 3, 3, 64), dtype=dtype)
+    _, (gw,) = mx.vjp(lambda b: mx.conv2d(mx.array(x, dtype=dtype), b), [w],
+                      [mx.array(g, dtype=dtype)])
+    expected = np.zeros((8, 3, 3, 64))
+    for kh in range(3):
+        for kw in range(3):
+            expected[:, kh, kw] = np.einsum("nyxo,nyxc->oc", g, x[:, kh:kh + 46, kw:kw + 46])
+    tol = 1e-10 if dtype == mx.float64 else 2e-3
+    np.testing.assert_allclose(np.array(gw.astype(mx.float64) if dtype == mx.float64 else gw),
+                               expected, rtol=tol, atol=tol * 10)
+
+
 def test_conv_transpose_gradients():
     x, w = arr64(rand(1, 5, 4, 2)), arr64(rand(3, 3, 2, 2))
 

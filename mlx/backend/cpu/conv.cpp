@@ -89,19 +89,24 @@ void for_rows(const Geometry& g, int64_t r0, int64_t r1, F&& f) {
   }
 }
 
-// Calls f(tap, input pixel offset or -1) for every kernel tap of output pixel (x0, x1, x2).
+// Calls f(tap, input pixel offset or -1) for the kernel taps [begin, end) of output pixel
+// (x0, x1, x2).
 template <typename F>
-void for_taps(const Geometry& g, int64_t x0, int64_t x1, int64_t x2, F&& f) {
+void for_taps(const Geometry& g, int64_t x0, int64_t x1, int64_t x2, int64_t begin, int64_t end,
+              F&& f) {
   const int64_t* t0 = g.taps[0].data() + x0 * g.k[0];
   const int64_t* t1 = g.taps[1].data() + x1 * g.k[1];
   const int64_t* t2 = g.taps[2].data() + x2 * g.k[2];
-  int64_t tap = 0;
-  for (int64_t j0 = 0; j0 < g.k[0]; ++j0) {
-    for (int64_t j1 = 0; j1 < g.k[1]; ++j1) {
-      for (int64_t j2 = 0; j2 < g.k[2]; ++j2, ++tap) {
-        int64_t i0 = t0[j0], i1 = t1[j1], i2 = t2[j2];
-        bool ok = i0 >= 0 && i1 >= 0 && i2 >= 0;
-        f(tap, ok ? (i0 * g.in[1] + i1) * g.in[2] + i2 : int64_t(-1));
+  int64_t j2 = begin % g.k[2], j1 = begin / g.k[2] % g.k[1], j0 = begin / (g.k[2] * g.k[1]);
+  for (int64_t tap = begin; tap < end; ++tap) {
+    int64_t i0 = t0[j0], i1 = t1[j1], i2 = t2[j2];
+    bool ok = i0 >= 0 && i1 >= 0 && i2 >= 0;
+    f(tap, ok ? (i0 * g.in[1] + i1) * g.in[2] + i2 : int64_t(-1));
+    if (++j2 == g.k[2]) {
+      j2 = 0;
+      if (++j1 == g.k[1]) {
+        j1 = 0;
+        ++j0;
       }
     }
   }
@@ -135,34 +140,45 @@ const T* dense(const array& x, std::optional<array>& holder) {
   return holder->data<T>();
 }
 
+// Output rows go in chunks, and when one row of taps x channels is itself large (the weight
+// derivative, whose kernel is the whole cotangent) the taps go in blocks too, accumulated with
+// beta = 1: the scratch stays near kChunkBytes whatever the shapes.
 template <typename T>
 void im2col_conv(const Geometry& g, const T* in, const T* wt, T* out) {
   const int64_t KC = g.K * g.Cg, M = g.N * g.X;
   constexpr int64_t kChunkBytes = 8 << 20, kMinRows = 256;
-  const int64_t chunk = std::min(M, std::max(kMinRows, kChunkBytes / (KC * int64_t(sizeof(T)))));
-  Scratch<T> cols(chunk * KC);
+  const int64_t tap_bytes = g.Cg * static_cast<int64_t>(sizeof(T));  // one tap of one row
+  const int64_t chunk = std::min(M, std::max(kMinRows, kChunkBytes / (g.K * tap_bytes)));
+  const int64_t tap_block = std::max<int64_t>(1, std::min(g.K, kChunkBytes / (chunk * tap_bytes)));
+  const int64_t width = tap_block * g.Cg;  // columns of one block
+  Scratch<T> cols(chunk * width);
   for (int64_t r0 = 0; r0 < M; r0 += chunk) {
     const int64_t rows = std::min(chunk, M - r0);
     for (int64_t grp = 0; grp < g.G; ++grp) {
-      T* c = cols.data();
-      const int64_t grain = std::max<int64_t>(1, kParallelBytes / (KC * sizeof(T)));
-      parallel_for(rows, grain, [&](int64_t a, int64_t b) {
-        for_rows(g, r0 + a, r0 + b, [&](int64_t r, int64_t n, int64_t x0, int64_t x1, int64_t x2) {
-          T* row = c + (r - r0) * KC;
-          const T* img = in + n * g.S * g.C + grp * g.Cg;
-          for_taps(g, x0, x1, x2, [&](int64_t tap, int64_t pix) {
-            T* dst = row + tap * g.Cg;
-            if (pix < 0) {
-              std::fill_n(dst, g.Cg, T(0));
-            } else {
-              copy_run(dst, img + pix * g.C, g.Cg);
-            }
-          });
+      for (int64_t tb = 0; tb < g.K; tb += tap_block) {
+        const int64_t te = std::min(g.K, tb + tap_block), cw = (te - tb) * g.Cg;
+        T* c = cols.data();
+        const int64_t grain = std::max<int64_t>(1, kParallelBytes / (cw * sizeof(T)));
+        parallel_for(rows, grain, [&](int64_t a, int64_t b) {
+          for_rows(g, r0 + a, r0 + b,
+                   [&](int64_t r, int64_t n, int64_t x0, int64_t x1, int64_t x2) {
+                     T* row = c + (r - r0) * cw;
+                     const T* img = in + n * g.S * g.C + grp * g.Cg;
+                     for_taps(g, x0, x1, x2, tb, te, [&](int64_t tap, int64_t pix) {
+                       T* dst = row + (tap - tb) * g.Cg;
+                       if (pix < 0) {
+                         std::fill_n(dst, g.Cg, T(0));
+                       } else {
+                         copy_run(dst, img + pix * g.C, g.Cg);
+                       }
+                     });
+                   });
         });
-      });
-      matmul_gemm(false, true, static_cast<int>(rows), static_cast<int>(g.Og), static_cast<int>(KC),
-                  T(1), c, static_cast<int>(KC), wt + grp * g.Og * KC, static_cast<int>(KC), T(0),
-                  out + r0 * g.O + grp * g.Og, static_cast<int>(g.O));
+        matmul_gemm(false, true, static_cast<int>(rows), static_cast<int>(g.Og),
+                    static_cast<int>(cw), T(1), c, static_cast<int>(cw),
+                    wt + grp * g.Og * KC + tb * g.Cg, static_cast<int>(KC), tb == 0 ? T(0) : T(1),
+                    out + r0 * g.O + grp * g.Og, static_cast<int>(g.O));
+      }
     }
   }
 }
