@@ -20,6 +20,73 @@ std::vector<int> spatial_axes(int nd) {
   return axes;
 }
 
+// A stride above 1 without dilations: the input derivative as a transposed convolution would
+// multiply the zeros between the stride-dilated cotangent's values.
+bool strided_only(const ConvParams& p) {
+  bool strided = false;
+  for (size_t i = 0; i < p.stride.size(); ++i) {
+    if (p.kernel_dilation[i] != 1 || p.input_dilation[i] != 1) {
+      return false;
+    }
+    strided = strided || p.stride[i] > 1;
+  }
+  return strided;
+}
+
+// The input derivative of a strided convolution one stride phase at a time: the inputs
+// i = r + s m of phase r receive the taps k = k0 + s t with k0 = (r + lo) mod s, from the
+// cotangent at m + c0 - t (c0 = (r + lo - k0) / s). Each phase is a stride-1 correlation of the
+// cotangent with the flipped sub-kernel, written into the phase's strided slice; together they
+// cost what the forward convolution costs. w2 is the channel-swapped effective (unflipped)
+// kernel (C, K..., O / groups).
+array strided_input_cotangent(const ConvParams& p, const array& in, const array& w2, const array& g,
+                              StreamOrDevice s) {
+  int nd = static_cast<int>(in.ndim()) - 2;
+  array result = zeros(in.shape(), g.dtype(), s);
+  std::vector<int> phase(nd, 0);
+  while (true) {
+    Shape k_start(w2.ndim(), 0), k_stop = w2.shape(), k_step(w2.ndim(), 1);
+    Shape o_start(in.ndim(), 0), o_stop = in.shape(), o_step(in.ndim(), 1);
+    ConvParams q;
+    q.groups = p.groups;
+    q.flip = true;
+    bool empty = false;
+    for (int i = 0; i < nd; ++i) {
+      int64_t st = p.stride[i], k = w2.shape(i + 1), n = in.shape(i + 1), x = g.shape(i + 1);
+      int64_t r = phase[i], lo = p.padding_lo[i];
+      int64_t k0 = ((r + lo) % st + st) % st;
+      int64_t taps = k0 < k ? (k - 1 - k0) / st + 1 : 0;
+      int64_t outputs = r < n ? (n - r + st - 1) / st : 0;
+      int64_t c0 = (r + lo - k0) / st;
+      empty = empty || taps == 0 || outputs == 0;
+      k_start[i + 1] = static_cast<int>(k0);
+      k_step[i + 1] = static_cast<int>(st);
+      o_start[i + 1] = static_cast<int>(r);
+      o_stop[i + 1] = static_cast<int>(r + st * (outputs - 1) + 1);
+      o_step[i + 1] = static_cast<int>(st);
+      int64_t pad_lo = taps - 1 - c0;
+      q.stride.push_back(1);
+      q.padding_lo.push_back(static_cast<int>(pad_lo));
+      q.padding_hi.push_back(static_cast<int>(outputs + taps - 1 - pad_lo - x));
+      q.kernel_dilation.push_back(1);
+      q.input_dilation.push_back(1);
+    }
+    if (!empty) {
+      array sub = slice(w2, k_start, k_stop, k_step, s);
+      array part = detail::convolution(g, sub, q, s);
+      result = slice_update(result, part, o_start, o_stop, o_step, s);
+    }
+    int i = nd - 1;
+    while (i >= 0 && ++phase[i] == p.stride[i]) {
+      phase[i--] = 0;
+    }
+    if (i < 0) {
+      break;
+    }
+  }
+  return result;
+}
+
 // d/d input: in (N, S..., C), weight (O, K..., C/G), cotangent g (N, X..., O).
 array input_cotangent(const ConvParams& p, const array& in, const array& wt, const array& g,
                       StreamOrDevice s) {
@@ -42,6 +109,9 @@ array input_cotangent(const ConvParams& p, const array& in, const array& wt, con
   }
   swapped.push_back(Og);
   array w2 = reshape(transpose(reshape(wt, split, s), perm, s), swapped, s);
+  if (strided_only(p)) {
+    return strided_input_cotangent(p, in, p.flip ? flip(w2, spatial_axes(nd), s) : w2, g, s);
+  }
   ConvParams q;
   q.groups = G;
   q.flip = !p.flip;

@@ -88,6 +88,13 @@ GENERAL_CASES = [
     ((1, 1, 1, 1), (1, 1, 1, 1), {}),  # one element
     ((0, 5, 5, 2), (3, 3, 3, 2), {}),  # empty batch
     ((1, 8, 3), (2, 3, 3), dict(padding=([-1], [1]))),  # negative padding crops
+    # Strided (the input derivative goes phase by phase): kernel shorter than the stride (a
+    # phase without taps), uneven padding, 1x1 downsampling, negative padding.
+    ((1, 10, 2), (3, 2, 2), dict(stride=[3], padding=[1])),
+    ((2, 9, 8, 3), (4, 3, 3, 3), dict(stride=[2, 3], padding=([2, 0], [1, 2]))),
+    ((1, 7, 7, 2), (2, 1, 1, 2), dict(stride=[2, 2])),
+    ((1, 9, 3), (2, 3, 3), dict(stride=[2], padding=([-1], [1]))),
+    ((1, 7, 6, 4), (4, 3, 3, 2), dict(stride=[2, 2], padding=[1, 1], groups=2, flip=True)),
 ]
 
 

@@ -55,6 +55,10 @@ const std::vector<GradCase> kCases = {
      1,
      true},
     {{1, 7, 2}, {2, 3, 2}, {1}, {-1}, {2}, {1}, {1}, 1, false},  // negative padding
+    // Strided without dilations (the input derivative by stride phases).
+    {{1, 10, 2}, {3, 2, 2}, {3}, {1}, {1}, {1}, {1}, 1, false},
+    {{2, 9, 8, 2}, {2, 3, 3, 2}, {2, 3}, {2, 0}, {1, 2}, {1, 1}, {1, 1}, 1, true},
+    {{1, 7, 6, 4}, {4, 3, 3, 2}, {2, 2}, {1, 1}, {0, 1}, {1, 1}, {1, 1}, 2, false},
 };
 
 TEST(ConvRules, GradAgainstFiniteDifferences) {
