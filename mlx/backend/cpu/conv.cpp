@@ -13,6 +13,7 @@
 
 #include "mlx/backend/common/dispatch.h"
 #include "mlx/backend/cpu/copy.h"
+#include "mlx/backend/cpu/dense.h"
 #include "mlx/backend/cpu/gemm.h"
 #include "mlx/backend/cpu/scratch.h"
 #include "mlx/backend/cpu/thread_pool.h"
@@ -126,18 +127,6 @@ __attribute__((optimize("no-tree-loop-distribute-patterns"))) inline void copy_r
   for (int64_t i = 0; i < n; ++i) {
     dst[i] = src[i];
   }
-}
-
-// `x` as row-contiguous memory of type T (the array itself, or a converted copy in `holder`).
-template <typename T>
-const T* dense(const array& x, std::optional<array>& holder) {
-  Dtype dt = std::is_same_v<T, double> ? float64 : float32;
-  if (x.dtype() == dt && x.flags().row_contiguous) {
-    return x.data<T>();
-  }
-  holder.emplace(allocator::malloc(std::max<size_t>(x.size(), 1) * sizeof(T)), x.shape(), dt);
-  copy_strided(x, x.strides(), 0, *holder, holder->strides(), 0, x.shape());
-  return holder->data<T>();
 }
 
 // Output rows go in chunks, and when one row of taps x channels is itself large (the weight
@@ -302,8 +291,9 @@ void Convolution::eval_cpu(const std::vector<array>& inputs, array& out) {
   dispatch_float(out.dtype(), "conv", [&]<typename T>() {
     using Acc = std::conditional_t<std::is_same_v<T, double>, double, float>;
     std::optional<array> in_copy, wt_copy;
-    const Acc* pin = dense<Acc>(in, in_copy);
-    const Acc* pwt = dense<Acc>(wt, wt_copy);
+    constexpr Dtype acc_dt = std::is_same_v<Acc, double> ? float64 : float32;
+    const Acc* pin = row_contiguous(in, acc_dt, in_copy).template data<Acc>();
+    const Acc* pwt = row_contiguous(wt, acc_dt, wt_copy).template data<Acc>();
     if constexpr (std::is_same_v<T, Acc>) {
       convolve(params_, g, pin, pwt, out.data<T>());
     } else {

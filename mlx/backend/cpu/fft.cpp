@@ -17,7 +17,7 @@
 #include <numbers>
 #include <optional>
 
-#include "mlx/backend/cpu/copy.h"
+#include "mlx/backend/cpu/dense.h"
 #include "mlx/backend/cpu/scratch.h"
 #include "mlx/backend/cpu/thread_pool.h"
 
@@ -245,16 +245,6 @@ void for_each_line(const array& in, array& out, int axis, Line&& line) {
   });
 }
 
-// `x` as row-contiguous memory of its own dtype (itself, or a copy held by `holder`).
-const array& dense_copy(const array& x, std::optional<array>& holder) {
-  if (x.flags().row_contiguous) {
-    return x;
-  }
-  holder.emplace(allocator::malloc(std::max<size_t>(x.nbytes(), 1)), x.shape(), x.dtype());
-  copy_strided(x, x.strides(), 0, *holder, holder->strides(), 0, x.shape());
-  return *holder;
-}
-
 }  // namespace
 
 void FFT::eval_cpu(const std::vector<array>& inputs, array& out) {
@@ -263,7 +253,7 @@ void FFT::eval_cpu(const std::vector<array>& inputs, array& out) {
     return;
   }
   std::optional<array> holder;
-  const array& in = dense_copy(inputs[0], holder);
+  const array& in = row_contiguous(inputs[0], inputs[0].dtype(), holder);
   const int64_t n = n_;
   auto plan = get_plan(n);
   const bool inverse = inverse_;

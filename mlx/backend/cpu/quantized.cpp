@@ -11,6 +11,7 @@
 #include "mlx/backend/common/convert.h"
 #include "mlx/backend/common/dispatch.h"
 #include "mlx/backend/cpu/copy.h"
+#include "mlx/backend/cpu/dense.h"
 #include "mlx/backend/cpu/gemm.h"
 #include "mlx/backend/cpu/scratch.h"
 #include "mlx/backend/cpu/thread_pool.h"
@@ -68,17 +69,6 @@ void dispatch_bits(int bits, F&& f) {
     default:
       throw std::invalid_argument("[QuantizedMatmul] Unsupported number of bits.");
   }
-}
-
-// `x` as row-contiguous float32 (itself, or a converted copy in `holder`).
-const float* dense_f32(const array& x, std::optional<array>& holder) {
-  if (x.dtype() == float32 && x.flags().row_contiguous) {
-    return x.data<float>();
-  }
-  holder.emplace(allocator::malloc(std::max<size_t>(x.size(), 1) * sizeof(float)), x.shape(),
-                 float32);
-  copy_strided(x, x.strides(), 0, *holder, holder->strides(), 0, x.shape());
-  return holder->data<float>();
 }
 
 struct Operands {
@@ -227,20 +217,11 @@ void QuantizedMatmul::eval_cpu(const std::vector<array>& inputs, array& out) {
   if (out.size() == 0) {
     return;
   }
-  std::optional<array> xh, sh, bh, wh;
-  const array& w = inputs[1];
-  const uint32_t* pw;
-  if (w.flags().row_contiguous) {
-    pw = w.data<uint32_t>();
-  } else {
-    wh.emplace(allocator::malloc(w.nbytes()), w.shape(), w.dtype());
-    copy_strided(w, w.strides(), 0, *wh, wh->strides(), 0, w.shape());
-    pw = wh->data<uint32_t>();
-  }
-  Operands p{dense_f32(inputs[0], xh),
-             pw,
-             dense_f32(inputs[2], sh),
-             dense_f32(inputs[3], bh),
+  std::optional<array> xh, wh, sh, bh;
+  Operands p{row_contiguous(inputs[0], float32, xh).data<float>(),
+             row_contiguous(inputs[1], uint32, wh).data<uint32_t>(),
+             row_contiguous(inputs[2], float32, sh).data<float>(),
+             row_contiguous(inputs[3], float32, bh).data<float>(),
              0,
              0,
              0,
