@@ -1,9 +1,10 @@
 // CPU FFT: one plan per length, cached. Lengths whose prime factors are all small run a
-// recursive mixed-radix Cooley-Tukey (decimation in time; radix-4/2/3/5 butterflies and a
-// generic odd-prime butterfly) over one table of twiddles; lengths with a large prime factor
-// use Bluestein's chirp-z algorithm (a circular convolution through a power-of-two FFT).
+// recursive mixed-radix Cooley-Tukey (decimation in time; radix-4/2/3 butterflies and a
+// generic odd-prime butterfly up to 31) over one table of twiddles; lengths with a large prime
+// factor use Bluestein's chirp-z algorithm (a circular convolution through a power-of-two FFT).
 // Inverse transforms conjugate around the forward one; real transforms run the complex
-// transform of the real line (r2c) or of its Hermitian extension (c2r). Twiddles are computed
+// transform of the real line (r2c) or of its Hermitian extension (c2r), at half the length
+// for even lengths (the samples paired as even + i odd). Twiddles are computed
 // in double precision and stored as complex64.
 #include "mlx/primitives/fft.h"
 
@@ -66,6 +67,24 @@ std::shared_ptr<const Plan> get_plan(int64_t n) {
   auto plan = std::make_shared<const Plan>(n);
   std::lock_guard<std::mutex> lock(mutex);
   return cache.emplace(n, plan).first->second;
+}
+
+// exp(-2 pi i k / n) for k <= n / 2: the twiddles that split a real transform of even length n
+// into a complex transform of length n / 2, cached per n.
+std::shared_ptr<const std::vector<cfloat>> get_half_twiddles(int64_t n) {
+  static std::mutex mutex;
+  static std::map<int64_t, std::shared_ptr<const std::vector<cfloat>>> cache;
+  std::lock_guard<std::mutex> lock(mutex);
+  auto& entry = cache[n];
+  if (!entry) {
+    auto tw = std::make_shared<std::vector<cfloat>>(n / 2 + 1);
+    for (int64_t k = 0; k <= n / 2; ++k) {
+      double phase = -2 * std::numbers::pi * static_cast<double>(k) / n;
+      (*tw)[k] = cfloat(std::cos(phase), std::sin(phase));
+    }
+    entry = std::move(tw);
+  }
+  return entry;
 }
 
 Plan::Plan(int64_t n) : n_(n) {
@@ -149,8 +168,15 @@ void Plan::recurse(const cfloat* in, int64_t stride, cfloat* out, int64_t n, siz
   }
   const int p = factors_[level];
   const int64_t m = n / p;
-  for (int r = 0; r < p; ++r) {
-    recurse(in + r * stride, stride * p, out + r * m, m, level + 1);
+  if (m == 1) {
+    // The last stage reads its p inputs directly (no calls for length-1 transforms).
+    for (int r = 0; r < p; ++r) {
+      out[r] = in[r * stride];
+    }
+  } else {
+    for (int r = 0; r < p; ++r) {
+      recurse(in + r * stride, stride * p, out + r * m, m, level + 1);
+    }
   }
   // Twiddle W_n^x is twiddles_[x * (n_ / n)].
   const int64_t tw_step = n_ / n;
@@ -189,7 +215,7 @@ void Plan::recurse(const cfloat* in, int64_t stride, cfloat* out, int64_t n, siz
     }
   } else {
     // Generic radix: X[k + q m] = sum_r t_r W_p^{rq}, W_p^x = twiddles_[(x mod p) * (n_ / p)].
-    std::vector<cfloat> t(p);
+    cfloat t[kMaxRadix];
     const int64_t wp_step = n_ / p;
     for (int64_t k = 0; k < m; ++k) {
       for (int r = 0; r < p; ++r) {
@@ -225,21 +251,32 @@ void for_each_line(const array& in, array& out, int axis, Line&& line) {
   const int64_t len_in = in.shape(axis), len_out = out.shape(axis);
   const In* src = in.data<In>();
   Out* dst = out.data<Out>();
-  const int64_t lines = outer * inner;
-  const int64_t grain = std::max<int64_t>(1, kParallelBytes / (8 * (len_in + len_out) + 1));
-  parallel_for(lines, grain, [&](int64_t l0, int64_t l1) {
-    std::vector<In> a(len_in);
-    std::vector<Out> b(len_out);
-    for (int64_t l = l0; l < l1; ++l) {
-      int64_t o = l / inner, i = l % inner;
-      const In* s = src + o * len_in * inner + i;
+  // Lines along a non-last axis are gathered kBlock neighbours at a time, so that every read
+  // and write touches kBlock contiguous elements instead of one per cache line.
+  constexpr int64_t kBlock = 16;
+  const int64_t block = std::min(inner, kBlock), blocks_per_outer = (inner + block - 1) / block;
+  const int64_t units = outer * blocks_per_outer;
+  const int64_t grain = std::max<int64_t>(1, kParallelBytes / (8 * block * (len_in + len_out) + 1));
+  parallel_for(units, grain, [&](int64_t u0, int64_t u1) {
+    std::vector<In> a(block * len_in);
+    std::vector<Out> b(block * len_out);
+    for (int64_t u = u0; u < u1; ++u) {
+      const int64_t o = u / blocks_per_outer, i0 = u % blocks_per_outer * block;
+      const int64_t nb = std::min(block, inner - i0);
+      const In* s = src + o * len_in * inner + i0;
       for (int64_t j = 0; j < len_in; ++j) {
-        a[j] = s[j * inner];
+        for (int64_t q = 0; q < nb; ++q) {
+          a[q * len_in + j] = s[j * inner + q];
+        }
       }
-      line(a.data(), b.data());
-      Out* d = dst + o * len_out * inner + i;
+      for (int64_t q = 0; q < nb; ++q) {
+        line(a.data() + q * len_in, b.data() + q * len_out);
+      }
+      Out* d = dst + o * len_out * inner + i0;
       for (int64_t j = 0; j < len_out; ++j) {
-        d[j * inner] = b[j];
+        for (int64_t q = 0; q < nb; ++q) {
+          d[j * inner + q] = b[q * len_out + j];
+        }
       }
     }
   });
@@ -255,8 +292,12 @@ void FFT::eval_cpu(const std::vector<array>& inputs, array& out) {
   std::optional<array> holder;
   const array& in = row_contiguous(inputs[0], inputs[0].dtype(), holder);
   const int64_t n = n_;
-  auto plan = get_plan(n);
   const bool inverse = inverse_;
+  // Even real transforms run a complex transform of half the length on the samples paired as
+  // (even + i odd), split with the half twiddles.
+  const bool half = real_ && n % 2 == 0;
+  auto plan = get_plan(half ? n / 2 : n);
+  auto tw = half ? get_half_twiddles(n) : nullptr;
   // Per-thread buffers for the transform itself.
   auto run = [&](auto&& body) {
     thread_local std::vector<cfloat> x, y, work;
@@ -281,6 +322,25 @@ void FFT::eval_cpu(const std::vector<array>& inputs, array& out) {
         }
       });
     });
+  } else if (!inverse && half) {
+    // Z = DFT(x_even + i x_odd); X[k] = E[k] + W^k O[k] with E = (Z[k] + conj(Z[m - k])) / 2
+    // and O = (Z[k] - conj(Z[m - k])) / 2i, for k = 0..m.
+    const int64_t m = n / 2;
+    const cfloat* t = tw->data();
+    for_each_line<float, cfloat>(in, out, axis_, [&](const float* a, cfloat* b) {
+      run([&](cfloat* x, cfloat* y, cfloat* w) {
+        for (int64_t j = 0; j < m; ++j) {
+          x[j] = cfloat(a[2 * j], a[2 * j + 1]);
+        }
+        plan->forward(x, y, w);
+        for (int64_t k = 0; k <= m; ++k) {
+          cfloat zk = y[k == m ? 0 : k], zc = std::conj(y[k == 0 ? 0 : m - k]);
+          cfloat e = 0.5f * (zk + zc), d = zk - zc;
+          cfloat o(0.5f * d.imag(), -0.5f * d.real());  // d / 2i
+          b[k] = e + t[k] * o;
+        }
+      });
+    });
   } else if (!inverse) {
     for_each_line<float, cfloat>(in, out, axis_, [&](const float* a, cfloat* b) {
       run([&](cfloat* x, cfloat* y, cfloat* w) {
@@ -289,6 +349,28 @@ void FFT::eval_cpu(const std::vector<array>& inputs, array& out) {
         }
         plan->forward(x, y, w);
         std::memcpy(b, y, (n / 2 + 1) * sizeof(cfloat));
+      });
+    });
+  } else if (half) {
+    // The split undone: E[k] = (X[k] + conj(X[m - k])) / 2, O[k] = (X[k] - conj(X[m - k]))
+    // conj(W^k) / 2, Z = E + i O; then y_even + i y_odd = 2 IDFT_m(Z) (unnormalized), with
+    // IDFT(Z) = conj(DFT(conj(Z))). The imaginary parts of X[0] and X[m] are ignored.
+    const int64_t m = n / 2;
+    const cfloat* t = tw->data();
+    for_each_line<cfloat, float>(in, out, axis_, [&](const cfloat* a, float* b) {
+      run([&](cfloat* x, cfloat* y, cfloat* w) {
+        const cfloat x0(a[0].real(), 0), xm(a[m].real(), 0);
+        for (int64_t k = 0; k < m; ++k) {
+          cfloat xk = k == 0 ? x0 : a[k], xr = std::conj(k == 0 ? xm : a[m - k]);
+          cfloat e = 0.5f * (xk + xr), o = 0.5f * (xk - xr) * std::conj(t[k]);
+          cfloat z = e + cfloat(-o.imag(), o.real());  // e + i o
+          x[k] = std::conj(z);
+        }
+        plan->forward(x, y, w);
+        for (int64_t j = 0; j < m; ++j) {
+          b[2 * j] = 2 * y[j].real();
+          b[2 * j + 1] = -2 * y[j].imag();
+        }
       });
     });
   } else {
