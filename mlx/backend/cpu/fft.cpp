@@ -1,7 +1,7 @@
 // CPU FFT: one plan per length, cached. Lengths whose prime factors are all small run a
-// recursive mixed-radix Cooley-Tukey (decimation in time; radix-4/2/3 butterflies and a
+// recursive mixed-radix Cooley-Tukey (decimation in time; radix-4/2/3/5 butterflies and a
 // generic odd-prime butterfly up to 31) over one table of twiddles; lengths with a large prime
-// factor use Bluestein's chirp-z algorithm (a circular convolution through a power-of-two FFT).
+// factor use Bluestein's chirp-z algorithm (a circular convolution through a 2-3-5-smooth FFT).
 // Inverse transforms conjugate around the forward one; real transforms run the complex
 // transform of the real line (r2c) or of its Hermitian extension (c2r), at half the length
 // for even lengths (the samples paired as even + i odd). Twiddles are computed
@@ -30,7 +30,7 @@ using namespace cpu;
 using cfloat = std::complex<float>;
 
 // Largest prime factor the mixed-radix path handles (a radix-p stage costs p operations per
-// element); beyond it Bluestein's three power-of-two transforms are cheaper.
+// element); beyond it Bluestein's three transforms of a 2-3-5-smooth length are cheaper.
 constexpr int kMaxRadix = 31;
 
 class Plan {
@@ -67,6 +67,24 @@ std::shared_ptr<const Plan> get_plan(int64_t n) {
   auto plan = std::make_shared<const Plan>(n);
   std::lock_guard<std::mutex> lock(mutex);
   return cache.emplace(n, plan).first->second;
+}
+
+// The smallest 2^a 3^b 5^c >= n: a length the butterflies handle directly.
+int64_t smooth_length(int64_t n) {
+  int64_t best = 1;
+  while (best < n) {
+    best *= 2;
+  }
+  for (int64_t p5 = 1; p5 < best; p5 *= 5) {
+    for (int64_t p35 = p5; p35 < best; p35 *= 3) {
+      int64_t v = p35;
+      while (v < n) {
+        v *= 2;
+      }
+      best = std::min(best, v);
+    }
+  }
+  return best;
 }
 
 // exp(-2 pi i k / n) for k <= n / 2: the twiddles that split a real transform of even length n
@@ -107,10 +125,7 @@ Plan::Plan(int64_t n) : n_(n) {
   }
   if (bluestein_) {
     factors_.clear();
-    m_ = 1;
-    while (m_ < 2 * n - 1) {
-      m_ *= 2;
-    }
+    m_ = smooth_length(2 * n - 1);
     chirp_.resize(n);
     for (int64_t k = 0; k < n; ++k) {
       // k^2 mod 2n keeps the angle exact for large k.
@@ -212,6 +227,27 @@ void Plan::recurse(const cfloat* in, int64_t stride, cfloat* out, int64_t n, siz
       out[k] = t0 + s;
       out[m + k] = base + rot;
       out[2 * m + k] = base - rot;
+    }
+  } else if (p == 5) {
+    const float c1 = static_cast<float>(std::cos(2 * std::numbers::pi / 5));
+    const float c2 = static_cast<float>(std::cos(4 * std::numbers::pi / 5));
+    const float s1 = static_cast<float>(std::sin(2 * std::numbers::pi / 5));
+    const float s2 = static_cast<float>(std::sin(4 * std::numbers::pi / 5));
+    auto minus_i = [](cfloat z) { return cfloat(z.imag(), -z.real()); };
+    for (int64_t k = 0; k < m; ++k) {
+      cfloat t0 = out[k];
+      cfloat t1 = out[m + k] * tw[k * tw_step];
+      cfloat t2 = out[2 * m + k] * tw[2 * k * tw_step];
+      cfloat t3 = out[3 * m + k] * tw[3 * k * tw_step];
+      cfloat t4 = out[4 * m + k] * tw[4 * k * tw_step];
+      cfloat a1 = t1 + t4, b1 = t1 - t4, a2 = t2 + t3, b2 = t2 - t3;
+      cfloat r1 = t0 + c1 * a1 + c2 * a2, r2 = t0 + c2 * a1 + c1 * a2;
+      cfloat i1 = minus_i(s1 * b1 + s2 * b2), i2 = minus_i(s2 * b1 - s1 * b2);
+      out[k] = t0 + a1 + a2;
+      out[m + k] = r1 + i1;
+      out[2 * m + k] = r2 + i2;
+      out[3 * m + k] = r2 - i2;
+      out[4 * m + k] = r1 - i1;
     }
   } else {
     // Generic radix: X[k + q m] = sum_r t_r W_p^{rq}, W_p^x = twiddles_[(x mod p) * (n_ / p)].
