@@ -107,9 +107,18 @@ std::shared_ptr<const std::vector<cfloat>> get_half_twiddles(int64_t n) {
 
 Plan::Plan(int64_t n) : n_(n) {
   int64_t rest = n;
-  while (rest % 4 == 0) {
+  // Powers of two as radix 4, an odd one out of radix 2 first (the top stage), so that the
+  // many small transforms at the bottom of the recursion are radix-4 ones.
+  int twos = 0;
+  while (rest % 2 == 0) {
+    ++twos;
+    rest /= 2;
+  }
+  if (twos % 2 == 1) {
+    factors_.push_back(2);
+  }
+  for (int i = 0; i < twos / 2; ++i) {
     factors_.push_back(4);
-    rest /= 4;
   }
   for (int64_t p = 2; p * p <= rest; ++p) {
     while (rest % p == 0) {
