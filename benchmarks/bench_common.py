@@ -74,3 +74,15 @@ def compare(script, run_mlx, run_torch):
                 version = res.get("version", version)
                 runs[lib].append(res["times"])
     return best(runs["mlx"]), best(runs["torch"]) or {}, version, args.threads or os.cpu_count()
+
+
+def print_table(first_column, names, ours, theirs, version):
+    """One row per workload (entries {"t": seconds}): ours, PyTorch's, and their ratio."""
+    print(f"| {first_column} | ours ms | PyTorch {version} ms | ratio (PyTorch / ours) |")
+    print("|---|---|---|---|")
+    for name in names:
+        o = ours[name]["t"] * 1e3
+        t = theirs.get(name, {}).get("t")
+        ts = f"{t * 1e3:.3f}" if t else "n/a"
+        ratio = f"{t * 1e3 / o:.2f}x" if t else "n/a"
+        print(f"| {name} | {o:.3f} | {ts} | {ratio} |")

@@ -7,7 +7,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_common import compare, timeit  # noqa: E402
+from bench_common import compare, print_table, timeit  # noqa: E402
 
 # (name, shape, transform)
 CASES = [
@@ -59,14 +59,7 @@ def run_torch():
 def main():
     ours, theirs, version, threads = compare(__file__, run_mlx, run_torch)
     print(f"mx.fft, {threads} thread(s) each, best of alternating rounds; ms per call\n")
-    print(f"| transform | ours ms | PyTorch {version} ms | ratio (PyTorch / ours) |")
-    print("|---|---|---|---|")
-    for name, *_ in CASES:
-        o = ours[name]["t"] * 1e3
-        t = theirs.get(name, {}).get("t")
-        ts = f"{t * 1e3:.2f}" if t else "n/a"
-        ratio = f"{t * 1e3 / o:.2f}x" if t else "n/a"
-        print(f"| {name} | {o:.2f} | {ts} | {ratio} |")
+    print_table("transform", [c[0] for c in CASES], ours, theirs, version)
 
 
 if __name__ == "__main__":

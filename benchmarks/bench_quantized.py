@@ -8,7 +8,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_common import compare, timeit  # noqa: E402
+from bench_common import compare, print_table, timeit  # noqa: E402
 
 N = K = 4096
 
@@ -71,14 +71,7 @@ def main():
     print(f"{N}x{K} weight, float32 activations, {threads} thread(s) each, best of alternating "
           "rounds; ms per call; PyTorch's 4-bit: _weight_int4pack_mm_for_cpu (groups of 64), "
           "8-bit: _weight_int8pack_mm (per-row scales)\n")
-    print(f"| product | ours ms | PyTorch {version} ms | ratio (PyTorch / ours) |")
-    print("|---|---|---|---|")
-    for name in ours:
-        o = ours[name]["t"] * 1e3
-        t = theirs.get(name, {}).get("t")
-        ts = f"{t * 1e3:.3f}" if t else "n/a"
-        ratio = f"{t * 1e3 / o:.2f}x" if t else "n/a"
-        print(f"| {name} | {o:.3f} | {ts} | {ratio} |")
+    print_table("product", list(ours), ours, theirs, version)
 
 
 if __name__ == "__main__":
