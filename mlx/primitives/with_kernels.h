@@ -3,12 +3,15 @@
 // a build without a GPU backend makes each of these report that there is no GPU.
 #pragma once
 
+#include "mlx/primitives/conv.h"
 #include "mlx/primitives/creation.h"
 #include "mlx/primitives/elementwise.h"
 #include "mlx/primitives/fast.h"
+#include "mlx/primitives/fft.h"
 #include "mlx/primitives/indexing.h"
 #include "mlx/primitives/linalg.h"
 #include "mlx/primitives/linalg_lapack.h"
+#include "mlx/primitives/quantized.h"
 #include "mlx/primitives/random.h"
 #include "mlx/primitives/reduction.h"
 #include "mlx/primitives/shape.h"
@@ -24,5 +27,8 @@
   X(Inverse) X(Cholesky) X(Solve) X(QRF) X(SVD) X(Eigh) X(Eig) X(LUF) \
   X(RandomBits) \
   X(fast::RMSNorm) X(fast::LayerNorm) X(fast::RoPE) X(fast::ScaledDotProductAttention) \
+  X(Convolution) \
+  X(FFT) \
+  X(QuantizedMatmul) \
   X(fast::RMSNormVJP) X(fast::LayerNormVJP) X(fast::ScaledDotProductAttentionVJP)
 // clang-format on

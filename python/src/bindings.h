@@ -16,3 +16,6 @@ void init_interop(nanobind::module_& m);
 void init_io(nanobind::module_& m);
 void init_linalg(nanobind::module_& m);
 void init_distributed(nanobind::module_& m);
+void init_conv(nanobind::module_& m);
+void init_fft(nanobind::module_& m);
+void init_quantized(nanobind::module_& m);

@@ -12,6 +12,7 @@
 
 #include "mlx/backend/common/convert.h"
 #include "mlx/backend/cpu/copy.h"
+#include "mlx/backend/cpu/gemm.h"
 #include "mlx/backend/cpu/scratch.h"
 #include "mlx/backend/cpu/strided.h"
 #include "mlx/backend/cpu/thread_pool.h"
@@ -339,6 +340,16 @@ void products(const array& a, const array& b, array& out, float alpha, float bet
 }
 
 }  // namespace
+
+void cpu::matmul_gemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float* a,
+                      int lda, const float* b, int ldb, float beta, float* c, int ldc) {
+  gemm(BlasLayout{trans_a, lda}, BlasLayout{trans_b, ldb}, M, N, K, alpha, a, b, beta, c, ldc);
+}
+void cpu::matmul_gemm(bool trans_a, bool trans_b, int M, int N, int K, double alpha,
+                      const double* a, int lda, const double* b, int ldb, double beta, double* c,
+                      int ldc) {
+  gemm(BlasLayout{trans_a, lda}, BlasLayout{trans_b, ldb}, M, N, K, alpha, a, b, beta, c, ldc);
+}
 
 void Matmul::eval_cpu(const std::vector<array>& inputs, array& out) {
   out.set_data(allocator::malloc(out.nbytes()));

@@ -41,5 +41,8 @@ MLX_NO_GPU_KERNEL(fast::ScaledDotProductAttention)
 MLX_NO_GPU_KERNEL(fast::RMSNormVJP)
 MLX_NO_GPU_KERNEL(fast::LayerNormVJP)
 MLX_NO_GPU_KERNEL(fast::ScaledDotProductAttentionVJP)
+MLX_NO_GPU_KERNEL(Convolution)
+MLX_NO_GPU_KERNEL(FFT)
+MLX_NO_GPU_KERNEL(QuantizedMatmul)
 
 }  // namespace mlx::core

@@ -31,3 +31,12 @@ class Embedding(Module):
     def as_linear(self, x):
         """``x @ weight.T``: scores of ``x`` against every embedding."""
         return mx.matmul(x, self.weight.T)
+
+    def to_quantized(self, group_size: int = None, bits: int = None, mode: str = "affine",
+                     quantize_input: bool = False):
+        """This layer as a QuantizedEmbedding (see nn.quantize)."""
+        from mlx.nn.layers.quantized import QuantizedEmbedding
+
+        if quantize_input:
+            raise ValueError("[to_quantized] quantize_input is not supported in the 'affine' mode.")
+        return QuantizedEmbedding.from_embedding(self, group_size, bits, mode)

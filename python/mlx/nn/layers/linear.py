@@ -45,6 +45,15 @@ class Linear(Module):
             return mx.addmm(self.bias, x, self.weight.T)
         return mx.matmul(x, self.weight.T)
 
+    def to_quantized(self, group_size: int = None, bits: int = None, mode: str = "affine",
+                     quantize_input: bool = False):
+        """This layer as a QuantizedLinear (see nn.quantize)."""
+        from mlx.nn.layers.quantized import QuantizedLinear
+
+        if quantize_input:
+            raise ValueError("[to_quantized] quantize_input is not supported in the 'affine' mode.")
+        return QuantizedLinear.from_linear(self, group_size, bits, mode)
+
 
 class Bilinear(Module):
     r"""Bilinear map :math:`y_k = x_1^\top W_k x_2 + b_k`.

@@ -1,0 +1,88 @@
+"""What the comparison benchmarks share: timing, one process per library, alternating rounds
+(each library's best round), and the command line (--torch-python, --rounds, --threads)."""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+
+def timeit(fn, min_time=0.5, max_reps=50):
+    fn()
+    times = []
+    start = time.perf_counter()
+    while len(times) < 3 or (time.perf_counter() - start < min_time and len(times) < max_reps):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def run_worker(python, library, script=__file__, threads=None):
+    """The results of `script`'s worker, or None when `python` cannot run it (no PyTorch)."""
+    env = dict(os.environ)
+    if threads:
+        env.update(BENCH_THREADS=str(threads), MLX_NUM_THREADS=str(threads),
+                   OPENBLAS_NUM_THREADS=str(threads), OMP_NUM_THREADS=str(threads))
+    with tempfile.NamedTemporaryFile(suffix=".json") as tmp:
+        r = subprocess.run([python, os.path.abspath(script), "--worker", library,
+                            "--worker-out", tmp.name], capture_output=True, text=True, env=env)
+        if r.returncode != 0:
+            print(f"# {library} not measured: {r.stderr.strip().splitlines()[-1:]}",
+                  file=sys.stderr)
+            return None
+        with open(tmp.name) as f:
+            return json.load(f)
+
+
+def best(runs):
+    """Per entry, the fastest of the rounds (the least disturbed by other load)."""
+    runs = [r for r in runs if r]
+    if not runs:
+        return None
+    out = {}
+    for name in runs[0]:
+        out[name] = {k: min(r[name][k] for r in runs) for k in runs[0][name]}
+    return out
+
+
+def compare(script, run_mlx, run_torch):
+    """Runs `script`'s workers (or, in a worker process, one of them) and returns
+    (ours, theirs, PyTorch version, threads): per workload the best round's seconds."""
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--torch-python", default=None, help="interpreter with PyTorch")
+    ap.add_argument("--rounds", type=int, default=3,
+                    help="alternating rounds of both libraries; the table shows each one's best")
+    ap.add_argument("--threads", type=int, default=None, help="threads per library")
+    ap.add_argument("--worker", choices=["torch", "mlx"], help=argparse.SUPPRESS)
+    ap.add_argument("--worker-out", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.worker:
+        result = run_torch() if args.worker == "torch" else {"times": run_mlx()}
+        with open(args.worker_out, "w") as f:
+            json.dump(result, f)
+        sys.exit(0)
+    runs = {"torch": [], "mlx": []}
+    version = None
+    for _ in range(args.rounds):
+        for lib, py in (("torch", args.torch_python or sys.executable), ("mlx", sys.executable)):
+            res = run_worker(py, lib, script, threads=args.threads)
+            if res:
+                version = res.get("version", version)
+                runs[lib].append(res["times"])
+    return best(runs["mlx"]), best(runs["torch"]) or {}, version, args.threads or os.cpu_count()
+
+
+def print_table(first_column, names, ours, theirs, version):
+    """One row per workload (entries {"t": seconds}): ours, PyTorch's, and their ratio."""
+    print(f"| {first_column} | ours ms | PyTorch {version} ms | ratio (PyTorch / ours) |")
+    print("|---|---|---|---|")
+    for name in names:
+        o = ours[name]["t"] * 1e3
+        t = theirs.get(name, {}).get("t")
+        ts = f"{t * 1e3:.3f}" if t else "n/a"
+        ratio = f"{t * 1e3 / o:.2f}x" if t else "n/a"
+        print(f"| {name} | {o:.3f} | {ts} | {ratio} |")

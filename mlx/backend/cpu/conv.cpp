@@ -1,0 +1,307 @@
+// CPU convolution. Channels-last operands make every kernel tap a contiguous run of input
+// channels, so the general scheme is im2col over a chunk of output rows (one row per output
+// pixel: kernel taps x group channels, zeros for taps in the padding or between dilated input
+// elements) followed by one BLAS product with the group's weights. Pointwise convolutions
+// (1x1, stride 1, no padding) are one product on the input itself; depthwise-like
+// convolutions (one output channel per group, few input channels) use a direct loop
+// vectorized over channels. float16 / bfloat16 compute in float32.
+#include "mlx/primitives/conv.h"
+
+#include <algorithm>
+#include <cstring>
+#include <optional>
+
+#include "mlx/backend/common/dispatch.h"
+#include "mlx/backend/cpu/copy.h"
+#include "mlx/backend/cpu/dense.h"
+#include "mlx/backend/cpu/gemm.h"
+#include "mlx/backend/cpu/scratch.h"
+#include "mlx/backend/cpu/thread_pool.h"
+
+namespace mlx::core {
+
+namespace {
+
+using namespace cpu;
+
+// The geometry with the spatial dimensions padded in front to three (size 1, stride 1).
+struct Geometry {
+  int64_t N, C, O, G, Cg, Og;
+  int64_t in[3], k[3], out[3];
+  int64_t S, K, X;  // input pixels, kernel taps, output pixels per image
+  // taps[d][x * k[d] + j]: input index along d read by output x through weight tap j, or -1.
+  std::vector<int64_t> taps[3];
+};
+
+Geometry make_geometry(const ConvParams& p, const array& in, const array& wt, const array& out) {
+  int nd = static_cast<int>(in.ndim()) - 2;
+  Geometry g;
+  g.N = in.shape(0);
+  g.C = in.shape(-1);
+  g.O = wt.shape(0);
+  g.G = p.groups;
+  g.Cg = g.C / g.G;
+  g.Og = g.O / g.G;
+  g.S = g.K = g.X = 1;
+  for (int d = 0; d < 3; ++d) {
+    int src = d - (3 - nd);
+    bool real = src >= 0;
+    g.in[d] = real ? in.shape(src + 1) : 1;
+    g.k[d] = real ? wt.shape(src + 1) : 1;
+    g.out[d] = real ? out.shape(src + 1) : 1;
+    g.S *= g.in[d];
+    g.K *= g.k[d];
+    g.X *= g.out[d];
+    int64_t stride = real ? p.stride[src] : 1, lo = real ? p.padding_lo[src] : 0;
+    int64_t kdil = real ? p.kernel_dilation[src] : 1, idil = real ? p.input_dilation[src] : 1;
+    auto& t = g.taps[d];
+    t.resize(g.out[d] * g.k[d]);
+    for (int64_t x = 0; x < g.out[d]; ++x) {
+      for (int64_t j = 0; j < g.k[d]; ++j) {
+        int64_t tap = p.flip ? g.k[d] - 1 - j : j;
+        int64_t q = x * stride + tap * kdil - lo;
+        bool ok = q >= 0 && q % idil == 0 && q / idil < g.in[d];
+        t[x * g.k[d] + j] = ok ? q / idil : -1;
+      }
+    }
+  }
+  return g;
+}
+
+// Calls f(row, n, x0, x1, x2) for the output rows [r0, r1) (row = (n * out0 + x0) * ... ).
+template <typename F>
+void for_rows(const Geometry& g, int64_t r0, int64_t r1, F&& f) {
+  int64_t r = r0;
+  int64_t x2 = r % g.out[2], x1 = r / g.out[2] % g.out[1],
+          x0 = r / (g.out[2] * g.out[1]) % g.out[0];
+  int64_t n = r / g.X;
+  for (; r < r1; ++r) {
+    f(r, n, x0, x1, x2);
+    if (++x2 == g.out[2]) {
+      x2 = 0;
+      if (++x1 == g.out[1]) {
+        x1 = 0;
+        if (++x0 == g.out[0]) {
+          x0 = 0;
+          ++n;
+        }
+      }
+    }
+  }
+}
+
+// Calls f(tap, input pixel offset or -1) for the kernel taps [begin, end) of output pixel
+// (x0, x1, x2).
+template <typename F>
+void for_taps(const Geometry& g, int64_t x0, int64_t x1, int64_t x2, int64_t begin, int64_t end,
+              F&& f) {
+  const int64_t* t0 = g.taps[0].data() + x0 * g.k[0];
+  const int64_t* t1 = g.taps[1].data() + x1 * g.k[1];
+  const int64_t* t2 = g.taps[2].data() + x2 * g.k[2];
+  int64_t j2 = begin % g.k[2], j1 = begin / g.k[2] % g.k[1], j0 = begin / (g.k[2] * g.k[1]);
+  for (int64_t tap = begin; tap < end; ++tap) {
+    int64_t i0 = t0[j0], i1 = t1[j1], i2 = t2[j2];
+    bool ok = i0 >= 0 && i1 >= 0 && i2 >= 0;
+    f(tap, ok ? (i0 * g.in[1] + i1) * g.in[2] + i2 : int64_t(-1));
+    if (++j2 == g.k[2]) {
+      j2 = 0;
+      if (++j1 == g.k[1]) {
+        j1 = 0;
+        ++j0;
+      }
+    }
+  }
+}
+
+// Copies n elements; short runs (a few channels) are copied element by element, since a
+// library memcpy call per kernel tap would cost more than the copy (the attribute keeps the
+// compiler from turning the loop back into such a call).
+template <typename T>
+__attribute__((optimize("no-tree-loop-distribute-patterns"))) inline void copy_run(T* dst,
+                                                                                   const T* src,
+                                                                                   int64_t n) {
+  if (n >= 16) {
+    std::memcpy(dst, src, n * sizeof(T));
+    return;
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    dst[i] = src[i];
+  }
+}
+
+// Output rows go in chunks, and when one row of taps x channels is itself large (the weight
+// derivative, whose kernel is the whole cotangent) the taps go in blocks too, accumulated with
+// beta = 1: the scratch stays near kChunkBytes whatever the shapes.
+template <typename T>
+void im2col_conv(const Geometry& g, const T* in, const T* wt, T* out) {
+  const int64_t KC = g.K * g.Cg, M = g.N * g.X;
+  constexpr int64_t kChunkBytes = 8 << 20, kMinRows = 256;
+  const int64_t tap_bytes = g.Cg * static_cast<int64_t>(sizeof(T));  // one tap of one row
+  const int64_t chunk = std::min(M, std::max(kMinRows, kChunkBytes / (g.K * tap_bytes)));
+  const int64_t tap_block = std::max<int64_t>(1, std::min(g.K, kChunkBytes / (chunk * tap_bytes)));
+  const int64_t width = tap_block * g.Cg;  // columns of one block
+  Scratch<T> cols(chunk * width);
+  for (int64_t r0 = 0; r0 < M; r0 += chunk) {
+    const int64_t rows = std::min(chunk, M - r0);
+    for (int64_t grp = 0; grp < g.G; ++grp) {
+      for (int64_t tb = 0; tb < g.K; tb += tap_block) {
+        const int64_t te = std::min(g.K, tb + tap_block), cw = (te - tb) * g.Cg;
+        T* c = cols.data();
+        const int64_t grain = std::max<int64_t>(1, kParallelBytes / (cw * sizeof(T)));
+        parallel_for(rows, grain, [&](int64_t a, int64_t b) {
+          for_rows(g, r0 + a, r0 + b,
+                   [&](int64_t r, int64_t n, int64_t x0, int64_t x1, int64_t x2) {
+                     T* row = c + (r - r0) * cw;
+                     const T* img = in + n * g.S * g.C + grp * g.Cg;
+                     for_taps(g, x0, x1, x2, tb, te, [&](int64_t tap, int64_t pix) {
+                       T* dst = row + (tap - tb) * g.Cg;
+                       if (pix < 0) {
+                         std::fill_n(dst, g.Cg, T(0));
+                       } else {
+                         copy_run(dst, img + pix * g.C, g.Cg);
+                       }
+                     });
+                   });
+        });
+        matmul_gemm(false, true, static_cast<int>(rows), static_cast<int>(g.Og),
+                    static_cast<int>(cw), T(1), c, static_cast<int>(cw),
+                    wt + grp * g.Og * KC + tb * g.Cg, static_cast<int>(KC), tb == 0 ? T(0) : T(1),
+                    out + r0 * g.O + grp * g.Og, static_cast<int>(g.O));
+      }
+    }
+  }
+}
+
+// One output channel per group (depthwise convolutions, and the weight derivative of a
+// depthwise convolution, whose groups hold one channel per image of the batch):
+// out[.., g] = sum over taps and the group's channels c of w[g, tap, c] * in[.., g Cg + c],
+// accumulated over all C channels at once (contiguous, vectorized) and summed per group.
+template <typename T>
+void grouped_direct_conv(const Geometry& g, const T* in, const T* wt, T* out) {
+  const int64_t C = g.C, Cg = g.Cg;
+  // (G, taps, Cg) -> (taps, G, Cg) in blocks, so that reads and writes both stay in cache.
+  std::vector<T> wt_t(g.K * C);
+  constexpr int64_t kBlock = 32;
+  for (int64_t g0 = 0; g0 < g.G; g0 += kBlock) {
+    for (int64_t t0 = 0; t0 < g.K; t0 += kBlock) {
+      for (int64_t grp = g0; grp < std::min(g.G, g0 + kBlock); ++grp) {
+        for (int64_t t = t0; t < std::min(g.K, t0 + kBlock); ++t) {
+          copy_run(wt_t.data() + t * C + grp * Cg, wt + (grp * g.K + t) * Cg, Cg);
+        }
+      }
+    }
+  }
+  // Tiles of output rows: each tap's weights are applied to every row of the tile while they
+  // are in cache (the weight derivative has few rows and many taps).
+  constexpr int64_t kTileBytes = 16 << 10;
+  const int64_t tile = std::max<int64_t>(1, std::min<int64_t>(64, kTileBytes / (C * sizeof(T))));
+  const int64_t rows = g.N * g.X, tiles = (rows + tile - 1) / tile;
+  parallel_for(tiles, 1, [&](int64_t t0, int64_t t1) {
+    std::vector<T> acc(tile * C);
+    std::vector<int64_t> coords(tile * 4);  // n, x0, x1, x2 per row of the tile
+    for (int64_t ti = t0; ti < t1; ++ti) {
+      const int64_t r0 = ti * tile, r1 = std::min(rows, r0 + tile), nr = r1 - r0;
+      for_rows(g, r0, r1, [&](int64_t r, int64_t n, int64_t x0, int64_t x1, int64_t x2) {
+        int64_t* c = coords.data() + (r - r0) * 4;
+        c[0] = n, c[1] = x0, c[2] = x1, c[3] = x2;
+      });
+      std::fill_n(acc.data(), nr * C, T(0));
+      int64_t tap = 0;
+      for (int64_t j0 = 0; j0 < g.k[0]; ++j0) {
+        for (int64_t j1 = 0; j1 < g.k[1]; ++j1) {
+          for (int64_t j2 = 0; j2 < g.k[2]; ++j2, ++tap) {
+            const T* __restrict w = wt_t.data() + tap * C;
+            for (int64_t r = 0; r < nr; ++r) {
+              const int64_t* c = coords.data() + r * 4;
+              int64_t i0 = g.taps[0][c[1] * g.k[0] + j0], i1 = g.taps[1][c[2] * g.k[1] + j1],
+                      i2 = g.taps[2][c[3] * g.k[2] + j2];
+              if (i0 < 0 || i1 < 0 || i2 < 0) {
+                continue;
+              }
+              const T* __restrict src = in + (c[0] * g.S + (i0 * g.in[1] + i1) * g.in[2] + i2) * C;
+              T* __restrict a = acc.data() + r * C;
+              for (int64_t ch = 0; ch < C; ++ch) {
+                a[ch] += w[ch] * src[ch];
+              }
+            }
+          }
+        }
+      }
+      for (int64_t r = 0; r < nr; ++r) {
+        const T* a = acc.data() + r * C;
+        T* dst = out + (r0 + r) * g.G;
+        if (Cg == 1) {
+          std::copy_n(a, C, dst);
+          continue;
+        }
+        for (int64_t grp = 0; grp < g.G; ++grp) {
+          T sum = 0;
+          for (int64_t c = 0; c < Cg; ++c) {
+            sum += a[grp * Cg + c];
+          }
+          dst[grp] = sum;
+        }
+      }
+    }
+  });
+}
+
+// Up to this many channels per group, single-output groups use the direct loop (per-group
+// products would be tiny).
+constexpr int64_t kDirectMaxGroupChannels = 16;
+
+bool is_pointwise(const ConvParams& p, const Geometry& g) {
+  for (size_t i = 0; i < p.stride.size(); ++i) {
+    if (p.stride[i] != 1 || p.padding_lo[i] != 0 || p.padding_hi[i] != 0 ||
+        p.input_dilation[i] != 1) {
+      return false;
+    }
+  }
+  return g.K == 1;
+}
+
+template <typename T>
+void convolve(const ConvParams& p, const Geometry& g, const T* in, const T* wt, T* out) {
+  if (g.Cg == 0) {
+    std::fill_n(out, g.N * g.X * g.O, T(0));
+  } else if (is_pointwise(p, g)) {
+    for (int64_t grp = 0; grp < g.G; ++grp) {
+      matmul_gemm(false, true, static_cast<int>(g.N * g.X), static_cast<int>(g.Og),
+                  static_cast<int>(g.Cg), T(1), in + grp * g.Cg, static_cast<int>(g.C),
+                  wt + grp * g.Og * g.Cg, static_cast<int>(g.Cg), T(0), out + grp * g.Og,
+                  static_cast<int>(g.O));
+    }
+  } else if (g.Og == 1 && g.G > 1 && g.Cg <= kDirectMaxGroupChannels) {
+    grouped_direct_conv(g, in, wt, out);
+  } else {
+    im2col_conv(g, in, wt, out);
+  }
+}
+
+}  // namespace
+
+void Convolution::eval_cpu(const std::vector<array>& inputs, array& out) {
+  out.set_data(allocator::malloc(out.nbytes()));
+  if (out.size() == 0) {
+    return;
+  }
+  const array& in = inputs[0];
+  const array& wt = inputs[1];
+  Geometry g = make_geometry(params_, in, wt, out);
+  dispatch_float(out.dtype(), "conv", [&]<typename T>() {
+    using Acc = std::conditional_t<std::is_same_v<T, double>, double, float>;
+    std::optional<array> in_copy, wt_copy;
+    constexpr Dtype acc_dt = std::is_same_v<Acc, double> ? float64 : float32;
+    const Acc* pin = row_contiguous(in, acc_dt, in_copy).template data<Acc>();
+    const Acc* pwt = row_contiguous(wt, acc_dt, wt_copy).template data<Acc>();
+    if constexpr (std::is_same_v<T, Acc>) {
+      convolve(params_, g, pin, pwt, out.data<T>());
+    } else {
+      Scratch<float> acc(out.size());
+      convolve(params_, g, pin, pwt, acc.data());
+      convert_contiguous(acc.data(), float32, out.data<T>(), out.dtype(), out.size());
+    }
+  });
+}
+
+}  // namespace mlx::core

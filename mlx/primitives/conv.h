@@ -1,0 +1,56 @@
+// Convolution: one primitive for every convolution and transposed convolution. Channels
+// last: input (N, spatial..., C), weight (O, kernel..., C / groups), output
+// (N, out spatial..., O). The op layer validates and casts both operands to the output dtype.
+#pragma once
+
+#include <vector>
+
+#include "mlx/primitives/primitive.h"
+
+namespace mlx::core {
+
+// Geometry of a convolution along its spatial dimensions (one entry per dimension). The
+// input is dilated (input_dilation - 1 zeros between elements), padded by padding_lo /
+// padding_hi (negative padding crops), then correlated with the kernel dilated by
+// kernel_dilation, taking every stride-th window; `flip` correlates with the kernel reversed
+// along every spatial dimension (a true convolution).
+struct ConvParams {
+  std::vector<int> stride;
+  std::vector<int> padding_lo;
+  std::vector<int> padding_hi;
+  std::vector<int> kernel_dilation;
+  std::vector<int> input_dilation;
+  int groups = 1;
+  bool flip = false;
+
+  bool operator==(const ConvParams&) const = default;
+};
+
+// Output spatial size along dimension i for input size `in` and kernel size `k` (0 when the
+// dilated kernel does not fit the padded input; the op layer rejects that).
+int64_t conv_out_size(const ConvParams& p, int i, int64_t in, int64_t k);
+
+// (N, out spatial..., O) for the given input and weight shapes.
+Shape conv_output_shape(const ConvParams& p, const Shape& in, const Shape& weight);
+
+class Convolution : public UnaryPrimitive {
+ public:
+  Convolution(Stream stream, ConvParams params)
+      : UnaryPrimitive(stream), params_(std::move(params)) {}
+  MLX_DECLARE_EVAL
+  MLX_DECLARE_TRANSFORM_RULES
+  const char* name() const override { return "Convolution"; }
+  bool is_equivalent(const Primitive& other) const override {
+    auto* o = dynamic_cast<const Convolution*>(&other);
+    return o && o->params_ == params_;
+  }
+  std::vector<Shape> output_shapes(const std::vector<array>& inputs) override {
+    return {conv_output_shape(params_, inputs[0].shape(), inputs[1].shape())};
+  }
+  const ConvParams& params() const { return params_; }
+
+ private:
+  ConvParams params_;
+};
+
+}  // namespace mlx::core
