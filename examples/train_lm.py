@@ -75,11 +75,17 @@ def batches(data, batch, context, rng):
     return mx.array(x), mx.array(y)
 
 
+_system_allocs = [0]
+
+
 def memory_line():
     line = (f"mem {mx.get_active_memory() / 2**20:.0f}M active, "
             f"{mx.get_peak_memory() / 2**20:.0f}M peak, {mx.get_cache_memory() / 2**20:.0f}M cache")
     if hasattr(mx, "memory_stats"):  # ours; the rest is MLX's API, so Apple's MLX runs this too
-        line += f", hit {mx.memory_stats()['hit_rate']:.3f}"
+        stats = mx.memory_stats()
+        allocs = int(stats["num_system_allocs"])
+        line += f", hit {stats['hit_rate']:.3f}, {allocs - _system_allocs[0]} system allocs since"
+        _system_allocs[0] = allocs
     return line
 
 
