@@ -201,6 +201,54 @@ Returns:
 
 Returns:
     array: The same values with a dense layout.)doc"},
+    {"conv1d", Kind::plain,
+     R"doc(1-D convolution over channels-last input ``(N, L, C_in)`` with weight ``(C_out, K, C_in / groups)``.
+
+Args:
+    input (array): Input of shape ``(N, L, C_in)``.
+    weight (array): Kernels of shape ``(C_out, K, C_in / groups)``.
+    stride (int, optional): Step between output positions. Default: ``1``.
+    padding (int, optional): Zeros added on both sides. Default: ``0``.
+    dilation (int, optional): Spacing between kernel taps. Default: ``1``.
+    groups (int, optional): Input and output channels split into this many groups. Default: ``1``.
+
+Returns:
+    array: Output of shape ``(N, L_out, C_out)``.)doc"},
+    {"conv2d", Kind::plain,
+     R"doc(2-D convolution over channels-last input ``(N, H, W, C_in)`` with weight ``(C_out, KH, KW, C_in / groups)``; stride, padding and dilation are ints or pairs.
+
+Returns:
+    array: Output of shape ``(N, H_out, W_out, C_out)``.)doc"},
+    {"conv3d", Kind::plain,
+     R"doc(3-D convolution over channels-last input ``(N, D, H, W, C_in)`` with weight ``(C_out, KD, KH, KW, C_in / groups)``; stride, padding and dilation are ints or triples.
+
+Returns:
+    array: Output of shape ``(N, D_out, H_out, W_out, C_out)``.)doc"},
+    {"conv_general", Kind::plain,
+     R"doc(General N-D convolution: per-dimension stride, padding (symmetric or ``(low, high)`` pairs), kernel dilation, input dilation, groups, and ``flip`` for a true convolution instead of a cross-correlation. Layouts are channels-last as in :func:`conv2d`.
+
+Returns:
+    array: The convolution.)doc"},
+    {"conv_transpose1d", Kind::plain,
+     R"doc(Transposed 1-D convolution (the gradient of :func:`conv1d` with respect to its input), weight ``(C_out, K, C_in / groups)``; ``output_padding`` adds rows at the end.
+
+Returns:
+    array: Output of shape ``(N, L_out, C_out)``.)doc"},
+    {"conv_transpose2d", Kind::plain,
+     R"doc(Transposed 2-D convolution (the gradient of :func:`conv2d` with respect to its input), weight ``(C_out, KH, KW, C_in / groups)``.
+
+Returns:
+    array: Output of shape ``(N, H_out, W_out, C_out)``.)doc"},
+    {"conv_transpose3d", Kind::plain,
+     R"doc(Transposed 3-D convolution (the gradient of :func:`conv3d` with respect to its input), weight ``(C_out, KD, KH, KW, C_in / groups)``.
+
+Returns:
+    array: Output of shape ``(N, D_out, H_out, W_out, C_out)``.)doc"},
+    {"convolve", Kind::plain,
+     R"doc(The discrete linear convolution of two 1-D arrays, as ``numpy.convolve``; ``mode`` is ``"full"``, ``"same"`` or ``"valid"``.
+
+Returns:
+    array: The convolution.)doc"},
     {"cos", Kind::unary, R"doc(The cosine of each element (radians).)doc"},
     {"cosh", Kind::unary, R"doc(The hyperbolic cosine of each element.)doc"},
     {"count_nonzero", Kind::plain,
@@ -222,6 +270,18 @@ Returns:
 
 Returns:
     list(array))doc"},
+    {"dequantize", Kind::plain,
+     R"doc(Reconstructs a matrix from its quantized form: ``scales * q + biases`` per group of ``group_size`` elements along the last axis.
+
+Args:
+    w (array): Packed ``uint32`` codes from :func:`quantize`.
+    scales (array): One scale per group.
+    biases (array, optional): One bias per group (affine mode).
+    group_size (int, optional): Elements per group. Default: ``64``.
+    bits (int, optional): Bits per code. Default: ``4``.
+
+Returns:
+    array: The dequantized matrix.)doc"},
     {"diag", Kind::plain,
      R"doc(The ``k``-th diagonal of a 2-D array, or a 2-D array with a 1-D input on its ``k``-th diagonal.
 
@@ -637,6 +697,16 @@ Returns:
 
 Returns:
     array)doc"},
+    {"quantize", Kind::plain,
+     R"doc(Quantizes a matrix along its last axis in groups of ``group_size`` elements with ``bits`` bits per element (affine mode: ``w ~ scale * q + bias`` per group), packing the codes into ``uint32`` words.
+
+Returns:
+    tuple(array, array, array): The packed codes, the scales and the biases.)doc"},
+    {"quantized_matmul", Kind::plain,
+     R"doc(``x @ dequantize(w, scales, biases).T`` (or without the transpose when ``transpose=False``) computed from the packed codes without materializing the dequantized matrix.
+
+Returns:
+    array: The product.)doc"},
     {"radians", Kind::unary, R"doc(Each element converted from degrees to radians.)doc"},
     {"real", Kind::unary, R"doc(The real part of each element.)doc"},
     {"reciprocal", Kind::unary, R"doc(The reciprocal ``1 / a`` of each element.)doc"},

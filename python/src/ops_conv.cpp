@@ -1,6 +1,7 @@
 // Convolutions: conv1d/2d/3d, conv_transpose1d/2d/3d, conv_general, convolve.
 #include "mlx/utils.h"
 #include "python/src/bindings.h"
+#include "python/src/docstrings.h"
 #include "python/src/ops_common.h"
 
 namespace nb = nanobind;
@@ -54,7 +55,7 @@ void def_conv(nb::module_& m, const char* op, ConvFn<ND> fn) {
                   dims<ND>(dilation, op, "dilation"), groups, s);
       },
       "input"_a, "weight"_a, "stride"_a = 1, "padding"_a = 0, "dilation"_a = 1, "groups"_a = 1,
-      nb::kw_only(), "stream"_a = nb::none());
+      nb::kw_only(), "stream"_a = nb::none(), docstring(op));
 }
 
 template <int ND>
@@ -69,7 +70,8 @@ void def_conv_transpose(nb::module_& m, const char* op, ConvTransposeFn<ND> fn) 
                   dims<ND>(output_padding, op, "output_padding"), groups, s);
       },
       "input"_a, "weight"_a, "stride"_a = 1, "padding"_a = 0, "dilation"_a = 1,
-      "output_padding"_a = 0, "groups"_a = 1, nb::kw_only(), "stream"_a = nb::none());
+      "output_padding"_a = 0, "groups"_a = 1, nb::kw_only(), "stream"_a = nb::none(),
+      docstring(op));
 }
 
 // conv_general's padding: an int, one int per dimension, or (low, high) sequences.
@@ -84,7 +86,7 @@ void init_ops_conv(nb::module_& m) {
       [](const array& input, const array& weight, int stride, int padding, int dilation, int groups,
          StreamOrDevice s) { return conv1d(input, weight, stride, padding, dilation, groups, s); },
       "input"_a, "weight"_a, "stride"_a = 1, "padding"_a = 0, "dilation"_a = 1, "groups"_a = 1,
-      nb::kw_only(), "stream"_a = nb::none());
+      nb::kw_only(), "stream"_a = nb::none(), docstring("conv1d"));
   def_conv<2>(m, "conv2d", &conv2d);
   def_conv<3>(m, "conv3d", &conv3d);
   m.def(
@@ -95,7 +97,8 @@ void init_ops_conv(nb::module_& m) {
                                 s);
       },
       "input"_a, "weight"_a, "stride"_a = 1, "padding"_a = 0, "dilation"_a = 1,
-      "output_padding"_a = 0, "groups"_a = 1, nb::kw_only(), "stream"_a = nb::none());
+      "output_padding"_a = 0, "groups"_a = 1, nb::kw_only(), "stream"_a = nb::none(),
+      docstring("conv_transpose1d"));
   def_conv_transpose<2>(m, "conv_transpose2d", &conv_transpose2d);
   def_conv_transpose<3>(m, "conv_transpose3d", &conv_transpose3d);
   m.def(
@@ -117,13 +120,14 @@ void init_ops_conv(nb::module_& m) {
       },
       "input"_a, "weight"_a, "stride"_a = 1, "padding"_a = 0, "kernel_dilation"_a = 1,
       "input_dilation"_a = 1, "groups"_a = 1, "flip"_a = false, nb::kw_only(),
-      "stream"_a = nb::none());
+      "stream"_a = nb::none(), docstring("conv_general"));
   m.def(
       "convolve",
       [](const array& a, const array& v, const std::string& mode, StreamOrDevice s) {
         return convolve(a, v, mode, s);
       },
-      "a"_a, "v"_a, "mode"_a = "full", nb::kw_only(), "stream"_a = nb::none());
+      "a"_a, "v"_a, "mode"_a = "full", nb::kw_only(), "stream"_a = nb::none(),
+      docstring("convolve"));
 }
 
 }  // namespace mlx::core::python

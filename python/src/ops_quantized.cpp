@@ -2,11 +2,13 @@
 #include "mlx/ops/quantized.h"
 #include "mlx/utils.h"
 #include "python/src/bindings.h"
+#include "python/src/docstrings.h"
 #include "python/src/ops_common.h"
 
 namespace nb = nanobind;
 using namespace nb::literals;
 using namespace mlx::core;
+using mlx::core::python::docstring;
 
 namespace {
 
@@ -28,7 +30,7 @@ void init_quantized(nb::module_& m) {
         return mlx::core::python::to_tuple(quantize(w, group_size, bits, mode, s));
       },
       "w"_a, "group_size"_a = nb::none(), "bits"_a = nb::none(), "mode"_a = "affine", nb::kw_only(),
-      "global_scale"_a = nb::none(), "stream"_a = nb::none());
+      "global_scale"_a = nb::none(), "stream"_a = nb::none(), docstring("quantize"));
   m.def(
       "dequantize",
       [](const array& w, const array& scales, const std::optional<array>& biases,
@@ -39,7 +41,7 @@ void init_quantized(nb::module_& m) {
       },
       "w"_a, "scales"_a, "biases"_a = nb::none(), "group_size"_a = nb::none(),
       "bits"_a = nb::none(), "mode"_a = "affine", "global_scale"_a = nb::none(),
-      "dtype"_a = nb::none(), nb::kw_only(), "stream"_a = nb::none());
+      "dtype"_a = nb::none(), nb::kw_only(), "stream"_a = nb::none(), docstring("dequantize"));
   m.def(
       "quantized_matmul",
       [](const array& x, const array& w, const array& scales, const std::optional<array>& biases,
@@ -49,5 +51,5 @@ void init_quantized(nb::module_& m) {
       },
       "x"_a, "w"_a, "scales"_a, "biases"_a = nb::none(), "transpose"_a = true,
       "group_size"_a = nb::none(), "bits"_a = nb::none(), "mode"_a = "affine", nb::kw_only(),
-      "stream"_a = nb::none());
+      "stream"_a = nb::none(), docstring("quantized_matmul"));
 }
