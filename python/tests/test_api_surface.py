@@ -2,6 +2,7 @@
 surface: names, kinds and signatures) must exist, and every function must take every parameter
 MLX's takes, so that the count cannot regress. Names another open issue owns are listed in
 OWNED_ELSEWHERE with the issue; when one lands, remove its names here and the test keeps them."""
+import enum
 import importlib
 import inspect
 import json
@@ -115,7 +116,10 @@ def test_every_parameter_exists(ns):
             continue
         if d.get("kind") not in ("function", "class"):
             continue
-        ours = _ours(getattr(obj, name))
+        target = getattr(obj, name)
+        if isinstance(target, type) and issubclass(target, enum.Enum):
+            continue  # Enum's own call signature changes between Python versions
+        ours = _ours(target)
         if not ours:
             continue
         want = set().union(*(_params(s) for s in d["signature"]))

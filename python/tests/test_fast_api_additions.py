@@ -158,7 +158,9 @@ def test_multivariate_normal_moments():
     line = mx.random.multivariate_normal(mx.zeros((2,)), mx.array([[1.0, 1.0], [1.0, 1.0]]),
                                          shape=(50,), key=mx.random.key(0))
     ln = np.array(line)
-    np.testing.assert_allclose(ln[:, 0], ln[:, 1], atol=1e-4)
+    # A float32 factorization of the singular covariance leaves an eigenvalue of about 1e-7,
+    # whose square root moves samples off the line by about 3e-4.
+    np.testing.assert_allclose(ln[:, 0], ln[:, 1], atol=2e-3)
     # The same key gives the same samples; batch shapes broadcast.
     a = mx.random.multivariate_normal(mean, mx.array(cov_np), key=mx.random.key(1))
     b = mx.random.multivariate_normal(mean, mx.array(cov_np), key=mx.random.key(1))

@@ -40,8 +40,13 @@ __device__ __forceinline__ To cast_to(From x) {
   } else if constexpr (std::is_same_v<To, bool>) {
     return static_cast<float>(x) != 0.0f;
   } else if constexpr (std::is_unsigned_v<To> && std::is_floating_point_v<From>) {
-    // Through int64, as the host's conversion does: negative values wrap instead of
+    // Through int64 below 2^63, as the host's conversion does: negative values wrap instead of
     // saturating at 0.
+    if constexpr (sizeof(To) == 8) {
+      if (x >= From(9223372036854775808.0)) {
+        return static_cast<To>(x);
+      }
+    }
     return static_cast<To>(static_cast<int64_t>(x));
   } else if constexpr (is_half_v<From>) {
     return cast_to<To>(static_cast<float>(x));

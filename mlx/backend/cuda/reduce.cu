@@ -74,7 +74,8 @@ __global__ void reduce_rows(const In* in, Out* out, Acc* partial, ReduceParams p
   }
 }
 
-// Blocks of 32 outputs x 8 lanes of the reduction.
+// Blocks of 32 outputs x 8 lanes of the reduction; each lane keeps four independent partial
+// results so that four loads are in flight.
 template <typename Op, typename In, typename Acc, typename Out>
 __global__ void reduce_columns(const In* in, Out* out, Acc* partial, ReduceParams p,
                                int64_t chunk) {
@@ -84,9 +85,24 @@ __global__ void reduce_columns(const In* in, Out* out, Acc* partial, ReduceParam
   Acc v = Op::template identity<Acc>();
   if (k < p.K) {
     const int64_t base = offset_of(k, p.kdim, p.kshape, p.kin);
-    for (int64_t r = r0 + threadIdx.y; r < r1; r += 8) {
-      v = Op{}(v, Op::template load<Acc>(in[base + offset_of(r, p.rdim, p.rshape, p.rin)]));
+    const bool simple = p.rdim == 1;
+    const int64_t rs = p.rin[0];
+    auto at = [&](int64_t r) {
+      return Op::template load<Acc>(
+          in[base + (simple ? r * rs : offset_of(r, p.rdim, p.rshape, p.rin))]);
+    };
+    Acc v1 = v, v2 = v, v3 = v;
+    int64_t r = r0 + threadIdx.y;
+    for (; r + 24 < r1; r += 32) {
+      v = Op{}(v, at(r));
+      v1 = Op{}(v1, at(r + 8));
+      v2 = Op{}(v2, at(r + 16));
+      v3 = Op{}(v3, at(r + 24));
     }
+    for (; r < r1; r += 8) {
+      v = Op{}(v, at(r));
+    }
+    v = Op{}(Op{}(v, v1), Op{}(v2, v3));
   }
   shared[threadIdx.y][threadIdx.x] = v;
   __syncthreads();
@@ -151,7 +167,7 @@ void reduce_gpu(const array& in, array& out, const std::vector<int>& axes) {
   const int64_t outputs_per_block = rows ? 1 : 32;
   const int64_t blocks = (p.K + outputs_per_block - 1) / outputs_per_block;
   // Enough blocks to fill the GPU: split long reductions when there are few outputs.
-  const int64_t target = 4 * device(0).props.multiProcessorCount;
+  const int64_t target = 16 * device(0).props.multiProcessorCount;
   int64_t splits = 1;
   if (blocks < target && p.R >= 4096) {
     splits = std::min<int64_t>((target + blocks - 1) / blocks, p.R / 2048);
