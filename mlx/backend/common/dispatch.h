@@ -1,4 +1,6 @@
-// Runs a template lambda `f.template operator()<T>()` with the C++ type of a dtype.
+// Runs a template lambda `f.template operator()<T>()` with the C++ type of a dtype. The types
+// of the 16-bit floats and of complex64 differ between backends: `Types` names them (the host's
+// by default; the CUDA backend passes its device types).
 #pragma once
 
 #include <stdexcept>
@@ -13,15 +15,21 @@ namespace mlx::core {
                               ".");
 }
 
+struct HostTypes {
+  using float16 = float16_t;
+  using bfloat16 = bfloat16_t;
+  using complex64 = complex64_t;
+};
+
 #define MLX_DISPATCH_CASE(VAL, T) \
   case Dtype::Val::VAL:           \
     return f.template operator()<T>();
 
-template <typename F>
+template <typename Types = HostTypes, typename F>
 decltype(auto) dispatch_float(Dtype dt, const char* op, F&& f) {
   switch (dt.val) {
-    MLX_DISPATCH_CASE(float16, float16_t)
-    MLX_DISPATCH_CASE(bfloat16, bfloat16_t)
+    MLX_DISPATCH_CASE(float16, typename Types::float16)
+    MLX_DISPATCH_CASE(bfloat16, typename Types::bfloat16)
     MLX_DISPATCH_CASE(float32, float)
     MLX_DISPATCH_CASE(float64, double)
     default:
@@ -29,12 +37,12 @@ decltype(auto) dispatch_float(Dtype dt, const char* op, F&& f) {
   }
 }
 
-template <typename F>
+template <typename Types = HostTypes, typename F>
 decltype(auto) dispatch_inexact(Dtype dt, const char* op, F&& f) {
   if (dt == complex64) {
-    return f.template operator()<complex64_t>();
+    return f.template operator()<typename Types::complex64>();
   }
-  return dispatch_float(dt, op, std::forward<F>(f));
+  return dispatch_float<Types>(dt, op, std::forward<F>(f));
 }
 
 template <typename F>
@@ -54,23 +62,50 @@ decltype(auto) dispatch_int(Dtype dt, const char* op, F&& f) {
 }
 
 // Every dtype but complex.
-template <typename F>
+template <typename Types = HostTypes, typename F>
 decltype(auto) dispatch_real(Dtype dt, const char* op, F&& f) {
   if (dt == bool_) {
     return f.template operator()<bool>();
   }
   if (is_floating_point(dt)) {
-    return dispatch_float(dt, op, std::forward<F>(f));
+    return dispatch_float<Types>(dt, op, std::forward<F>(f));
   }
   return dispatch_int(dt, op, std::forward<F>(f));
 }
 
-template <typename F>
+template <typename Types = HostTypes, typename F>
 decltype(auto) dispatch_all(Dtype dt, const char* op, F&& f) {
   if (dt == complex64) {
-    return f.template operator()<complex64_t>();
+    return f.template operator()<typename Types::complex64>();
   }
-  return dispatch_real(dt, op, std::forward<F>(f));
+  return dispatch_real<Types>(dt, op, std::forward<F>(f));
+}
+
+// The dtypes an elementwise op accepts (backend/common/elementwise_types.h).
+enum class TypeClass { all, real, inexact, floats, ints, complex_only };
+
+// dispatch over a class of dtypes; `ints` includes bool, `complex_only` is complex64 alone.
+template <TypeClass kClass, typename Types = HostTypes, typename F>
+decltype(auto) dispatch_class(Dtype dt, const char* op, F&& f) {
+  if constexpr (kClass == TypeClass::all) {
+    return dispatch_all<Types>(dt, op, std::forward<F>(f));
+  } else if constexpr (kClass == TypeClass::real) {
+    return dispatch_real<Types>(dt, op, std::forward<F>(f));
+  } else if constexpr (kClass == TypeClass::inexact) {
+    return dispatch_inexact<Types>(dt, op, std::forward<F>(f));
+  } else if constexpr (kClass == TypeClass::floats) {
+    return dispatch_float<Types>(dt, op, std::forward<F>(f));
+  } else if constexpr (kClass == TypeClass::ints) {
+    if (dt == bool_) {
+      return f.template operator()<bool>();
+    }
+    return dispatch_int(dt, op, std::forward<F>(f));
+  } else {
+    if (dt != complex64) {
+      unsupported_dtype(op, dt);
+    }
+    return f.template operator()<typename Types::complex64>();
+  }
 }
 
 // Same-size unsigned type: moving bytes does not care about the dtype.

@@ -1,4 +1,5 @@
 #include "mlx/backend/common/convert.h"
+#include "mlx/backend/common/elementwise_types.h"
 #include "mlx/backend/cpu/elementwise.h"
 #include "mlx/backend/cpu/elementwise_functors.h"
 #include "mlx/primitives/elementwise.h"
@@ -9,25 +10,12 @@ namespace {
 
 using namespace cpu;
 
-enum class Types { all, real, floats, ints };
-
-template <typename Op, Types types>
+template <typename Op, TypeClass kClass>
 void run(const array& a, const array& b, array& out, const char* name) {
-  auto body = [&]<typename T>() {
+  dispatch_class<kClass>(a.dtype(), name, [&]<typename T>() {
     using Out = decltype(Op{}(T{}, T{}));
     binary_loop<T, Out>(a, b, out, Op{});
-  };
-  if constexpr (types == Types::all) {
-    dispatch_all(a.dtype(), name, body);
-  } else if constexpr (types == Types::real) {
-    dispatch_real(a.dtype(), name, body);
-  } else if constexpr (types == Types::floats) {
-    dispatch_float(a.dtype(), name, body);
-  } else if (a.dtype() == bool_) {
-    body.template operator()<bool>();
-  } else {
-    dispatch_int(a.dtype(), name, body);
-  }
+  });
 }
 
 // x ** k for a broadcast scalar exponent k that is a small integer: repeated products instead
@@ -66,34 +54,10 @@ void Binary::eval_cpu(const std::vector<array>& inputs, array& out) {
     return;
   }
   switch (op_) {
-#define CASE(OP, TYPES) \
+#define CASE(OP, CLASS) \
   case BinaryOp::OP:    \
-    return run<fn::OP, TYPES>(a, b, out, n);
-    CASE(Add, Types::all)
-    CASE(Subtract, Types::all)
-    CASE(Multiply, Types::all)
-    CASE(Divide, Types::all)
-    CASE(Remainder, Types::real)
-    CASE(FloorDivide, Types::real)
-    CASE(Power, Types::all)
-    CASE(Maximum, Types::all)
-    CASE(Minimum, Types::all)
-    CASE(Equal, Types::all)
-    CASE(NotEqual, Types::all)
-    CASE(Less, Types::all)
-    CASE(LessEqual, Types::all)
-    CASE(Greater, Types::all)
-    CASE(GreaterEqual, Types::all)
-    CASE(LogicalAnd, Types::real)
-    CASE(LogicalOr, Types::real)
-    CASE(LogAddExp, Types::floats)
-    CASE(ArcTan2, Types::floats)
-    CASE(BitwiseAnd, Types::ints)
-    CASE(BitwiseOr, Types::ints)
-    CASE(BitwiseXor, Types::ints)
-    CASE(LeftShift, Types::ints)
-    CASE(RightShift, Types::ints)
-    CASE(NaNEqual, Types::all)
+    return run<fn::OP, TypeClass::CLASS>(a, b, out, n);
+    MLX_BINARY_OP_TYPES(CASE)
 #undef CASE
   }
 }

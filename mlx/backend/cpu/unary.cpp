@@ -1,4 +1,4 @@
-#include "mlx/backend/common/dispatch.h"
+#include "mlx/backend/common/elementwise_types.h"
 #include "mlx/backend/cpu/elementwise.h"
 #include "mlx/backend/cpu/elementwise_functors.h"
 #include "mlx/backend/cpu/simd/vmath.h"
@@ -9,8 +9,6 @@ namespace mlx::core {
 namespace {
 
 using namespace cpu;
-
-enum class Types { all, real, inexact, floats, ints, complex_only };
 
 // The vectorized float32 kernel of an op, or nullptr.
 template <typename Op>
@@ -48,7 +46,7 @@ constexpr void (*bulk_kernel())(const float*, float*, int64_t) {
   return nullptr;
 }
 
-template <typename Op, Types types>
+template <typename Op, TypeClass kClass>
 void run_same_type(const array& in, array& out, const char* name) {
   constexpr auto bulk = bulk_kernel<Op>();
   if constexpr (bulk != nullptr) {
@@ -57,24 +55,8 @@ void run_same_type(const array& in, array& out, const char* name) {
       return;
     }
   }
-  auto body = [&]<typename T>() { unary_loop<T, T>(in, out, Op{}); };
-  if constexpr (types == Types::all) {
-    dispatch_all(in.dtype(), name, body);
-  } else if constexpr (types == Types::real) {
-    dispatch_real(in.dtype(), name, body);
-  } else if constexpr (types == Types::inexact) {
-    dispatch_inexact(in.dtype(), name, body);
-  } else if constexpr (types == Types::floats) {
-    dispatch_float(in.dtype(), name, body);
-  } else if constexpr (types == Types::ints) {
-    if (in.dtype() == bool_) {
-      unary_loop<bool, bool>(in, out, Op{});
-    } else {
-      dispatch_int(in.dtype(), name, body);
-    }
-  } else {
-    unary_loop<complex64_t, complex64_t>(in, out, Op{});
-  }
+  dispatch_class<kClass>(in.dtype(), name,
+                         [&]<typename T>() { unary_loop<T, T>(in, out, Op{}); });
 }
 
 template <typename Op>
@@ -88,44 +70,10 @@ void Unary::eval_cpu(const std::vector<array>& inputs, array& out) {
   const array& in = inputs[0];
   const char* n = name();
   switch (op_) {
-#define SAME(OP, TYPES) \
+#define SAME(OP, CLASS) \
   case UnaryOp::OP:     \
-    return run_same_type<fn::OP, TYPES>(in, out, n);
-    SAME(Abs, Types::all)
-    SAME(Negative, Types::all)
-    SAME(Sign, Types::all)
-    SAME(Square, Types::all)
-    SAME(Sqrt, Types::inexact)
-    SAME(Rsqrt, Types::floats)
-    SAME(Exp, Types::inexact)
-    SAME(Expm1, Types::floats)
-    SAME(Log, Types::inexact)
-    SAME(Log2, Types::floats)
-    SAME(Log10, Types::floats)
-    SAME(Log1p, Types::floats)
-    SAME(Sin, Types::inexact)
-    SAME(Cos, Types::inexact)
-    SAME(Tan, Types::inexact)
-    SAME(ArcSin, Types::floats)
-    SAME(ArcCos, Types::floats)
-    SAME(ArcTan, Types::floats)
-    SAME(Sinh, Types::inexact)
-    SAME(Cosh, Types::inexact)
-    SAME(Tanh, Types::inexact)
-    SAME(ArcSinh, Types::floats)
-    SAME(ArcCosh, Types::floats)
-    SAME(ArcTanh, Types::floats)
-    SAME(Erf, Types::floats)
-    SAME(ErfInv, Types::floats)
-    SAME(Sigmoid, Types::floats)
-    SAME(Gelu, Types::floats)
-    SAME(GeluGrad, Types::floats)
-    SAME(Floor, Types::real)
-    SAME(Ceil, Types::real)
-    SAME(Round, Types::all)
-    SAME(Trunc, Types::real)
-    SAME(BitwiseInvert, Types::ints)
-    SAME(Conjugate, Types::complex_only)
+    return run_same_type<fn::OP, TypeClass::CLASS>(in, out, n);
+    MLX_UNARY_SAME_TYPE_OPS(SAME)
 #undef SAME
     case UnaryOp::Real:
       return unary_loop<complex64_t, float>(in, out, fn::Real{});

@@ -80,7 +80,7 @@ void ArgReduce::eval_gpu(const std::vector<array>& inputs, array& out) {
   auto layout = collapse_dims_except(in, out, axis_);
   int64_t lines = static_cast<int64_t>(out.size());
   int64_t n = in.shape(axis_);
-  dispatch_all(in.dtype(), name(), [&]<typename T>() {
+  dispatch_all<DeviceTypes>(in.dtype(), name(), [&]<typename T>() {
     auto params = make_params(layout, name());
     unsigned blocks = static_cast<unsigned>((lines * 32 + kThreads - 1) / kThreads);
     if (type_ == ArgMax) {

@@ -114,8 +114,8 @@ void copy_strided(const array& src, const Strides& src_strides, int64_t src_offs
     dispatch_by_size(src.itemsize(), "copy",
                      [&]<typename T>() { run.template operator()<T, T>(); });
   } else {
-    dispatch_all(src.dtype(), "astype", [&]<typename From>() {
-      dispatch_all(dst.dtype(), "astype",
+    dispatch_all<DeviceTypes>(src.dtype(), "astype", [&]<typename From>() {
+      dispatch_all<DeviceTypes>(dst.dtype(), "astype",
                    [&]<typename To>() { run.template operator()<From, To>(); });
     });
   }

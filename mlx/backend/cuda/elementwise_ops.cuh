@@ -76,26 +76,26 @@ MLX_CU_FLOAT_FN(GeluGrad,
                 decltype(x)(0.5) *
                         (decltype(x)(1) + ::erf(x * decltype(x)(0.70710678118654752440))) +
                     x * decltype(x)(0.39894228040143267794) * ::exp(decltype(x)(-0.5) * x * x))
-MLX_CU_FLOAT_FN(Floor, ::floor(x))
-MLX_CU_FLOAT_FN(Ceil, ::ceil(x))
-MLX_CU_FLOAT_FN(Trunc, ::trunc(x))
+MLX_CU_FLOAT_FN(FloatFloor, ::floor(x))
+MLX_CU_FLOAT_FN(FloatCeil, ::ceil(x))
+MLX_CU_FLOAT_FN(FloatTrunc, ::trunc(x))
 #undef MLX_CU_FLOAT_FN
 
 // Rounding is the identity on integers.
-#define MLX_CU_ROUNDING(NAME, FN)        \
-  struct NAME##Any {                     \
+#define MLX_CU_ROUNDING(NAME)            \
+  struct NAME {                          \
     template <typename T>                \
     __device__ T operator()(T x) const { \
       if constexpr (is_float_v<T>) {     \
-        return NAME{}(x);                \
+        return Float##NAME{}(x);         \
       } else {                           \
         return x;                        \
       }                                  \
     }                                    \
   };
-MLX_CU_ROUNDING(Floor, ::floor)
-MLX_CU_ROUNDING(Ceil, ::ceil)
-MLX_CU_ROUNDING(Trunc, ::trunc)
+MLX_CU_ROUNDING(Floor)
+MLX_CU_ROUNDING(Ceil)
+MLX_CU_ROUNDING(Trunc)
 #undef MLX_CU_ROUNDING
 
 struct Round {  // half to even, as NumPy

@@ -248,7 +248,7 @@ void int_products(const array& a, const array& b, array& out) {
                                  cudaMemcpyHostToDevice, stream()));
   dim3 block(32, 8);
   dim3 grid((N + 31) / 32, (M + 7) / 8, static_cast<unsigned>(bt.count));
-  dispatch_real(out.dtype(), "matmul", [&]<typename T>() {
+  dispatch_real<DeviceTypes>(out.dtype(), "matmul", [&]<typename T>() {
     if constexpr (!is_float_v<T>) {
       int_matmul<T><<<grid, block, 0, stream()>>>(
           a.gpu_data<T>(), b.gpu_data<T>(), out.gpu_data<T>(), M, N, K, a.strides()[nd - 2],
@@ -350,7 +350,7 @@ void AddMM::eval_gpu(const std::vector<array>& inputs, array& out) {
       MLX_CUDA_CHECK(cudaMemsetAsync(out.gpu_data<char>(), 0, out.nbytes(), cu::stream()));
     } else if (beta_ != 1) {
       int64_t n = static_cast<int64_t>(out.size());
-      cu::dispatch_inexact(out.dtype(), "addmm", [&]<typename T>() {
+      dispatch_inexact<cu::DeviceTypes>(out.dtype(), "addmm", [&]<typename T>() {
         scale_kernel<T>
             <<<cu::blocks_for(n), cu::kThreads, 0, cu::stream()>>>(out.gpu_data<T>(), n, beta_);
       });

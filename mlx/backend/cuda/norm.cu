@@ -104,7 +104,7 @@ void norm_gpu(const std::vector<array>& inputs, array& out, bool has_weight, boo
   while (threads < 512 && threads * 8 < d) {
     threads *= 2;
   }
-  dispatch_float(out.dtype(), name, [&]<typename T>() {
+  dispatch_float<DeviceTypes>(out.dtype(), name, [&]<typename T>() {
     norm_rows<T, kLayer><<<static_cast<unsigned>(rows), threads, 0, cu::stream()>>>(
         x.gpu_data<T>(), out.gpu_data<T>(), d, w ? w->gpu_data<T>() : nullptr,
         w ? w->strides().back() : 0, b ? b->gpu_data<T>() : nullptr, b ? b->strides().back() : 0,
@@ -201,7 +201,7 @@ void norm_vjp_gpu(const std::vector<array>& inputs, std::vector<array>& outputs,
   while (threads < 512 && threads * 8 < d) {
     threads *= 2;
   }
-  dispatch_float(dx.dtype(), name, [&]<typename T>() {
+  dispatch_float<DeviceTypes>(dx.dtype(), name, [&]<typename T>() {
     using A = acc_t<T>;
     allocator::Buffer scratch;
     A* dw_part = nullptr;

@@ -203,7 +203,7 @@ using widened_t = std::conditional_t<
 
 template <typename Op>
 void reduce_arithmetic(const array& in, array& out, const std::vector<int>& axes) {
-  dispatch_all(in.dtype(), "reduce", [&]<typename T>() {
+  dispatch_all<DeviceTypes>(in.dtype(), "reduce", [&]<typename T>() {
     if constexpr (is_half_v<T>) {
       if (out.dtype() == float32) {
         reduce_gpu<Op, T, float, float>(in, out, axes);
@@ -223,11 +223,11 @@ void Reduce::eval_gpu(const std::vector<array>& inputs, array& out) {
   const array& in = inputs[0];
   switch (type_) {
     case And:
-      return dispatch_all(in.dtype(), "all", [&]<typename T>() {
+      return dispatch_all<DeviceTypes>(in.dtype(), "all", [&]<typename T>() {
         reduce_gpu<red::And, T, bool, bool>(in, out, axes_);
       });
     case Or:
-      return dispatch_all(in.dtype(), "any", [&]<typename T>() {
+      return dispatch_all<DeviceTypes>(in.dtype(), "any", [&]<typename T>() {
         reduce_gpu<red::Or, T, bool, bool>(in, out, axes_);
       });
     case Sum:
@@ -235,11 +235,11 @@ void Reduce::eval_gpu(const std::vector<array>& inputs, array& out) {
     case Prod:
       return reduce_arithmetic<red::Prod>(in, out, axes_);
     case Min:
-      return dispatch_all(in.dtype(), "min", [&]<typename T>() {
+      return dispatch_all<DeviceTypes>(in.dtype(), "min", [&]<typename T>() {
         reduce_gpu<red::Min, T, compute_t<T>, T>(in, out, axes_);
       });
     case Max:
-      return dispatch_all(in.dtype(), "max", [&]<typename T>() {
+      return dispatch_all<DeviceTypes>(in.dtype(), "max", [&]<typename T>() {
         reduce_gpu<red::Max, T, compute_t<T>, T>(in, out, axes_);
       });
   }

@@ -71,7 +71,7 @@ void RoPE::eval_gpu(const std::vector<array>& inputs, array& out) {
   int64_t freq_stride = has_freqs_ ? inputs[2].strides()[0] : 0;
   bool per_batch = offset.size() > 1;
   int64_t offset_stride = offset.ndim() ? offset.strides()[0] : 0;
-  dispatch_float(x.dtype(), "rope", [&]<typename T>() {
+  dispatch_float<DeviceTypes>(x.dtype(), "rope", [&]<typename T>() {
     auto kernel = traditional_ ? rope_kernel<T, true> : rope_kernel<T, false>;
     kernel<<<blocks_for(rows * half), kThreads, 0, cu::stream()>>>(
         x.gpu_data<T>(), out.gpu_data<T>(), rows, d, half, T_, rows_per_batch,

@@ -40,7 +40,7 @@ void Select::eval_gpu(const std::vector<array>& inputs, array& out) {
   const array& x = inputs[1];
   const array& y = inputs[2];
   int64_t n = static_cast<int64_t>(out.size());
-  cu::dispatch_by_size(out.itemsize(), "where", [&]<typename T>() {
+  dispatch_by_size(out.itemsize(), "where", [&]<typename T>() {
     const bool* pc = cond.gpu_data<bool>();
     const T* px = x.gpu_data<T>();
     const T* py = y.gpu_data<T>();

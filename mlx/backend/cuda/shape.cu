@@ -90,7 +90,7 @@ void Arange::eval_gpu(const std::vector<array>&, array& out) {
   if (n == 0) {
     return;
   }
-  cu::dispatch_real(out.dtype(), "arange", [&]<typename T>() {
+  dispatch_real<cu::DeviceTypes>(out.dtype(), "arange", [&]<typename T>() {
     arange_kernel<T>
         <<<cu::blocks_for(n), cu::kThreads, 0, cu::stream()>>>(out.gpu_data<T>(), n, start_, step_);
   });

@@ -104,7 +104,7 @@ void softmax_gpu(const array& in_, array& out, const char* name) {
   while (threads < 256 && threads * 4 < n) {
     threads *= 2;
   }
-  dispatch_float(in.dtype(), name, [&]<typename T>() {
+  dispatch_float<DeviceTypes>(in.dtype(), name, [&]<typename T>() {
     softmax_rows<T, kSoftmax><<<static_cast<unsigned>(rows), threads, 0, stream()>>>(
         in.gpu_data<T>(), out.gpu_data<T>(), n);
   });
