@@ -195,7 +195,8 @@ void norm_vjp_gpu(const std::vector<array>& inputs, std::vector<array>& outputs,
   if (d == 0) {
     return;
   }
-  int64_t parts = std::clamp<int64_t>(rows, 1, 2 * device(0).props.multiProcessorCount);
+  // At least 16 rows a block, so the parts stay small next to dx.
+  int64_t parts = std::clamp<int64_t>(rows / 16, 1, 2 * device(0).props.multiProcessorCount);
   int n_sums = has_weight + has_bias;
   int threads = 32;
   while (threads < 512 && threads * 8 < d) {
