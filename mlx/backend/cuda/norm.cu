@@ -43,15 +43,13 @@ __device__ A block_sum(A v, A* shared) {
 template <typename T>
 using acc_t = std::conditional_t<std::is_same_v<T, double>, double, float>;
 
-// Weight and bias: null for "absent" (1 and 0).
+// The row's mean (0 for RMS) and 1 / sqrt(variance + eps), every thread of the block taking
+// part.
 template <typename T, bool kLayer>
-__global__ void norm_rows(const T* x, T* out, int64_t d, const T* w, int64_t w_stride, const T* b,
-                          int64_t b_stride, float eps) {
+__device__ void row_stats(const T* row, int64_t d, float eps, acc_t<T>* shared, acc_t<T>& mean,
+                          acc_t<T>& inv) {
   using A = acc_t<T>;
-  __shared__ A shared[32];
-  const T* row = x + int64_t(blockIdx.x) * d;
-  T* orow = out + int64_t(blockIdx.x) * d;
-  A mean = 0;
+  mean = 0;
   if constexpr (kLayer) {
     A s = 0;
     for (int64_t i = threadIdx.x; i < d; i += blockDim.x) {
@@ -64,7 +62,19 @@ __global__ void norm_rows(const T* x, T* out, int64_t d, const T* w, int64_t w_s
     A v = static_cast<A>(op::up(row[i])) - mean;
     ss += v * v;
   }
-  A inv = A(1) / ::sqrt(block_sum(ss, shared) / A(d) + A(eps));
+  inv = A(1) / ::sqrt(block_sum(ss, shared) / A(d) + A(eps));
+}
+
+// Weight and bias: null for "absent" (1 and 0).
+template <typename T, bool kLayer>
+__global__ void norm_rows(const T* x, T* out, int64_t d, const T* w, int64_t w_stride, const T* b,
+                          int64_t b_stride, float eps) {
+  using A = acc_t<T>;
+  __shared__ A shared[32];
+  const T* row = x + int64_t(blockIdx.x) * d;
+  T* orow = out + int64_t(blockIdx.x) * d;
+  A mean, inv;
+  row_stats<T, kLayer>(row, d, eps, shared, mean, inv);
   for (int64_t i = threadIdx.x; i < d; i += blockDim.x) {
     A v = (static_cast<A>(op::up(row[i])) - mean) * inv;
     if (w != nullptr) {
@@ -125,20 +135,8 @@ __global__ void norm_vjp_rows(const T* x, const T* g, T* dx, int64_t rows, int64
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     const T* xr = x + r * d;
     const T* gr = g + r * d;
-    A mean = 0;
-    if constexpr (kLayer) {
-      A s = 0;
-      for (int64_t i = threadIdx.x; i < d; i += blockDim.x) {
-        s += static_cast<A>(op::up(xr[i]));
-      }
-      mean = block_sum(s, shared) / A(d);
-    }
-    A ss = 0;
-    for (int64_t i = threadIdx.x; i < d; i += blockDim.x) {
-      A v = static_cast<A>(op::up(xr[i])) - mean;
-      ss += v * v;
-    }
-    const A inv = A(1) / ::sqrt(block_sum(ss, shared) / A(d) + A(eps));
+    A mean, inv;
+    row_stats<T, kLayer>(xr, d, eps, shared, mean, inv);
     // s1 = sum(g w), s2 = sum(g w xhat); RMS needs only s2 (xhat = x inv).
     A s1 = 0, s2 = 0;
     for (int64_t i = threadIdx.x; i < d; i += blockDim.x) {
