@@ -28,7 +28,10 @@ if [ ${#missing[@]} -gt 0 ]; then
   echo "Installing: ${missing[*]}"
   SUDO=""
   [ "$(id -u)" -ne 0 ] && SUDO="sudo"
-  if ! { $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null; }; then
+  # Bounded: where no registry answers (the GPU machine), give up quickly and build with what
+  # is there (ccache, for one, is optional).
+  if ! { timeout 120 $SUDO apt-get update -qq &&
+         DEBIAN_FRONTEND=noninteractive timeout 900 $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null; }; then
     echo "apt-get could not install ${missing[*]}; continuing with what is present" >&2
   fi
 fi
