@@ -51,10 +51,14 @@ array::ArrayDesc::ArrayDesc(Shape shape_, Dtype dtype_, std::shared_ptr<Primitiv
 array::ArrayDesc::~ArrayDesc() {
   // Inputs only we hold would be destroyed recursively; unlink them into a worklist instead.
   std::vector<std::shared_ptr<ArrayDesc>> pending;
+  // Handles are dropped one at a time, so an input listed twice (x + x) is released by its
+  // first handle and unlinked through its last one, never destroyed inside clear().
   auto unlink = [&pending](std::vector<array>& arrays) {
     for (auto& a : arrays) {
       if (a.desc_ && a.desc_.use_count() == 1) {
         pending.push_back(std::move(a.desc_));
+      } else {
+        a.desc_.reset();
       }
     }
     arrays.clear();

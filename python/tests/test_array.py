@@ -74,3 +74,16 @@ def test_operators_match_numpy(op, rng):
     if hasattr(np.ndarray, rop) and op not in ("__lt__", "__ge__", "__eq__", "__ne__"):
         got = getattr(mx.array(y), rop)(2.0)
         np.testing.assert_allclose(np.array(got), getattr(y, rop)(np.float32(2.0)), rtol=1e-6)
+
+
+def test_deep_graph_with_repeated_inputs_is_freed():
+    # x = x + x holds two handles on x; dropping a 100k-deep chain used to overflow the stack.
+    x = mx.array([1.0, 2.0])
+    for _ in range(100000):
+        x = x + x
+    del x
+    y = mx.array([0.5])
+    for _ in range(20000):
+        y = y * y - y * 0.0
+    assert y.item() == 0.0
+    del y

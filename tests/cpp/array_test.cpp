@@ -119,3 +119,26 @@ TEST(Array, DeepUnevaluatedGraphIsFreedWithoutRecursion) {
   x = array(0.0f);
   SUCCEED();
 }
+
+TEST(Array, DeepGraphsWithRepeatedInputsAreFreedWithoutRecursion) {
+  // An op that takes the same array twice (x + x, x * x - x) holds two handles on it; the
+  // destructor must not recurse through the second one.
+  array x = array({1.0f, 2.0f});
+  for (int i = 0; i < 200000; ++i) {
+    x = x + x;
+  }
+  x = array(0.0f);
+  array y = array({1.0f, 2.0f});
+  for (int i = 0; i < 100000; ++i) {
+    y = y * y - y;
+  }
+  y = array(0.0f);
+  // The same chains evaluated, then dropped.
+  array z = array({0.5f});
+  for (int i = 0; i < 100000; ++i) {
+    z = z * z + z * 0.0f;
+  }
+  EXPECT_EQ(z.item<float>(), 0.0f);
+  z = array(0.0f);
+  SUCCEED();
+}
