@@ -90,26 +90,28 @@ def figures(lib, bench, tf32, transpose, contiguous, normal, evaluate, sync, bf1
         evaluate(p), evaluate(q)
         res[f"matmul_{name}_{m}_TFLOPs"] = 2 * m**3 / bench(lambda: p @ q) / 1e12
         del p, q
-    # Per-op overhead: building one lazy op, and one tiny op evaluated (result ready on host).
-    s, t = normal((16,)), normal((16,))
-    evaluate(s), evaluate(t)
+    # Per-op overhead, as ../shared/bench measures it for Apple MLX: 20000 chained tiny adds
+    # evaluated once (per add), and a tiny add evaluated each time (per add).
+    s = normal((4,))
+    evaluate(s)
     sync()
-    k = 20000
-    for _ in range(1000):
-        u = s + t
-    start = time.perf_counter()
-    for _ in range(k):
-        u = s + t
-    res["build_one_op_us"] = (time.perf_counter() - start) / k * 1e6
-    sync()
-    rounds = []
-    for _ in range(2000):
-        start = time.perf_counter()
-        u = s + t
-        evaluate(u)
+
+    def chain(n, each):
+        y = s
+        for _ in range(n):
+            y = y + s
+            if each:
+                evaluate(y)
+                if lib.__name__ == "torch":
+                    sync()
+        evaluate(y)
         sync()
-        rounds.append(time.perf_counter() - start)
-    res["tiny_op_eval_us"] = median(rounds[200:]) * 1e6
+
+    for each, n, key in [(False, 20000, "lazy_tiny_op_us"), (True, 2000, "tiny_op_plus_eval_us")]:
+        chain(n, each)
+        start = time.perf_counter()
+        chain(n, each)
+        res[key] = (time.perf_counter() - start) / n * 1e6
     return res
 
 
