@@ -5,25 +5,14 @@ namespace mlx::core::cu {
 
 namespace {
 
-template <typename From, typename To, int V>
-__global__ void convert_dense(const From* src, To* dst, int64_t n) {
-  const int64_t step = int64_t(gridDim.x) * blockDim.x * V;
-  for (int64_t i = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) * V; i < n; i += step) {
-    if (i + V <= n) {
-      Vec<From, V> x = *reinterpret_cast<const Vec<From, V>*>(src + i);
-      Vec<To, V> y;
-#pragma unroll
-      for (int k = 0; k < V; ++k) {
-        y.v[k] = cast_to<To>(x.v[k]);
-      }
-      *reinterpret_cast<Vec<To, V>*>(dst + i) = y;
-    } else {
-      for (int64_t k = i; k < n; ++k) {
-        dst[k] = cast_to<To>(src[k]);
-      }
-    }
+// Dense conversions are the unary kernel with a cast for the op.
+template <typename To>
+struct CastTo {
+  template <typename From>
+  __device__ To operator()(From x) const {
+    return cast_to<To>(x);
   }
-}
+};
 
 template <typename From, typename To>
 __global__ void copy_general(const From* src, To* dst, int64_t n, StridedParams<2> p) {
@@ -72,10 +61,10 @@ void copy_typed(const From* src, To* dst, const Layout<2>& layout, int64_t n) {
   if (nd == 1 && ss[0] == 1 && ds[0] == 1) {
     constexpr int V = vec_width<From, To>();
     if (aligned16(src) && aligned16(dst)) {
-      convert_dense<From, To, V>
+      unary_dense<CastTo<To>, From, To, V>
           <<<blocks_for((n + V - 1) / V), kThreads, 0, stream()>>>(src, dst, n);
     } else {
-      convert_dense<From, To, 1><<<blocks_for(n), kThreads, 0, stream()>>>(src, dst, n);
+      unary_dense<CastTo<To>, From, To, 1><<<blocks_for(n), kThreads, 0, stream()>>>(src, dst, n);
     }
   } else if ((nd == 2 || nd == 3) && ds[nd - 1] == 1 && ss[nd - 2] == 1 &&
              layout.shape[nd - 1] >= 8 && layout.shape[nd - 2] >= 8) {
@@ -116,7 +105,7 @@ void copy_strided(const array& src, const Strides& src_strides, int64_t src_offs
   } else {
     dispatch_all<DeviceTypes>(src.dtype(), "astype", [&]<typename From>() {
       dispatch_all<DeviceTypes>(dst.dtype(), "astype",
-                   [&]<typename To>() { run.template operator()<From, To>(); });
+                                [&]<typename To>() { run.template operator()<From, To>(); });
     });
   }
   check_launch("copy");
