@@ -470,13 +470,12 @@ nb::ndarray<> host_view(const array& a) {
   auto* owner = new array(a);
   nb::capsule keep(owner, [](void* p) noexcept { delete static_cast<array*>(p); });
   // Writable: the consumer may write through it, so the host copy becomes the only valid one.
-  return nb::ndarray<>(owner->data<void>(), shape.size(), shape.data(), keep,
-                       a.strides().data(), dlpack_dtype(a.dtype()));
+  return nb::ndarray<>(owner->data<void>(), shape.size(), shape.data(), keep, a.strides().data(),
+                       dlpack_dtype(a.dtype()));
 }
 
 void eval_releasing_gil(std::vector<array> arrays, bool check_signals) {
-  if (std::all_of(arrays.begin(), arrays.end(),
-                  [](const array& a) { return a.is_available(); })) {
+  if (std::all_of(arrays.begin(), arrays.end(), [](const array& a) { return a.is_available(); })) {
     return;  // nothing to compute or wait for: skip the GIL round trip and the lock
   }
   {

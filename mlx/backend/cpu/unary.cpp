@@ -55,8 +55,7 @@ void run_same_type(const array& in, array& out, const char* name) {
       return;
     }
   }
-  dispatch_class<kClass>(in.dtype(), name,
-                         [&]<typename T>() { unary_loop<T, T>(in, out, Op{}); });
+  dispatch_class<kClass>(in.dtype(), name, [&]<typename T>() { unary_loop<T, T>(in, out, Op{}); });
 }
 
 template <typename Op>

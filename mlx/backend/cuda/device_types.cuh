@@ -75,5 +75,4 @@ struct DeviceTypes {
   using complex64 = complex_t;
 };
 
-
 }  // namespace mlx::core::cu

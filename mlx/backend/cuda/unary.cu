@@ -12,13 +12,14 @@ using namespace cu;
 
 template <typename Op, TypeClass kClass>
 void run_same_type(const array& in, array& out, const char* name) {
-  dispatch_class<kClass, DeviceTypes>(
-      in.dtype(), name, [&]<typename T>() { unary_gpu<Op, T, T>(in, out, name); });
+  dispatch_class<kClass, DeviceTypes>(in.dtype(), name,
+                                      [&]<typename T>() { unary_gpu<Op, T, T>(in, out, name); });
 }
 
 template <typename Op>
 void run_predicate(const array& in, array& out, const char* name) {
-  dispatch_all<DeviceTypes>(in.dtype(), name, [&]<typename T>() { unary_gpu<Op, T, bool>(in, out, name); });
+  dispatch_all<DeviceTypes>(in.dtype(), name,
+                            [&]<typename T>() { unary_gpu<Op, T, bool>(in, out, name); });
 }
 
 }  // namespace
