@@ -11,19 +11,11 @@ namespace {
 
 using namespace cu;
 
-template <typename Op, typename T>
-inline constexpr bool is_predicate_v =
-    std::is_same_v<decltype(Op{}(std::declval<T>(), std::declval<T>())), bool> &&
-    !std::is_same_v<T, bool>;
-
 template <typename Op, TypeClass kClass>
 void run(const array& a, const array& b, array& out, const char* name) {
   dispatch_class<kClass, DeviceTypes>(a.dtype(), name, [&]<typename T>() {
-    if constexpr (is_predicate_v<Op, T>) {
-      binary_gpu<Op, T, bool>(a, b, out, name);
-    } else {
-      binary_gpu<Op, T, T>(a, b, out, name);
-    }
+    using Out = decltype(Op{}(std::declval<T>(), std::declval<T>()));
+    binary_gpu<Op, T, Out>(a, b, out, name);
   });
 }
 

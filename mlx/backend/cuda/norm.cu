@@ -16,30 +16,6 @@ namespace {
 
 using namespace cu;
 
-template <typename A>
-__device__ A block_sum(A v, A* shared) {
-  for (int o = 16; o > 0; o /= 2) {
-    v += __shfl_down_sync(0xffffffff, v, o);
-  }
-  int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  __syncthreads();  // `shared` may still be read from a previous call
-  if (lane == 0) {
-    shared[warp] = v;
-  }
-  __syncthreads();
-  if (warp == 0) {
-    v = lane < int(blockDim.x / 32) ? shared[lane] : A(0);
-    for (int o = 16; o > 0; o /= 2) {
-      v += __shfl_down_sync(0xffffffff, v, o);
-    }
-    if (lane == 0) {
-      shared[0] = v;
-    }
-  }
-  __syncthreads();
-  return shared[0];
-}
-
 template <typename T>
 using acc_t = std::conditional_t<std::is_same_v<T, double>, double, float>;
 
@@ -55,14 +31,14 @@ __device__ void row_stats(const T* row, int64_t d, float eps, acc_t<T>* shared, 
     for (int64_t i = threadIdx.x; i < d; i += blockDim.x) {
       s += static_cast<A>(op::up(row[i]));
     }
-    mean = block_sum(s, shared) / A(d);
+    mean = block_reduce<red::Sum>(s, shared) / A(d);
   }
   A ss = 0;
   for (int64_t i = threadIdx.x; i < d; i += blockDim.x) {
     A v = static_cast<A>(op::up(row[i])) - mean;
     ss += v * v;
   }
-  inv = A(1) / ::sqrt(block_sum(ss, shared) / A(d) + A(eps));
+  inv = A(1) / ::sqrt(block_reduce<red::Sum>(ss, shared) / A(d) + A(eps));
 }
 
 // Weight and bias: null for "absent" (1 and 0).
@@ -145,9 +121,9 @@ __global__ void norm_vjp_rows(const T* x, const T* g, T* dx, int64_t rows, int64
       s2 += gw * (static_cast<A>(op::up(xr[i])) - mean) * inv;
     }
     if constexpr (kLayer) {
-      s1 = block_sum(s1, shared) / A(d);
+      s1 = block_reduce<red::Sum>(s1, shared) / A(d);
     }
-    s2 = block_sum(s2, shared) / A(d);
+    s2 = block_reduce<red::Sum>(s2, shared) / A(d);
     for (int64_t i = threadIdx.x; i < d; i += blockDim.x) {
       A gi = static_cast<A>(op::up(gr[i]));
       A xhat = (static_cast<A>(op::up(xr[i])) - mean) * inv;

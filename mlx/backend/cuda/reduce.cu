@@ -32,25 +32,6 @@ __device__ __forceinline__ int64_t offset_of(int64_t i, int nd, const int32_t* s
   return off;
 }
 
-template <typename Op, typename Acc>
-__device__ Acc block_reduce(Acc v, Acc* shared) {
-  for (int o = 16; o > 0; o /= 2) {
-    v = Op{}(v, shfl_down(v, o));
-  }
-  int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  if (lane == 0) {
-    shared[warp] = v;
-  }
-  __syncthreads();
-  if (warp == 0) {
-    v = lane < int(blockDim.x / 32) ? shared[lane] : Op::template identity<Acc>();
-    for (int o = 16; o > 0; o /= 2) {
-      v = Op{}(v, shfl_down(v, o));
-    }
-  }
-  return v;
-}
-
 // One block per output (blockIdx.x) and per slice of the reduction (blockIdx.y).
 template <typename Op, typename In, typename Acc, typename Out>
 __global__ void reduce_rows(const In* in, Out* out, Acc* partial, ReduceParams p, int64_t chunk) {
@@ -64,7 +45,7 @@ __global__ void reduce_rows(const In* in, Out* out, Acc* partial, ReduceParams p
     int64_t off = dense ? r : offset_of(r, p.rdim, p.rshape, p.rin);
     v = Op{}(v, Op::template load<Acc>(in[base + off]));
   }
-  v = block_reduce<Op>(v, shared);
+  v = block_reduce<Op>(v, shared);  // every thread has the result; thread 0 writes it
   if (threadIdx.x == 0) {
     if (partial != nullptr) {
       partial[blockIdx.y * p.K + k] = v;

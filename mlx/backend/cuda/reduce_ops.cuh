@@ -128,4 +128,30 @@ using Min = Extremum<false>;
 
 }  // namespace red
 
+// Combines one value per thread over the block (blockDim.x a multiple of 32); every thread
+// gets the result. `shared` holds 32 accumulators; calls may follow each other directly.
+template <typename Op, typename Acc>
+__device__ Acc block_reduce(Acc v, Acc* shared) {
+  for (int o = 16; o > 0; o /= 2) {
+    v = Op{}(v, shfl_down(v, o));
+  }
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  __syncthreads();  // the previous call's readers are done with shared[0]
+  if (lane == 0) {
+    shared[warp] = v;
+  }
+  __syncthreads();
+  if (warp == 0) {
+    v = lane < int(blockDim.x / 32) ? shared[lane] : Op::template identity<Acc>();
+    for (int o = 16; o > 0; o /= 2) {
+      v = Op{}(v, shfl_down(v, o));
+    }
+    if (lane == 0) {
+      shared[0] = v;
+    }
+  }
+  __syncthreads();
+  return shared[0];
+}
+
 }  // namespace mlx::core::cu
