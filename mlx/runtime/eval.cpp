@@ -109,15 +109,14 @@ void eval_impl(std::vector<array> outputs, bool sync) {
   for (auto& entry : tape) {
     array node = std::move(entry);  // the tape must not keep intermediates alive
     const Stream stream = node.primitive().stream();
+    std::vector<array> outs = node.outputs();
     if (sync && scheduler::is_idle(stream)) {
-      std::vector<array> outs = node.outputs();
       Event e = scheduler::run_inline(stream, [&node] { run_node(node); });
       for (auto& o : outs) {
         o.attach_event(e);
       }
       continue;
     }
-    std::vector<array> outs = node.outputs();
     for (auto& o : outs) {
       o.set_status(array::Status::scheduled);
     }
