@@ -6,18 +6,9 @@
 #include <cstdint>
 
 #include "mlx/primitives/primitive.h"
+#include "mlx/types/host_device.h"
 
 namespace mlx::core {
-
-// Compiled for the host and, in CUDA sources, for the device too: both backends draw the same
-// bits for the same key.
-#ifdef __CUDACC__
-#define MLX_HOST_DEVICE __host__ __device__
-#define MLX_UNROLL_ALL _Pragma("unroll")
-#else
-#define MLX_HOST_DEVICE
-#define MLX_UNROLL_ALL _Pragma("GCC unroll 32")
-#endif
 
 struct ThreefryBlock {
   uint32_t x0, x1;

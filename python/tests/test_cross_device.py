@@ -273,3 +273,146 @@ def test_unified_memory_transfers():
     np.testing.assert_allclose(np.array(w), ref, rtol=1e-6)
     assert w.item() if w.size == 1 else True
     assert w.tolist()[2][3] == pytest.approx(float(ref[2, 3]), rel=1e-6)
+
+
+SCANS = ["cumsum", "cumprod", "cummax", "cummin", "logcumsumexp"]
+
+
+@pytest.mark.parametrize("dtype", [mx.float32, mx.float16, mx.bfloat16, mx.float64, mx.int32, mx.int8, mx.uint16, mx.int64, mx.bool_, mx.complex64])
+@pytest.mark.parametrize("name", SCANS)
+def test_scans(name, dtype):
+    if name == "logcumsumexp" and dtype not in FLOATS:
+        pytest.skip("logcumsumexp takes floats")
+    if dtype == mx.complex64 and name in ("cummax", "cummin"):
+        pytest.skip("ordering of complex scans is covered by sort")
+    lo, hi = (0.8, 1.2) if name == "cumprod" else (-3, 3)
+    fn = getattr(mx, name)
+    # Short lines, long lines (several tiles of one block) and strided axes.
+    for shape in [(5, 7, 3), (3, 2500), (4000,), (2, 9, 1)]:
+        x = sample(shape, dtype, low=lo, high=hi)
+        rt = 3e-2 if dtype in (mx.float16, mx.bfloat16) else 1e-4 if dtype in (mx.float32, mx.complex64) else None
+        for axis in range(x.ndim):
+            for reverse in (False, True):
+                for inclusive in (True, False):
+                    for _, v in layouts(x):
+                        check(lambda t, stream: fn(t, axis=axis, reverse=reverse, inclusive=inclusive, stream=stream),
+                              v, rtol=rt, atol=rt)
+    check(lambda t, stream: fn(t, stream=stream), sample((6, 5), dtype, low=lo, high=hi), rtol=3e-2, atol=3e-2)
+
+
+def test_scan_special_values():
+    x = mx.array([[1.0, float("nan"), 2.0, -1.0], [float("-inf"), float("-inf"), 3.0, float("inf")]])
+    for name in SCANS[2:]:
+        check(lambda t, stream: getattr(mx, name)(t, axis=1, stream=stream), x)
+    check(lambda t, stream: mx.cumsum(t, axis=0, stream=stream), mx.zeros((0, 3)))
+
+
+@pytest.mark.parametrize("dtype", [mx.float32, mx.float16, mx.bfloat16, mx.float64, mx.int8, mx.int16, mx.int32, mx.uint32, mx.int64, mx.uint64, mx.bool_])
+def test_sorts(dtype):
+    rng = np.random.default_rng(5)
+    for shape in [(7, 33), (3, 2000), (70000,), (2, 1, 5)]:
+        # Few distinct values so that ties are common (argsort must be stable).
+        x = mx.array(rng.integers(-4 if dtype not in (mx.uint32, mx.uint64, mx.bool_) else 0, 5, shape)).astype(dtype)
+        for axis in range(-1, -x.ndim - 1, -1):
+            for _, v in layouts(x):
+                check(lambda t, stream: mx.sort(t, axis=axis, stream=stream), v)
+                check(lambda t, stream: mx.argsort(t, axis=axis, stream=stream), v)
+        n = x.shape[-1]
+        k = n // 2
+        # Partitions: the k-th element, and what lies on each side of it, match a full sort.
+        for name in ("partition", "argpartition"):
+            c = getattr(mx, name)(x, k, axis=-1, stream=mx.cpu)
+            g = getattr(mx, name)(x, k, axis=-1, stream=mx.gpu)
+            if name == "argpartition":
+                c = mx.take_along_axis(x, c, axis=-1, stream=mx.cpu)
+                g = mx.take_along_axis(x, g, axis=-1, stream=mx.cpu)
+            np.testing.assert_array_equal(to_np(g)[..., k], to_np(c)[..., k])
+            np.testing.assert_array_equal(np.sort(to_np(g)[..., :k], -1), np.sort(to_np(c)[..., :k], -1))
+
+
+def test_sort_nan_zero_and_complex():
+    x = mx.array([[3.0, float("nan"), -0.0, 0.0, -float("inf"), 1.0, float("nan"), -2.0]] * 3)
+    check(lambda t, stream: mx.sort(t, axis=-1, stream=stream), x)
+    check(lambda t, stream: mx.argsort(t, axis=-1, stream=stream), x)
+    z = sample((4, 50), mx.complex64)
+    z = mx.concatenate([z, z[:, :7]], axis=1)  # ties
+    check(lambda t, stream: mx.sort(t, axis=-1, stream=stream), z)
+    check(lambda t, stream: mx.argsort(t, axis=-1, stream=stream), z)
+    check(lambda t, stream: mx.topk(t, 5, axis=-1, stream=stream), sample((6, 100), mx.float32))
+
+
+@pytest.mark.parametrize("dtype", [mx.float32, mx.bfloat16, mx.int8, mx.int64, mx.uint16, mx.bool_, mx.complex64, mx.float64])
+def test_gathers(dtype):
+    x = sample((6, 9, 4), dtype)
+    idx = mx.array([[0, -1], [5, 2], [3, 3]])
+    for _, v in layouts(x):
+        check(lambda t, stream: mx.take(t, idx, axis=1, stream=stream), v)
+        check(lambda t, stream: mx.take(t, mx.array([7, 0, -3]).astype(mx.int16), stream=stream), v)
+    check(lambda t, stream: mx.take(t, mx.abs(idx).astype(mx.uint32), axis=0, stream=stream), x)
+    i3 = mx.array(np.random.default_rng(1).integers(0, 9, (6, 5, 4)))
+    check(lambda t, stream: mx.take_along_axis(t, i3, axis=1, stream=stream), x)
+    check(lambda t, stream: mx.take_along_axis(t, i3[:, :, :1], axis=1, stream=stream), x)
+    # Several index arrays (fancy indexing) with broadcasting and slices.
+    a = mx.array([0, 5, -1])
+    b = mx.array([[1], [2]])
+    cpu = x[a, b]
+    with mx.stream(mx.gpu):
+        gpu = x[a, b]
+    np.testing.assert_array_equal(to_np(gpu), to_np(cpu))
+    check(lambda t, stream: mx.take(t, mx.zeros((0,), mx.int32), axis=1, stream=stream), x)
+
+
+@pytest.mark.parametrize("dtype", [mx.float32, mx.float16, mx.bfloat16, mx.int8, mx.int32, mx.uint64, mx.int16, mx.bool_, mx.complex64, mx.float64])
+def test_scatters(dtype):
+    x = sample((6, 5, 3), dtype, low=0.5, high=1.5)
+    u = sample((4, 5, 3), dtype, seed=3, low=0.5, high=1.5)
+    unique = mx.array([4, 0, -1, 2])
+    dup = mx.array([1, 1, 3, 1])
+    rt = 2e-2 if dtype in (mx.float16, mx.bfloat16) else 1e-5 if dtype in (mx.float32, mx.complex64) else None
+    for v in (x, x[::-1]):
+        check(lambda t, stream: put(t, unique, u, "set", stream), v)
+    for op in ["add", "multiply", "maximum", "minimum"]:
+        if dtype == mx.complex64 and op in ("maximum", "minimum"):
+            continue
+        for i in (unique, dup):
+            check(lambda t, stream: put(t, i, u, op, stream), x, rtol=rt, atol=rt)
+    iax = mx.array(np.random.default_rng(2).integers(0, 5, (6, 2, 3)))
+    ua = sample((6, 2, 3), dtype, seed=4)
+    check(lambda t, stream: mx.put_along_axis(t, iax[:, :1], ua[:, :1], axis=1, stream=stream), x)
+    if dtype in (mx.float32, mx.float16, mx.float64):
+        check(lambda t, stream: scatter_add_axis(t, iax, ua, 1, stream), x, rtol=rt, atol=rt)
+
+
+def put(t, idx, upd, op, stream):
+    with mx.stream(stream):
+        at = t.at[idx]
+        return at.add(upd) if op == "add" else at.multiply(upd) if op == "multiply" else \
+            at.maximum(upd) if op == "maximum" else at.minimum(upd) if op == "minimum" else \
+            mx.array(scatter_set(t, idx, upd))
+
+
+def scatter_set(t, idx, upd):
+    y = mx.array(t)
+    y[idx] = upd
+    return y
+
+
+def scatter_add_axis(t, idx, upd, axis, stream):
+    # The derivative of take_along_axis adds along the axis (ScatterAxis with a sum).
+    with mx.stream(stream):
+        return mx.grad(lambda a: (mx.take_along_axis(a, idx, axis=axis) * upd).sum())(t)
+
+
+def test_gpu_index_errors_raise_and_recover():
+    x = mx.arange(10, stream=mx.gpu)
+    with pytest.raises((IndexError, ValueError, RuntimeError)):
+        mx.eval(mx.take(x, mx.array([1, 12]), stream=mx.gpu))
+    with pytest.raises((IndexError, ValueError, RuntimeError)):
+        mx.eval(mx.take_along_axis(x, mx.array([-11]), axis=0, stream=mx.gpu))
+    with pytest.raises((IndexError, ValueError, RuntimeError)):
+        with mx.stream(mx.gpu):
+            mx.eval(x.at[mx.array([3, 10])].add(1))
+    # The device and its streams keep working afterwards.
+    y = mx.take(x, mx.array([9, -1, 0]), stream=mx.gpu)
+    assert y.tolist() == [9, 9, 0]
+    assert mx.sum(x, stream=mx.gpu).item() == 45

@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "mlx/backend/common/dispatch.h"
+#include "mlx/backend/common/sort_keys.h"
 #include "mlx/backend/cpu/strided.h"
 #include "mlx/backend/cpu/thread_pool.h"
 #include "mlx/primitives/indexing.h"
@@ -31,44 +32,34 @@ using UInt = std::conditional_t<
     N == 1, uint8_t,
     std::conditional_t<N == 2, uint16_t, std::conditional_t<N == 4, uint32_t, uint64_t>>>;
 
-// Order-preserving map of a real dtype to unsigned integers. Floats: NaN (any sign) maps to
-// the largest key; negative values have all bits flipped, positive ones the sign bit set.
+template <typename T>
+constexpr SortKeyKind sort_key_kind() {
+  if constexpr (std::is_same_v<T, float16_t>) {
+    return SortKeyKind::float16;
+  } else if constexpr (std::is_same_v<T, bfloat16_t>) {
+    return SortKeyKind::bfloat16;
+  } else if constexpr (std::is_same_v<T, float>) {
+    return SortKeyKind::float32;
+  } else if constexpr (std::is_same_v<T, double>) {
+    return SortKeyKind::float64;
+  } else {
+    return SortKeyKind::integer;
+  }
+}
+
+// A real dtype's values as the unsigned keys of backend/common/sort_keys.h.
 template <typename T>
 struct SortKey {
   using U = UInt<sizeof(T)>;
-  static constexpr U kSign = U(1) << (8 * sizeof(T) - 1);
-  static constexpr bool kFloat = !std::is_integral_v<T>;
-  static constexpr U kInf = std::is_same_v<T, float16_t>    ? U(0x7c00)
-                            : std::is_same_v<T, bfloat16_t> ? U(0x7f80)
-                            : std::is_same_v<T, float>      ? U(0x7f800000u)
-                                                            : U(0x7ff0000000000000ull);
+  using Bits = SortKeyOf<U, sort_key_kind<T>(), std::is_signed_v<T>>;
 
-  // `merge_zeros` maps -0.0 to +0.0 so that they tie (argsort); sort keeps them apart so that
-  // decode gives back the exact value.
   static U encode(T x, bool merge_zeros) {
     U u;
     std::memcpy(&u, &x, sizeof(T));
-    if constexpr (kFloat) {
-      U mag = u & U(~kSign);
-      if (mag > kInf) {
-        return U(~U(0));
-      }
-      if (merge_zeros && mag == 0) {
-        u = 0;
-      }
-      return (u & kSign) ? U(~u) : U(u | kSign);
-    } else if constexpr (std::is_signed_v<T>) {
-      return u ^ kSign;
-    } else {
-      return u;
-    }
+    return Bits::encode(u, merge_zeros);
   }
   static T decode(U k) {
-    if constexpr (kFloat) {
-      k = (k & kSign) ? U(k ^ kSign) : U(~k);
-    } else if constexpr (std::is_signed_v<T>) {
-      k ^= kSign;
-    }
+    k = Bits::decode(k);
     T x;
     std::memcpy(&x, &k, sizeof(T));
     return x;

@@ -240,8 +240,8 @@ void int_products(const array& a, const array& b, array& out) {
   int nd = a.ndim();
   Batches bt = batch_offsets(a, b);
   int64_t M = a.shape(-2), N = b.shape(-1), K = a.shape(-1);
-  allocator::Buffer offs = allocator::gpu_malloc(sizeof(int64_t) * 2 * bt.count);
-  int64_t* d_off = static_cast<int64_t*>(offs.raw_ptr());
+  Scratch offs(sizeof(int64_t) * 2 * bt.count);
+  int64_t* d_off = offs.as<int64_t>();
   std::vector<int64_t> host(bt.a_off);
   host.insert(host.end(), bt.b_off.begin(), bt.b_off.end());
   MLX_CUDA_CHECK(cudaMemcpyAsync(d_off, host.data(), sizeof(int64_t) * host.size(),
@@ -256,7 +256,6 @@ void int_products(const array& a, const array& b, array& out) {
     }
   });
   check_launch("matmul");
-  allocator::gpu_free(offs, allocator::current_gpu_stream_bit());
 }
 
 // out (row-major, holding c when beta != 0) = alpha * a @ b + beta * out.

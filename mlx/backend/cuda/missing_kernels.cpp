@@ -23,12 +23,6 @@ void inputs_to_host(const std::vector<array>& inputs) {
     eval_cpu(inputs, outputs);                                           \
   }
 
-MLX_NO_GPU_KERNEL(Scan)
-MLX_NO_GPU_KERNEL(Gather)
-MLX_NO_GPU_KERNEL(GatherAxis)
-MLX_NO_GPU_KERNEL(Scatter)
-MLX_NO_GPU_KERNEL(ScatterAxis)
-MLX_NO_GPU_KERNEL(SortAlongAxis)
 MLX_NO_GPU_KERNEL(Inverse)
 MLX_NO_GPU_KERNEL(Cholesky)
 MLX_NO_GPU_KERNEL(Solve)

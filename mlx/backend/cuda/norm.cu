@@ -178,14 +178,13 @@ void norm_vjp_gpu(const std::vector<array>& inputs, std::vector<array>& outputs,
   }
   dispatch_float<DeviceTypes>(dx.dtype(), name, [&]<typename T>() {
     using A = acc_t<T>;
-    allocator::Buffer scratch;
+    size_t bytes = sizeof(A) * parts * d * n_sums;
+    Scratch scratch(bytes);
     A* dw_part = nullptr;
     A* db_part = nullptr;
     if (n_sums > 0) {
-      size_t bytes = sizeof(A) * parts * d * n_sums;
-      scratch = allocator::gpu_malloc(bytes);
-      MLX_CUDA_CHECK(cudaMemsetAsync(scratch.raw_ptr(), 0, bytes, cu::stream()));
-      A* base = static_cast<A*>(scratch.raw_ptr());
+      MLX_CUDA_CHECK(cudaMemsetAsync(scratch.as<void>(), 0, bytes, cu::stream()));
+      A* base = scratch.as<A>();
       dw_part = has_weight ? base : nullptr;
       db_part = has_bias ? base + (has_weight ? parts * d : 0) : nullptr;
     }
@@ -202,9 +201,6 @@ void norm_vjp_gpu(const std::vector<array>& inputs, std::vector<array>& outputs,
     if (has_bias) {
       sum_parts<T>
           <<<blocks, kThreads, 0, cu::stream()>>>(db_part, parts, d, outputs.back().gpu_data<T>());
-    }
-    if (scratch) {
-      allocator::gpu_free(scratch, allocator::current_gpu_stream_bit());
     }
   });
   check_launch(name);

@@ -20,6 +20,18 @@ __device__ __forceinline__ T shfl_down(T v, int offset) {
   }
 }
 
+template <typename T>
+__device__ __forceinline__ T shfl_up(T v, int offset) {
+  if constexpr (is_complex_v<T>) {
+    return T(__shfl_up_sync(0xffffffff, v.real(), offset),
+             __shfl_up_sync(0xffffffff, v.imag(), offset));
+  } else if constexpr (sizeof(T) < 4) {
+    return static_cast<T>(__shfl_up_sync(0xffffffff, static_cast<int>(v), offset));
+  } else {
+    return __shfl_up_sync(0xffffffff, v, offset);
+  }
+}
+
 namespace red {
 
 struct Sum {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "mlx/backend/cuda/cuda_check.h"
+#include "mlx/backend/cuda/index_errors.h"
 #include "mlx/runtime/device_stream.h"
 
 namespace mlx::core {
@@ -132,12 +133,21 @@ class CudaStream : public DeviceStream {
     }
     MLX_CUDA_CHECK(err);
     retire(value);
-    return true;
+    // A pending index error is raised by the wait that follows, not lost here.
+    return !has_index_error(device_);
   }
 
   void wait(uint64_t value) override {
-    MLX_CUDA_CHECK(cudaEventSynchronize(marker(value)));
+    if (cudaEvent_t e = recorded_marker(value)) {
+      MLX_CUDA_CHECK(cudaEventSynchronize(e));
+    } else {
+      // Nothing recorded covers it: waiting for the whole stream costs one call less than
+      // recording an event and waiting for that (what a tiny op's eval pays).
+      use_device(device_);
+      MLX_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    }
     retire(value);
+    raise_index_errors(device_);
   }
 
   bool wait_on_device(DeviceStream& producer, uint64_t value) override {
@@ -152,6 +162,7 @@ class CudaStream : public DeviceStream {
   void synchronize() override {
     use_device(device_);
     MLX_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    raise_index_errors(device_);
   }
 
  private:
@@ -160,14 +171,27 @@ class CudaStream : public DeviceStream {
     cudaEvent_t event;
   };
 
-  // An event recorded after the work of the tasks up to `value` (the host part of which has
-  // run): the earliest recorded one that covers it, or a new one covering all issued work.
-  cudaEvent_t marker(uint64_t value) {
-    std::lock_guard<std::mutex> lock(mutex_);
+  // The earliest recorded event that covers the tasks up to `value`, or null. Holds mutex_.
+  cudaEvent_t find_marker(uint64_t value) const {
     for (auto& m : markers_) {
       if (m.value >= value) {
         return m.event;
       }
+    }
+    return nullptr;
+  }
+
+  cudaEvent_t recorded_marker(uint64_t value) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return find_marker(value);
+  }
+
+  // An event recorded after the work of the tasks up to `value` (the host part of which has
+  // run): the earliest recorded one that covers it, or a new one covering all issued work.
+  cudaEvent_t marker(uint64_t value) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (cudaEvent_t e = find_marker(value)) {
+      return e;
     }
     cudaEvent_t e;
     if (free_events_.empty()) {

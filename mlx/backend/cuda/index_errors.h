@@ -1,0 +1,27 @@
+// Out-of-range indices found by GPU kernels. A kernel cannot throw, so the first bad index of a
+// device is written to a small record in mapped host memory, and the host raises it (with the
+// CPU kernels' message) the next time it waits for that device's work.
+#pragma once
+
+#include <cstdint>
+
+namespace mlx::core::cu {
+
+struct IndexErrorRecord {
+  int flag;  // 0: no error; set once by the first kernel thread that finds one
+  int axis;
+  int64_t size;   // of the indexed axis
+  int64_t slice;  // elements read or written from the index on
+  int64_t index;  // the index as given (before wrapping)
+  const char* op; // host pointer to the public op's name, only carried by the device
+};
+
+// The device's record, as kernels address it.
+IndexErrorRecord* index_error_record(int device);
+// Whether a kernel of `device` has recorded an error not raised yet.
+bool has_index_error(int device);
+// Throws std::out_of_range for a recorded error of `device` (and clears it). Call it after the
+// device work that may have recorded one is known to be done.
+void raise_index_errors(int device);
+
+}  // namespace mlx::core::cu

@@ -1,0 +1,143 @@
+// Scatter::eval_gpu and ScatterAxis::eval_gpu: the output starts as a copy of the array, then one
+// thread per update element applies it; reductions are atomic, so duplicates accumulate (in no
+// fixed order), and plain scatter keeps one of the colliding updates. Updates with an index out
+// of range are skipped and the index is raised at the next wait (index_errors.h).
+#include "mlx/backend/cuda/atomic_ops.cuh"
+#include "mlx/backend/cuda/copy.cuh"
+#include "mlx/backend/cuda/indexing.cuh"
+#include "mlx/primitives/indexing.h"
+
+namespace mlx::core {
+
+namespace {
+
+using namespace cu;
+
+struct Assign {};
+
+template <typename Op, typename T>
+__device__ __forceinline__ void apply(T* dst, T update) {
+  if constexpr (std::is_same_v<Op, Assign>) {
+    *dst = update;
+  } else {
+    atomic_update<Op>(dst, update);
+  }
+}
+
+template <typename Op, typename T>
+__global__ void scatter_kernel(const T* upd, T* out, IndexArrays ix, SliceBox box, int64_t total,
+                               const char* op, IndexErrorRecord* err) {
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < total;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    int64_t p = i / box.size;
+    int64_t off = index_offset(ix, p, op, err);
+    if (off >= 0) {
+      apply<Op>(out + off + box_offset(box, i - p * box.size), upd[i]);
+    }
+  }
+}
+
+// Over the [outer, axis, inner] view of row-major arrays: out[o, idx[o, j, k], k] (op)=
+// upd[o, j, k].
+template <typename Op, typename T>
+__global__ void scatter_axis_kernel(const void* idx, IndexType itype, const T* upd, T* out,
+                                    int64_t total, int64_t n, int64_t n_idx_axis, int64_t inner,
+                                    int axis, const char* op, IndexErrorRecord* err) {
+  const bool is_signed = itype >= IndexType::i8;
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < total;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    int64_t o = i / (n_idx_axis * inner);
+    int64_t k = i % inner;
+    int64_t v = checked_index(load_index(idx, itype, i), is_signed, n, 1, axis, op, err);
+    if (v >= 0) {
+      apply<Op>(out + (o * n + v) * inner + k, upd[i]);
+    }
+  }
+}
+
+const char* scatter_name(ScatterReduce r) {
+  switch (r) {
+    case ScatterReduce::Sum:
+      return "scatter_add";
+    case ScatterReduce::Prod:
+      return "scatter_prod";
+    case ScatterReduce::Max:
+      return "scatter_max";
+    case ScatterReduce::Min:
+      return "scatter_min";
+    default:
+      return "scatter";
+  }
+}
+
+// Runs f.template operator()<Op, T>() for the reduction and the output dtype; assignments only
+// move bytes, so they dispatch by size.
+template <typename F>
+void dispatch_scatter(Dtype dt, ScatterReduce r, const char* name, F&& f) {
+  if (r == ScatterReduce::None) {
+    return dispatch_by_size(size_of(dt), name,
+                            [&]<typename T>() { f.template operator()<Assign, T>(); });
+  }
+  dispatch_all<DeviceTypes>(dt, name, [&]<typename T>() {
+    switch (r) {
+      case ScatterReduce::Prod:
+        return f.template operator()<red::Prod, T>();
+      case ScatterReduce::Max:
+        return f.template operator()<red::Max, T>();
+      case ScatterReduce::Min:
+        return f.template operator()<red::Min, T>();
+      default:
+        return f.template operator()<red::Sum, T>();
+    }
+  });
+}
+
+}  // namespace
+
+void Scatter::eval_gpu(const std::vector<array>& inputs, array& out) {
+  const array& a = inputs[0];
+  const array& upd = inputs.back();
+  const char* name = scatter_name(reduce_);
+  int nd_index = upd.ndim() - a.ndim();
+  Shape slice(upd.shape().begin() + nd_index, upd.shape().end());
+  copy_to_contiguous(a, out);
+  if (upd.size() == 0) {
+    return;
+  }
+  std::vector<array> indices(inputs.begin() + 1, inputs.end() - 1);
+  auto ix = make_index_arrays(indices, axes_, out.shape(), out.strides(), slice, name);
+  auto box = make_slice_box(slice, out.strides(), name);
+  int64_t total = static_cast<int64_t>(upd.size());
+  auto* err = index_error_record(current().device);
+  dispatch_scatter(out.dtype(), reduce_, name, [&]<typename Op, typename T>() {
+    scatter_kernel<Op, T><<<blocks_for(total), kThreads, 0, cu::stream()>>>(
+        upd.gpu_data<T>(), out.gpu_data<T>(), ix, box, total, name, err);
+  });
+  check_launch(this->name());
+}
+
+void ScatterAxis::eval_gpu(const std::vector<array>& inputs, array& out) {
+  const array& a = inputs[0];
+  const array& idx = inputs[1];
+  const array& upd = inputs[2];
+  const char* name = reduce_ == ScatterReduce::Sum ? "scatter_add_axis" : "put_along_axis";
+  copy_to_contiguous(a, out);
+  if (idx.size() == 0) {
+    return;
+  }
+  int64_t inner = 1;
+  for (int d = axis_ + 1; d < a.ndim(); ++d) {
+    inner *= a.shape(d);
+  }
+  int64_t total = static_cast<int64_t>(idx.size());
+  IndexType itype = index_type(idx.dtype(), name);
+  auto* err = index_error_record(current().device);
+  dispatch_scatter(out.dtype(), reduce_, name, [&]<typename Op, typename T>() {
+    scatter_axis_kernel<Op, T><<<blocks_for(total), kThreads, 0, cu::stream()>>>(
+        idx.gpu_data<char>(), itype, upd.gpu_data<T>(), out.gpu_data<T>(), total, a.shape(axis_),
+        idx.shape(axis_), inner, axis_, name, err);
+  });
+  check_launch(this->name());
+}
+
+}  // namespace mlx::core
