@@ -661,7 +661,7 @@ TEST(Indexing, ScatterAddDuplicatesLarge) {
     hist[i < 0 ? i + 1000 : i] += 1;
   }
   expect_same(to_vector(scatter_add(zeros({1000}, int32), ia, ones({n, 1}, int32), 0)), hist);
-  // 1M float64 updates into 1M outputs, summed in index order.
+  // 1M float64 updates into 1M outputs.
   array big = zeros({n}, float64);
   array big_idx = multiply(ia, array(1000));
   std::vector<double> ref(n, 0);
@@ -669,7 +669,8 @@ TEST(Indexing, ScatterAddDuplicatesLarge) {
     int64_t d = static_cast<int64_t>(idx[i]) * 1000;
     ref[d < 0 ? d + n : d] += vals[i];
   }
-  expect_same(to_vector(scatter_add(big, big_idx, from_vector(vals, {n, 1}, float64), 0)), ref);
+  // The GPU adds in no fixed order, so the last bits may differ.
+  expect_close(scatter_add(big, big_idx, from_vector(vals, {n, 1}, float64), 0), ref, 1e-12, 1e-9);
   // Wide slices: 2000 rows of 4096 added into 16 rows.
   int rows = 2000;
   std::vector<int> ridx(rows);

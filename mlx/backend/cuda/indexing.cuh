@@ -36,7 +36,7 @@ __device__ __forceinline__ int64_t load_index(const void* p, IndexType t, int64_
   }
 }
 
-// Wraps a raw index into [0, size - slice] or reports it and returns -1. Signed types wrap
+// Wraps a raw index into [0, size - slice] or reports it (to `err`, unless null) and returns -1. Signed types wrap
 // negatives; an unsigned uint64 beyond int64 is negative here and fails.
 __device__ __forceinline__ int64_t checked_index(int64_t raw, bool is_signed, int64_t size,
                                                  int64_t slice, int axis, const char* op,
@@ -46,7 +46,7 @@ __device__ __forceinline__ int64_t checked_index(int64_t raw, bool is_signed, in
   if (v >= 0 && v < limit) {
     return v;
   }
-  if (atomicCAS(&err->flag, 0, 1) == 0) {
+  if (err != nullptr && atomicCAS(&err->flag, 0, 1) == 0) {
     err->axis = axis;
     err->size = size;
     err->slice = slice;

@@ -83,13 +83,13 @@ __global__ void reduce_columns(const In* in, Out* out, Acc* partial, ReduceParam
 #pragma unroll 4
   for (int64_t r = r0 + threadIdx.y; r < r1; r += 8) {
     const int64_t roff = simple ? r * rs : offset_of(r, p.rdim, p.rshape, p.rin);
-    if (vector) {
+    if (vector && base[0] >= 0) {  // all of a thread's outputs exist, or none
       ColumnVec<In> x = *reinterpret_cast<const ColumnVec<In>*>(in + base[0] + roff);
 #pragma unroll
       for (int j = 0; j < kColumns; ++j) {
         v[j] = Op{}(v[j], Op::template load<Acc>(x.v[j]));
       }
-    } else {
+    } else if (!vector) {
 #pragma unroll
       for (int j = 0; j < kColumns; ++j) {
         if (base[j] >= 0) {

@@ -1,7 +1,9 @@
 // Scatter::eval_gpu and ScatterAxis::eval_gpu: the output starts as a copy of the array, then one
-// thread per update element applies it; reductions are atomic, so duplicates accumulate (in no
-// fixed order), and plain scatter keeps one of the colliding updates. Updates with an index out
-// of range are skipped and the index is raised at the next wait (index_errors.h).
+// thread per update element applies it. Reductions are atomic, so duplicates accumulate (in no
+// fixed order). Plain scatter keeps the last of colliding updates, as the CPU does: a first pass
+// claims each destination for its highest update number, a second writes only the claimed
+// ones. Updates with an index out of range are skipped and the index is raised at the next wait
+// (index_errors.h).
 #include "mlx/backend/cuda/atomic_ops.cuh"
 #include "mlx/backend/cuda/copy.cuh"
 #include "mlx/backend/cuda/indexing.cuh"
@@ -15,24 +17,33 @@ using namespace cu;
 
 struct Assign {};
 
+// Applies update number i to out[dst]. Assignments run twice: `claim` records i + 1 as the
+// destination's owner if it is the highest so far; then the owner writes.
 template <typename Op, typename T>
-__device__ __forceinline__ void apply(T* dst, T update) {
+__device__ __forceinline__ void apply(T* out, int64_t dst, T update, int64_t i, uint32_t* owner,
+                                      bool claim) {
   if constexpr (std::is_same_v<Op, Assign>) {
-    *dst = update;
+    if (claim) {
+      atomicMax(owner + dst, static_cast<uint32_t>(i + 1));
+    } else if (owner[dst] == static_cast<uint32_t>(i + 1)) {
+      out[dst] = update;
+    }
   } else {
-    atomic_update<Op>(dst, update);
+    atomic_update<Op>(out + dst, update);
   }
 }
 
 template <typename Op, typename T>
 __global__ void scatter_kernel(const T* upd, T* out, IndexArrays ix, SliceBox box, int64_t total,
-                               const char* op, IndexErrorRecord* err) {
+                               const char* op, IndexErrorRecord* err, uint32_t* owner,
+                               bool claim) {
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < total;
        i += int64_t(gridDim.x) * blockDim.x) {
     int64_t p = i / box.size;
-    int64_t off = index_offset(ix, p, op, err);
+    // The second pass of an assignment finds the same indices: report them once.
+    int64_t off = index_offset(ix, p, op, claim || owner == nullptr ? err : nullptr);
     if (off >= 0) {
-      apply<Op>(out + off + box_offset(box, i - p * box.size), upd[i]);
+      apply<Op>(out, off + box_offset(box, i - p * box.size), upd[i], i, owner, claim);
     }
   }
 }
@@ -42,16 +53,37 @@ __global__ void scatter_kernel(const T* upd, T* out, IndexArrays ix, SliceBox bo
 template <typename Op, typename T>
 __global__ void scatter_axis_kernel(const void* idx, IndexType itype, const T* upd, T* out,
                                     int64_t total, int64_t n, int64_t n_idx_axis, int64_t inner,
-                                    int axis, const char* op, IndexErrorRecord* err) {
+                                    int axis, const char* op, IndexErrorRecord* err,
+                                    uint32_t* owner, bool claim) {
   const bool is_signed = itype >= IndexType::i8;
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < total;
        i += int64_t(gridDim.x) * blockDim.x) {
     int64_t o = i / (n_idx_axis * inner);
     int64_t k = i % inner;
-    int64_t v = checked_index(load_index(idx, itype, i), is_signed, n, 1, axis, op, err);
+    int64_t v = checked_index(load_index(idx, itype, i), is_signed, n, 1, axis, op,
+                              claim || owner == nullptr ? err : nullptr);
     if (v >= 0) {
-      apply<Op>(out + (o * n + v) * inner + k, upd[i]);
+      apply<Op>(out, (o * n + v) * inner + k, upd[i], i, owner, claim);
     }
+  }
+}
+
+// Runs launch(owner, claim) once for a reduction, twice (claim, then write) for an assignment,
+// with the owners of out's elements in scratch memory.
+template <typename Op, typename Launch>
+void run_passes(const array& out, int64_t total, const char* name, Launch&& launch) {
+  if constexpr (std::is_same_v<Op, Assign>) {
+    if (total >= int64_t(UINT32_MAX)) {
+      throw std::invalid_argument(std::string("[") + name +
+                                  "] More than 2^32 - 1 updates on the GPU.");
+    }
+    Scratch owner(out.size() * sizeof(uint32_t));
+    MLX_CUDA_CHECK(
+        cudaMemsetAsync(owner.as<void>(), 0, out.size() * sizeof(uint32_t), cu::stream()));
+    launch(owner.as<uint32_t>(), true);
+    launch(owner.as<uint32_t>(), false);
+  } else {
+    launch(static_cast<uint32_t*>(nullptr), false);
   }
 }
 
@@ -110,8 +142,10 @@ void Scatter::eval_gpu(const std::vector<array>& inputs, array& out) {
   int64_t total = static_cast<int64_t>(upd.size());
   auto* err = index_error_record(current().device);
   dispatch_scatter(out.dtype(), reduce_, name, [&]<typename Op, typename T>() {
-    scatter_kernel<Op, T><<<blocks_for(total), kThreads, 0, cu::stream()>>>(
-        upd.gpu_data<T>(), out.gpu_data<T>(), ix, box, total, name, err);
+    run_passes<Op>(out, total, name, [&](uint32_t* owner, bool claim) {
+      scatter_kernel<Op, T><<<blocks_for(total), kThreads, 0, cu::stream()>>>(
+          upd.gpu_data<T>(), out.gpu_data<T>(), ix, box, total, name, err, owner, claim);
+    });
   });
   check_launch(this->name());
 }
@@ -133,9 +167,11 @@ void ScatterAxis::eval_gpu(const std::vector<array>& inputs, array& out) {
   IndexType itype = index_type(idx.dtype(), name);
   auto* err = index_error_record(current().device);
   dispatch_scatter(out.dtype(), reduce_, name, [&]<typename Op, typename T>() {
-    scatter_axis_kernel<Op, T><<<blocks_for(total), kThreads, 0, cu::stream()>>>(
-        idx.gpu_data<char>(), itype, upd.gpu_data<T>(), out.gpu_data<T>(), total, a.shape(axis_),
-        idx.shape(axis_), inner, axis_, name, err);
+    run_passes<Op>(out, total, name, [&](uint32_t* owner, bool claim) {
+      scatter_axis_kernel<Op, T><<<blocks_for(total), kThreads, 0, cu::stream()>>>(
+          idx.gpu_data<char>(), itype, upd.gpu_data<T>(), out.gpu_data<T>(), total,
+          a.shape(axis_), idx.shape(axis_), inner, axis_, name, err, owner, claim);
+    });
   });
   check_launch(this->name());
 }

@@ -153,12 +153,12 @@ void SortAlongAxis::eval_gpu(const std::vector<array>& inputs, array& out) {
   dispatch_all<DeviceTypes>(in.dtype(), name(), [&]<typename V>() {
     using T = std::conditional_t<std::is_same_v<V, bool>, uint8_t, V>;
     using Key = typename DeviceSortKey<T>::Key;
-    // keys, sorted keys, positions, sorted positions
+    // positions, sorted positions, keys, sorted keys (8-byte aligned after 2 * total uint32)
     Scratch scratch(total * 2 * (sizeof(Key) + sizeof(uint32_t)));
-    Key* keys = scratch.as<Key>();
-    Key* keys_out = keys + total;
-    uint32_t* pos = reinterpret_cast<uint32_t*>(keys_out + total);
+    uint32_t* pos = scratch.as<uint32_t>();
     uint32_t* pos_out = pos + total;
+    Key* keys = reinterpret_cast<Key*>(pos_out + total);
+    Key* keys_out = keys + total;
     const T* src = reinterpret_cast<const T*>(in.gpu_data<char>());
     cudaStream_t s = cu::stream();
     make_keys<T><<<blocks_for(total), kThreads, 0, s>>>(src, keys, pos, params, n,
