@@ -30,12 +30,11 @@ __global__ void gather_axis_kernel(const void* idx, IndexType itype, const T* sr
                                    StridedParams<3> p, int64_t total, int64_t n,
                                    int64_t axis_stride, int axis, const char* op,
                                    IndexErrorRecord* err) {
-  const bool is_signed = itype >= IndexType::i8;
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < total;
        i += int64_t(gridDim.x) * blockDim.x) {
     int64_t off[3];
     strided_offsets(p, i, off);
-    int64_t v = checked_index(load_index(idx, itype, off[0]), is_signed, n, 1, axis, op, err);
+    int64_t v = checked_index(load_index(idx, itype, off[0]), itype, n, 1, axis, op, err);
     out[off[2]] = v < 0 ? T{} : src[off[1] + v * axis_stride];
   }
 }
@@ -45,14 +44,20 @@ __global__ void gather_axis_kernel(const void* idx, IndexType itype, const T* sr
 void Gather::eval_gpu(const std::vector<array>& inputs, array& out) {
   const array& src = inputs[0];
   cu::allocate(out);
-  if (out.size() == 0) {
+  std::vector<array> indices(inputs.begin() + 1, inputs.end());
+  int64_t n_idx = indices.empty() ? 1 : static_cast<int64_t>(indices[0].size());
+  if (n_idx == 0) {
     return;
   }
-  std::vector<array> indices(inputs.begin() + 1, inputs.end());
   auto ix = make_index_arrays(indices, axes_, src.shape(), src.strides(), slice_sizes_, op_);
+  auto* err = index_error_record(current().device);
+  if (out.size() == 0) {
+    // Zero-size slices still check their indices, as on the CPU.
+    check_indices(ix, n_idx, op_, err);
+    return;
+  }
   auto box = make_slice_box(slice_sizes_, src.strides(), op_);
   int64_t total = static_cast<int64_t>(out.size());
-  auto* err = index_error_record(current().device);
   dispatch_by_size(out.itemsize(), op_, [&]<typename T>() {
     gather_kernel<T><<<blocks_for(total), kThreads, 0, cu::stream()>>>(
         src.gpu_data<T>(), out.gpu_data<T>(), ix, box, total, op_, err);

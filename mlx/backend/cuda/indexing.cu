@@ -55,7 +55,6 @@ IndexArrays make_index_arrays(const std::vector<array>& indices, const std::vect
     const array& idx = indices[k];
     ix.data[k] = idx.gpu_data<char>();
     ix.type[k] = index_type(idx.dtype(), op);
-    ix.is_signed[k] = is_signed_index(ix.type[k]);
     for (int d = 0; d < ix.ndim; ++d) {
       ix.strides[k][d] = idx.strides()[d];
     }
@@ -66,6 +65,23 @@ IndexArrays make_index_arrays(const std::vector<array>& indices, const std::vect
     ix.slice[k] = slice_sizes[ax];
   }
   return ix;
+}
+
+namespace {
+
+__global__ void check_indices_kernel(IndexArrays ix, int64_t count, const char* op,
+                                     IndexErrorRecord* err) {
+  for (int64_t p = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; p < count;
+       p += int64_t(gridDim.x) * blockDim.x) {
+    index_offset(ix, p, op, err);
+  }
+}
+
+}  // namespace
+
+void check_indices(const IndexArrays& ix, int64_t count, const char* op, IndexErrorRecord* err) {
+  check_indices_kernel<<<blocks_for(count), kThreads, 0, stream()>>>(ix, count, op, err);
+  check_launch(op);
 }
 
 SliceBox make_slice_box(const Shape& slice_sizes, const Strides& strides, const char* op) {

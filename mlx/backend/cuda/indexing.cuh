@@ -38,9 +38,10 @@ __device__ __forceinline__ int64_t load_index(const void* p, IndexType t, int64_
 
 // Wraps a raw index into [0, size - slice] or reports it (to `err`, unless null) and returns -1. Signed types wrap
 // negatives; an unsigned uint64 beyond int64 is negative here and fails.
-__device__ __forceinline__ int64_t checked_index(int64_t raw, bool is_signed, int64_t size,
+__device__ __forceinline__ int64_t checked_index(int64_t raw, IndexType type, int64_t size,
                                                  int64_t slice, int axis, const char* op,
                                                  IndexErrorRecord* err) {
+  const bool is_signed = type >= IndexType::i8;
   int64_t v = (is_signed && raw < 0) ? raw + size : raw;
   int64_t limit = size - (slice > 1 ? slice : 1) + 1;
   if (v >= 0 && v < limit) {
@@ -51,13 +52,12 @@ __device__ __forceinline__ int64_t checked_index(int64_t raw, bool is_signed, in
     err->size = size;
     err->slice = slice;
     err->index = raw;
+    err->is_uint64 = type == IndexType::u64;
     err->op = op;
     __threadfence_system();
   }
   return -1;
 }
-
-inline bool is_signed_index(IndexType t) { return t >= IndexType::i8; }
 
 // Up to kMaxDims index arrays over one (collapsed) index shape, and the axes they index.
 struct IndexArrays {
@@ -66,7 +66,6 @@ struct IndexArrays {
   int32_t shape[kMaxDims];
   const void* data[kMaxDims];
   IndexType type[kMaxDims];
-  bool is_signed[kMaxDims];
   int64_t strides[kMaxDims][kMaxDims];
   int axis[kMaxDims];
   int64_t axis_size[kMaxDims];
@@ -79,6 +78,10 @@ struct IndexArrays {
 IndexArrays make_index_arrays(const std::vector<array>& indices, const std::vector<int>& axes,
                               const Shape& shape, const Strides& strides, const Shape& slice_sizes,
                               const char* op);
+
+// Reports the first bad index among `count` index positions, on the current stream (for gathers
+// and scatters that move no elements but must still check their indices).
+void check_indices(const IndexArrays& ix, int64_t count, const char* op, IndexErrorRecord* err);
 
 // The element offset addressed by index position p (row-major over the index shape), or -1
 // after reporting a bad index.
@@ -97,8 +100,8 @@ __device__ __forceinline__ int64_t index_offset(const IndexArrays& ix, int64_t p
     for (int d = 0; d < ix.ndim; ++d) {
       e += coord[d] * ix.strides[k][d];
     }
-    int64_t v = checked_index(load_index(ix.data[k], ix.type[k], e), ix.is_signed[k],
-                              ix.axis_size[k], ix.slice[k], ix.axis[k], op, err);
+    int64_t v = checked_index(load_index(ix.data[k], ix.type[k], e), ix.type[k], ix.axis_size[k],
+                              ix.slice[k], ix.axis[k], op, err);
     bad |= v < 0;
     off += v * ix.axis_stride[k];
   }

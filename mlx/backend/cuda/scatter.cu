@@ -55,12 +55,11 @@ __global__ void scatter_axis_kernel(const void* idx, IndexType itype, const T* u
                                     int64_t total, int64_t n, int64_t n_idx_axis, int64_t inner,
                                     int axis, const char* op, IndexErrorRecord* err,
                                     uint32_t* owner, bool claim) {
-  const bool is_signed = itype >= IndexType::i8;
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < total;
        i += int64_t(gridDim.x) * blockDim.x) {
     int64_t o = i / (n_idx_axis * inner);
     int64_t k = i % inner;
-    int64_t v = checked_index(load_index(idx, itype, i), is_signed, n, 1, axis, op,
+    int64_t v = checked_index(load_index(idx, itype, i), itype, n, 1, axis, op,
                               claim || owner == nullptr ? err : nullptr);
     if (v >= 0) {
       apply<Op>(out, (o * n + v) * inner + k, upd[i], i, owner, claim);
@@ -133,14 +132,20 @@ void Scatter::eval_gpu(const std::vector<array>& inputs, array& out) {
   int nd_index = upd.ndim() - a.ndim();
   Shape slice(upd.shape().begin() + nd_index, upd.shape().end());
   copy_to_contiguous(a, out);
-  if (upd.size() == 0) {
+  std::vector<array> indices(inputs.begin() + 1, inputs.end() - 1);
+  int64_t n_idx = indices.empty() ? 1 : static_cast<int64_t>(indices[0].size());
+  if (n_idx == 0) {
     return;
   }
-  std::vector<array> indices(inputs.begin() + 1, inputs.end() - 1);
   auto ix = make_index_arrays(indices, axes_, out.shape(), out.strides(), slice, name);
+  auto* err = index_error_record(current().device);
+  if (upd.size() == 0) {
+    // Zero-size update slices still check their indices, as on the CPU.
+    check_indices(ix, n_idx, name, err);
+    return;
+  }
   auto box = make_slice_box(slice, out.strides(), name);
   int64_t total = static_cast<int64_t>(upd.size());
-  auto* err = index_error_record(current().device);
   dispatch_scatter(out.dtype(), reduce_, name, [&]<typename Op, typename T>() {
     run_passes<Op>(out, total, name, [&](uint32_t* owner, bool claim) {
       scatter_kernel<Op, T><<<blocks_for(total), kThreads, 0, cu::stream()>>>(
