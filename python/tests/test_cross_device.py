@@ -416,3 +416,144 @@ def test_gpu_index_errors_raise_and_recover():
     y = mx.take(x, mx.array([9, -1, 0]), stream=mx.gpu)
     assert y.tolist() == [9, 9, 0]
     assert mx.sum(x, stream=mx.gpu).item() == 45
+
+
+def grads(fn, argnums):
+    """fn's value and its gradient with respect to `argnums`, for check()."""
+    def run(*args, stream):
+        with mx.stream(stream):
+            value, g = mx.value_and_grad(lambda *a: fn(*a).astype(mx.float32).sum(), argnums)(*args)
+            return [value] + (list(g) if isinstance(g, (list, tuple)) else [g])
+    return run
+
+
+@pytest.mark.parametrize("dtype", [mx.float32, mx.float16, mx.bfloat16])
+def test_norms_and_rope(dtype):
+    x = sample((4, 7, 96), dtype)
+    w = sample((96,), dtype, seed=1)
+    b = sample((96,), dtype, seed=2)
+    rt = 3e-2 if dtype != mx.float32 else 1e-4
+    for _, v in layouts(x):
+        if v.shape[-1] != 96:
+            continue
+        check(lambda t, stream: mx.fast.rms_norm(t, w, 1e-5, stream=stream), v, rtol=rt, atol=rt)
+        check(lambda t, stream: mx.fast.layer_norm(t, w, b, 1e-5, stream=stream), v, rtol=rt, atol=rt)
+        check(lambda t, stream: mx.fast.layer_norm(t, None, None, 1e-5, stream=stream), v, rtol=rt, atol=rt)
+    check(grads(lambda t, g: mx.fast.rms_norm(t, g, 1e-5), (0, 1)), x, w, rtol=5e-2, atol=5e-2)
+    check(grads(lambda t, g, c: mx.fast.layer_norm(t, g, c, 1e-5), (0, 1, 2)), x, w, b, rtol=5e-2, atol=5e-2)
+    y = sample((2, 3, 9, 64), dtype)
+    for trad in (False, True):
+        for offset in (0, 5):
+            check(lambda t, stream: mx.fast.rope(t, 64, traditional=trad, base=10000.0, scale=1.0,
+                                                 offset=offset, stream=stream), y, rtol=rt, atol=rt)
+        check(lambda t, stream: mx.fast.rope(t, 32, traditional=trad, base=500.0, scale=0.5, offset=2,
+                                             stream=stream), y, rtol=rt, atol=rt)
+    check(grads(lambda t: mx.fast.rope(t, 64, traditional=False, base=10000.0, scale=1.0, offset=3), 0),
+          y, rtol=5e-2, atol=5e-2)
+
+
+@pytest.mark.parametrize("dtype", [mx.float32, mx.float16, mx.bfloat16])
+def test_attention(dtype):
+    q = sample((2, 4, 9, 32), dtype, seed=1)
+    k = sample((2, 2, 13, 32), dtype, seed=2)  # grouped queries
+    v = sample((2, 2, 13, 32), dtype, seed=3)
+    rt = 3e-2 if dtype != mx.float32 else 1e-4
+    mask = mx.array(np.random.default_rng(0).random((9, 13)) > 0.3)
+    for m in (None, "causal", mask, mask.astype(dtype)):
+        check(lambda a, b, c, stream: mx.fast.scaled_dot_product_attention(a, b, c, scale=0.2, mask=m,
+                                                                           stream=stream),
+              q, k, v, rtol=rt, atol=rt)
+    check(grads(lambda a, b, c: mx.fast.scaled_dot_product_attention(a, b, c, scale=0.2, mask="causal"),
+                (0, 1, 2)), q, k, v, rtol=5e-2, atol=5e-2)
+
+
+@pytest.mark.parametrize("dtype", [mx.float32, mx.float16, mx.bfloat16, mx.float64])
+def test_addmm_and_batched_matmul(dtype):
+    a = sample((3, 17, 24), dtype, 1)
+    b = sample((24, 9), dtype, 2)
+    c = sample((17, 9), dtype, 3)
+    rt = {mx.float16: 1e-2, mx.bfloat16: 5e-2, mx.float32: 1e-4}.get(dtype)
+    check(lambda x, y, z, stream: mx.addmm(z, x, y, alpha=0.5, beta=2.0, stream=stream), a, b, c, rtol=rt, atol=rt)
+    d = sample((9, 17), dtype, 4)
+    check(lambda x, y, stream: mx.matmul(x.transpose(0, 2, 1), y.T, stream=stream),
+          a, d, rtol=rt, atol=rt)
+    check(grads(lambda x, y: x @ y, (0, 1)), a, b, rtol=5e-2, atol=5e-2)
+
+
+@pytest.mark.parametrize("dtype", [mx.float32, mx.float16])
+def test_convolutions(dtype):
+    rt = 2e-2 if dtype == mx.float16 else 1e-4
+    x1 = sample((2, 20, 6), dtype, 1)
+    w1 = sample((8, 3, 6), dtype, 2)
+    check(lambda a, b, stream: mx.conv1d(a, b, stride=2, padding=1, stream=stream), x1, w1, rtol=rt, atol=rt)
+    x2 = sample((2, 11, 12, 4), dtype, 3)
+    w2 = sample((6, 3, 3, 4), dtype, 4)
+    check(lambda a, b, stream: mx.conv2d(a, b, stride=(1, 2), padding=1, dilation=(2, 1), stream=stream),
+          x2, w2, rtol=rt, atol=rt)
+    wg = sample((8, 3, 3, 2), dtype, 5)
+    check(lambda a, b, stream: mx.conv2d(a, b, groups=2, stream=stream), x2, wg, rtol=rt, atol=rt)
+    check(lambda a, b, stream: mx.conv_transpose2d(a, b, stride=2, padding=1, stream=stream),
+          x2, sample((5, 3, 3, 4), dtype, 6), rtol=rt, atol=rt)
+    check(grads(lambda a, b: mx.conv2d(a, b, padding=1), (0, 1)), x2, w2, rtol=5e-2, atol=5e-2)
+
+
+def test_ffts():
+    x = sample((6, 30), mx.complex64)
+    r = sample((6, 30), mx.float32)
+    for name, arg in [("fft", x), ("ifft", x), ("rfft", r), ("fft2", x), ("rfftn", r)]:
+        check(lambda t, stream: getattr(mx.fft, name)(t, stream=stream), arg, rtol=1e-4, atol=1e-4)
+    check(lambda t, stream: mx.fft.irfft(t, n=30, stream=stream), mx.fft.rfft(r), rtol=1e-4, atol=1e-4)
+    check(lambda t, stream: mx.fft.fft(t, n=17, axis=0, stream=stream), x, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("bits", [4, 8])
+def test_quantized_matmul(bits):
+    w = sample((64, 128), mx.float32, 1)
+    wq, scales, biases = mx.quantize(w, group_size=64, bits=bits)
+    x = sample((3, 128), mx.float32, 2)
+    for transpose in (True, False):
+        ww = (wq, scales, biases) if transpose else mx.quantize(w.T, group_size=64, bits=bits)
+        check(lambda a, stream: mx.quantized_matmul(a, *ww, transpose=transpose,
+                                                    group_size=64, bits=bits, stream=stream),
+              x, rtol=1e-4, atol=1e-4)
+    check(lambda a, stream: mx.dequantize(a, scales, biases, group_size=64, bits=bits, stream=stream), wq)
+
+
+def test_linalg():
+    rng = np.random.default_rng(7)
+    m = mx.array((rng.standard_normal((3, 5, 5)) + 5 * np.eye(5)).astype(np.float32))
+    spd = m @ m.swapaxes(-1, -2)
+    b = mx.array(rng.standard_normal((3, 5, 2)).astype(np.float32))
+    tol = dict(rtol=1e-3, atol=1e-3)
+    check(lambda t, stream: mx.linalg.inv(t, stream=stream), m, **tol)
+    check(lambda t, stream: mx.linalg.cholesky(t, stream=stream), spd, **tol)
+    check(lambda t, u, stream: mx.linalg.solve(t, u, stream=stream), m, b, **tol)
+    check(lambda t, stream: mx.linalg.eigvalsh(t, stream=stream), spd, **tol)
+    check(lambda t, stream: mx.linalg.svd(t, compute_uv=False, stream=stream), m, **tol)
+    # Factorizations are unique up to signs: compare what they reconstruct.
+    def qr_product(t, stream):
+        q, r = mx.linalg.qr(t, stream=stream)
+        return mx.matmul(q, r, stream=stream)
+    check(qr_product, m, **tol)
+    def svd_product(t, stream):
+        u, s, vt = mx.linalg.svd(t, stream=stream)
+        return mx.matmul(u * s[..., None, :], vt, stream=stream)
+    check(svd_product, m, **tol)
+    def lu_product(t, stream):
+        p, l, u = mx.linalg.lu(t, stream=stream)
+        return mx.matmul(mx.matmul(p, l, stream=stream), u, stream=stream)
+    check(lu_product, m, **tol)
+    def eig_values(t, stream):
+        w = mx.linalg.eigvals(t, stream=stream)
+        return mx.sort(mx.real(w), stream=stream)
+    check(eig_values, spd, **tol)
+
+
+def test_divmod_diagonal_strided_views():
+    a = sample((5, 6), mx.int32)
+    b = mx.where(sample((5, 6), mx.int32, seed=2) == 0, 3, sample((5, 6), mx.int32, seed=2))
+    check(lambda x, y, stream: mx.divmod(x, y, stream=stream), a, b)
+    f = sample((5, 6), mx.float32)
+    check(lambda x, y, stream: mx.divmod(x, y, stream=stream), f, f[::-1] + 5)
+    check(lambda x, stream: mx.diagonal(x, offset=1, stream=stream), f)
+    check(lambda x, stream: mx.as_strided(x, (3, 4), (6, 1), 2, stream=stream) + 1, f)
