@@ -28,6 +28,22 @@ bool ScatterAxis::is_equivalent(const Primitive& other) const {
   return o && o->reduce_ == reduce_ && o->axis_ == axis_;
 }
 
+const char* Scatter::op_name() const {
+  switch (reduce_) {
+    case ScatterReduce::None:
+      return "scatter";
+    case ScatterReduce::Sum:
+      return "scatter_add";
+    case ScatterReduce::Prod:
+      return "scatter_prod";
+    case ScatterReduce::Max:
+      return "scatter_max";
+    case ScatterReduce::Min:
+      return "scatter_min";
+  }
+  return "scatter";
+}
+
 const char* SortAlongAxis::name() const {
   switch (kind_) {
     case SortKind::Sort:

@@ -64,6 +64,8 @@ class Scatter : public UnaryPrimitive {
   }
   ScatterReduce reduce() const { return reduce_; }
   const std::vector<int>& axes() const { return axes_; }
+  // The public op, for error messages.
+  const char* op_name() const;
 
  private:
   ScatterReduce reduce_;
@@ -85,6 +87,10 @@ class ScatterAxis : public UnaryPrimitive {
   }
   ScatterReduce reduce() const { return reduce_; }
   int axis() const { return axis_; }
+  // The public op, for error messages.
+  const char* op_name() const {
+    return reduce_ == ScatterReduce::Sum ? "scatter_add_axis" : "put_along_axis";
+  }
 
  private:
   ScatterReduce reduce_;

@@ -3,12 +3,19 @@
 // integers in the order NumPy sorts values, NaN (any sign) last. Radix sorts need nothing else.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <type_traits>
 
 #include "mlx/types/host_device.h"
 
 namespace mlx::core {
+
+// The unsigned integer of N bytes.
+template <size_t N>
+using SortKeyUInt = std::conditional_t<
+    N == 1, uint8_t,
+    std::conditional_t<N == 2, uint16_t, std::conditional_t<N == 4, uint32_t, uint64_t>>>;
 
 // `kInf` is the bit pattern of +infinity of the float type (zero for integers); `kSigned`
 // says whether an integer type is signed.
@@ -51,13 +58,12 @@ struct SortKeyBits {
 enum class SortKeyKind { integer, float16, bfloat16, float32, float64 };
 
 template <typename U, SortKeyKind kKind, bool kSigned>
-using SortKeyOf = SortKeyBits<
-    U,
-    kKind == SortKeyKind::float16    ? U(0x7c00)
-    : kKind == SortKeyKind::bfloat16 ? U(0x7f80)
-    : kKind == SortKeyKind::float32  ? U(0x7f800000u)
-    : kKind == SortKeyKind::float64  ? U(0x7ff0000000000000ull)
-                                     : U(0),
-    kSigned>;
+using SortKeyOf = SortKeyBits<U,
+                              kKind == SortKeyKind::float16    ? U(0x7c00)
+                              : kKind == SortKeyKind::bfloat16 ? U(0x7f80)
+                              : kKind == SortKeyKind::float32  ? U(0x7f800000u)
+                              : kKind == SortKeyKind::float64  ? U(0x7ff0000000000000ull)
+                                                               : U(0),
+                              kSigned>;
 
 }  // namespace mlx::core

@@ -82,22 +82,6 @@ struct MinOp {
   }
 };
 
-const char* scatter_name(ScatterReduce r) {
-  switch (r) {
-    case ScatterReduce::None:
-      return "scatter";
-    case ScatterReduce::Sum:
-      return "scatter_add";
-    case ScatterReduce::Prod:
-      return "scatter_prod";
-    case ScatterReduce::Max:
-      return "scatter_max";
-    case ScatterReduce::Min:
-      return "scatter_min";
-  }
-  return "scatter";
-}
-
 // Runs f.template operator()<T, Op>() for the output dtype and reduction.
 template <typename F>
 void dispatch_scatter(Dtype dt, ScatterReduce r, const char* name, F&& f) {
@@ -230,7 +214,7 @@ void scatter_axis(const std::vector<int64_t>& pos, const T* upd, array& out, int
 void Scatter::eval_cpu(const std::vector<array>& inputs, array& out) {
   const array& a = inputs[0];
   const array& upd = inputs.back();
-  const char* name = scatter_name(reduce_);
+  const char* name = op_name();
   int nd_index = upd.ndim() - a.ndim();
   Shape slice(upd.shape().begin() + nd_index, upd.shape().end());
   int64_t n_idx = 1;
@@ -256,7 +240,7 @@ void ScatterAxis::eval_cpu(const std::vector<array>& inputs, array& out) {
   const array& a = inputs[0];
   const array& idx = inputs[1];
   const array& upd = inputs[2];
-  const char* name = reduce_ == ScatterReduce::Sum ? "scatter_add_axis" : "put_along_axis";
+  const char* name = op_name();
   copy_to_contiguous(a, out);
   if (idx.size() == 0) {
     return;

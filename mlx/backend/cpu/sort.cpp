@@ -27,11 +27,6 @@ constexpr int64_t kRadixMin = 512;
 // Lanes per block when the axis is strided: reading a block walks memory row by row.
 constexpr int64_t kLaneBlock = 16;
 
-template <size_t N>
-using UInt = std::conditional_t<
-    N == 1, uint8_t,
-    std::conditional_t<N == 2, uint16_t, std::conditional_t<N == 4, uint32_t, uint64_t>>>;
-
 template <typename T>
 constexpr SortKeyKind sort_key_kind() {
   if constexpr (std::is_same_v<T, float16_t>) {
@@ -50,7 +45,7 @@ constexpr SortKeyKind sort_key_kind() {
 // A real dtype's values as the unsigned keys of backend/common/sort_keys.h.
 template <typename T>
 struct SortKey {
-  using U = UInt<sizeof(T)>;
+  using U = SortKeyUInt<sizeof(T)>;
   using Bits = SortKeyOf<U, sort_key_kind<T>(), std::is_signed_v<T>>;
 
   static U encode(T x, bool merge_zeros) {

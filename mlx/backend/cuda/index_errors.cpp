@@ -77,8 +77,8 @@ void raise_index_errors(int device) {
   auto* h = existing_record(device);
   IndexErrorRecord e = *h;
   flag_of(h).store(0, std::memory_order_release);
-  std::string index = e.is_uint64 ? std::to_string(static_cast<uint64_t>(e.index))
-                                   : std::to_string(e.index);
+  std::string index =
+      e.is_uint64 ? std::to_string(static_cast<uint64_t>(e.index)) : std::to_string(e.index);
   throw_index_error(e.op ? e.op : "index", index, e.axis, e.size, e.slice);
 }
 

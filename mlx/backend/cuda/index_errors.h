@@ -10,11 +10,11 @@ namespace mlx::core::cu {
 struct IndexErrorRecord {
   int flag;  // 0: no error; set once by the first kernel thread that finds one
   int axis;
-  int64_t size;   // of the indexed axis
-  int64_t slice;  // elements read or written from the index on
-  int64_t index;  // the index as given (before wrapping), as the bits of an int64
-  int is_uint64;  // whether those bits are a uint64 (printed unsigned)
-  const char* op; // host pointer to the public op's name, only carried by the device
+  int64_t size;    // of the indexed axis
+  int64_t slice;   // elements read or written from the index on
+  int64_t index;   // the index as given (before wrapping), as the bits of an int64
+  int is_uint64;   // whether those bits are a uint64 (printed unsigned)
+  const char* op;  // host pointer to the public op's name, only carried by the device
 };
 
 // The device's record, as kernels address it.

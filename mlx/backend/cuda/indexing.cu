@@ -26,8 +26,8 @@ IndexType index_type(Dtype dt, const char* op) {
     case Dtype::Val::int64:
       return IndexType::i64;
     default:
-      throw std::invalid_argument(msg("[", op, "] Indices must be integers, got ",
-                                      dtype_name(dt), "."));
+      throw std::invalid_argument(
+          msg("[", op, "] Indices must be integers, got ", dtype_name(dt), "."));
   }
 }
 

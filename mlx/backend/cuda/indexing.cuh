@@ -36,8 +36,8 @@ __device__ __forceinline__ int64_t load_index(const void* p, IndexType t, int64_
   }
 }
 
-// Wraps a raw index into [0, size - slice] or reports it (to `err`, unless null) and returns -1. Signed types wrap
-// negatives; an unsigned uint64 beyond int64 is negative here and fails.
+// Wraps a raw index into [0, size - slice] or reports it (to `err`, unless null) and returns -1.
+// Signed types wrap negatives; an unsigned uint64 beyond int64 is negative here and fails.
 __device__ __forceinline__ int64_t checked_index(int64_t raw, IndexType type, int64_t size,
                                                  int64_t slice, int axis, const char* op,
                                                  IndexErrorRecord* err) {

@@ -79,7 +79,8 @@ inline void allocate(array& out) { out.set_gpu_data(allocator::gpu_malloc(out.nb
 // scope: later work on the same stream may reuse it, and other streams wait for this one.
 class Scratch {
  public:
-  explicit Scratch(size_t bytes) : buf_(bytes ? allocator::gpu_malloc(bytes) : allocator::Buffer{}) {}
+  explicit Scratch(size_t bytes)
+      : buf_(bytes ? allocator::gpu_malloc(bytes) : allocator::Buffer{}) {}
   ~Scratch() {
     if (buf_) {
       allocator::gpu_free(buf_, allocator::current_gpu_stream_bit());

@@ -8,28 +8,27 @@
 
 namespace mlx::core::cu {
 
-template <typename T>
-__device__ __forceinline__ T shfl_down(T v, int offset) {
+// A warp shuffle of any element type: `shuffle(x)` moves one 32-bit-or-wider word; complex
+// numbers move as two floats, narrow types widened to int.
+template <typename T, typename Shuffle>
+__device__ __forceinline__ T shuffle_value(T v, Shuffle shuffle) {
   if constexpr (is_complex_v<T>) {
-    return T(__shfl_down_sync(0xffffffff, v.real(), offset),
-             __shfl_down_sync(0xffffffff, v.imag(), offset));
+    return T(shuffle(v.real()), shuffle(v.imag()));
   } else if constexpr (sizeof(T) < 4) {
-    return static_cast<T>(__shfl_down_sync(0xffffffff, static_cast<int>(v), offset));
+    return static_cast<T>(shuffle(static_cast<int>(v)));
   } else {
-    return __shfl_down_sync(0xffffffff, v, offset);
+    return shuffle(v);
   }
 }
 
 template <typename T>
+__device__ __forceinline__ T shfl_down(T v, int offset) {
+  return shuffle_value(v, [offset](auto x) { return __shfl_down_sync(0xffffffff, x, offset); });
+}
+
+template <typename T>
 __device__ __forceinline__ T shfl_up(T v, int offset) {
-  if constexpr (is_complex_v<T>) {
-    return T(__shfl_up_sync(0xffffffff, v.real(), offset),
-             __shfl_up_sync(0xffffffff, v.imag(), offset));
-  } else if constexpr (sizeof(T) < 4) {
-    return static_cast<T>(__shfl_up_sync(0xffffffff, static_cast<int>(v), offset));
-  } else {
-    return __shfl_up_sync(0xffffffff, v, offset);
-  }
+  return shuffle_value(v, [offset](auto x) { return __shfl_up_sync(0xffffffff, x, offset); });
 }
 
 namespace red {

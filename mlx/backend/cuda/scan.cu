@@ -55,7 +55,8 @@ __global__ void scan_rows(const In* in, Out* out, int64_t n, bool reverse, bool 
     Acc v[kItems];
 #pragma unroll
     for (int j = 0; j < kItems; ++j) {
-      v[j] = first + j < n ? Op::template load<Acc>(x[at(first + j)]) : Op::template identity<Acc>();
+      v[j] =
+          first + j < n ? Op::template load<Acc>(x[at(first + j)]) : Op::template identity<Acc>();
       if (j > 0) {
         v[j] = op(v[j - 1], v[j]);
       }

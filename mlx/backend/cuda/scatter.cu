@@ -35,8 +35,7 @@ __device__ __forceinline__ void apply(T* out, int64_t dst, T update, int64_t i, 
 
 template <typename Op, typename T>
 __global__ void scatter_kernel(const T* upd, T* out, IndexArrays ix, SliceBox box, int64_t total,
-                               const char* op, IndexErrorRecord* err, uint32_t* owner,
-                               bool claim) {
+                               const char* op, IndexErrorRecord* err, uint32_t* owner, bool claim) {
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < total;
        i += int64_t(gridDim.x) * blockDim.x) {
     int64_t p = i / box.size;
@@ -86,21 +85,6 @@ void run_passes(const array& out, int64_t total, const char* name, Launch&& laun
   }
 }
 
-const char* scatter_name(ScatterReduce r) {
-  switch (r) {
-    case ScatterReduce::Sum:
-      return "scatter_add";
-    case ScatterReduce::Prod:
-      return "scatter_prod";
-    case ScatterReduce::Max:
-      return "scatter_max";
-    case ScatterReduce::Min:
-      return "scatter_min";
-    default:
-      return "scatter";
-  }
-}
-
 // Runs f.template operator()<Op, T>() for the reduction and the output dtype; assignments only
 // move bytes, so they dispatch by size.
 template <typename F>
@@ -128,7 +112,7 @@ void dispatch_scatter(Dtype dt, ScatterReduce r, const char* name, F&& f) {
 void Scatter::eval_gpu(const std::vector<array>& inputs, array& out) {
   const array& a = inputs[0];
   const array& upd = inputs.back();
-  const char* name = scatter_name(reduce_);
+  const char* name = op_name();
   int nd_index = upd.ndim() - a.ndim();
   Shape slice(upd.shape().begin() + nd_index, upd.shape().end());
   copy_to_contiguous(a, out);
@@ -159,7 +143,7 @@ void ScatterAxis::eval_gpu(const std::vector<array>& inputs, array& out) {
   const array& a = inputs[0];
   const array& idx = inputs[1];
   const array& upd = inputs[2];
-  const char* name = reduce_ == ScatterReduce::Sum ? "scatter_add_axis" : "put_along_axis";
+  const char* name = op_name();
   copy_to_contiguous(a, out);
   if (idx.size() == 0) {
     return;
@@ -174,8 +158,8 @@ void ScatterAxis::eval_gpu(const std::vector<array>& inputs, array& out) {
   dispatch_scatter(out.dtype(), reduce_, name, [&]<typename Op, typename T>() {
     run_passes<Op>(out, total, name, [&](uint32_t* owner, bool claim) {
       scatter_axis_kernel<Op, T><<<blocks_for(total), kThreads, 0, cu::stream()>>>(
-          idx.gpu_data<char>(), itype, upd.gpu_data<T>(), out.gpu_data<T>(), total,
-          a.shape(axis_), idx.shape(axis_), inner, axis_, name, err, owner, claim);
+          idx.gpu_data<char>(), itype, upd.gpu_data<T>(), out.gpu_data<T>(), total, a.shape(axis_),
+          idx.shape(axis_), inner, axis_, name, err, owner, claim);
     });
   });
   check_launch(this->name());

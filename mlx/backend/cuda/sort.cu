@@ -7,8 +7,8 @@
 #include <cub/device/device_segmented_sort.cuh>
 
 #include "mlx/backend/common/sort_keys.h"
-#include "mlx/backend/cuda/kernel_utils.cuh"
 #include "mlx/backend/cuda/device_types.cuh"
+#include "mlx/backend/cuda/kernel_utils.cuh"
 #include "mlx/primitives/indexing.h"
 
 namespace mlx::core {
@@ -21,11 +21,6 @@ using namespace cu;
 constexpr int64_t kLongLane = 1 << 16;
 constexpr int64_t kFewLanes = 16;
 
-template <size_t N>
-using UInt = std::conditional_t<
-    N == 1, uint8_t,
-    std::conditional_t<N == 2, uint16_t, std::conditional_t<N == 4, uint32_t, uint64_t>>>;
-
 // How the values of the device type T become keys of type Key.
 template <typename T>
 struct DeviceSortKey {
@@ -34,7 +29,7 @@ struct DeviceSortKey {
                                       : std::is_same_v<T, float>         ? SortKeyKind::float32
                                       : std::is_same_v<T, double>        ? SortKeyKind::float64
                                                                          : SortKeyKind::integer;
-  using Key = UInt<sizeof(T)>;
+  using Key = SortKeyUInt<sizeof(T)>;
   using Bits = SortKeyOf<Key, kind, std::is_signed_v<T>>;
   __device__ static Key encode(T x, bool merge_zeros) {
     Key u;
@@ -116,9 +111,8 @@ void sort_pairs(const Key* keys, Key* keys_out, const uint32_t* pos, uint32_t* p
     Scratch temp(std::max<size_t>(bytes, 1));  // null storage would mean "query"
     for (int64_t l = 0; l < lanes; ++l) {
       MLX_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(temp.as<void>(), bytes, keys + l * n,
-                                                     keys_out + l * n, pos + l * n,
-                                                     pos_out + l * n, n, 0, int(8 * sizeof(Key)),
-                                                     s));
+                                                     keys_out + l * n, pos + l * n, pos_out + l * n,
+                                                     n, 0, int(8 * sizeof(Key)), s));
     }
     return;
   }
@@ -129,9 +123,8 @@ void sort_pairs(const Key* keys, Key* keys_out, const uint32_t* pos, uint32_t* p
   MLX_CUDA_CHECK(cub::DeviceSegmentedSort::StableSortPairs(
       nullptr, bytes, keys, keys_out, pos, pos_out, lanes * n, lanes, begin, begin + 1, s));
   Scratch temp(std::max<size_t>(bytes, 1));  // null storage would mean "query"
-  MLX_CUDA_CHECK(cub::DeviceSegmentedSort::StableSortPairs(temp.as<void>(), bytes, keys, keys_out,
-                                                           pos, pos_out, lanes * n, lanes, begin,
-                                                           begin + 1, s));
+  MLX_CUDA_CHECK(cub::DeviceSegmentedSort::StableSortPairs(
+      temp.as<void>(), bytes, keys, keys_out, pos, pos_out, lanes * n, lanes, begin, begin + 1, s));
 }
 
 }  // namespace
