@@ -198,8 +198,14 @@ array scaled_dot_product_attention(const array& queries, const array& keys, cons
     }
     inputs.push_back(astype(*sinks, t, s));
   }
+  Stream stream = to_stream(s);
+  if (stream.device.type == Device::gpu) {
+    // No fused GPU kernel yet: matmuls and a softmax on the GPU beat the CPU kernel's transfers.
+    return attention_composite(inputs, scale, causal, mask_arr.has_value(), sinks.has_value(),
+                               stream);
+  }
   Shape out_shape = {B, n_q, t_q, values.shape(3)};
-  auto prim = std::make_shared<ScaledDotProductAttention>(to_stream(s), scale, causal,
+  auto prim = std::make_shared<ScaledDotProductAttention>(stream, scale, causal,
                                                           mask_arr.has_value(), sinks.has_value());
   return array(std::move(out_shape), t, std::move(prim), std::move(inputs));
 }

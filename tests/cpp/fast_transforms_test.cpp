@@ -357,7 +357,9 @@ TEST(FastRules, AttentionMaskGetsNoGradient) {
   };
   auto grads = vjp(f, in, {ones({1, 2, 3, 3})}).second;
   expect_close(grads[3], std::vector<double>(24, 0.0), {1, 2, 3, 4});
-  EXPECT_TRUE(made_by(grads[0], "ScaledDotProductAttentionVJP"));
+  if (default_device().type == Device::cpu) {  // the GPU runs the composite (no fused kernel yet)
+    EXPECT_TRUE(made_by(grads[0], "ScaledDotProductAttentionVJP"));
+  }
 }
 
 // Naive float64 attention backward. mask: expanded (B, n_q, t_q, t_kv) keep-flags or additive.
