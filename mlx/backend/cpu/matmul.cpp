@@ -1,7 +1,8 @@
 // CPU matrix products. Float types go to BLAS on the inputs' own memory whenever each
 // matrix is row- or column-major with a usable leading dimension; other layouts (and
-// float16/bfloat16, which BLAS lacks) are copied one matrix at a time. Integer and bool
-// products use a blocked loop with wrapping (modular) arithmetic.
+// float16/bfloat16, which BLAS lacks) are copied one matrix at a time, except that few rows
+// times a 16-bit matrix read that matrix in place (half_matvec.h). Integer and bool products
+// use a blocked loop with wrapping (modular) arithmetic.
 #include <cblas.h>
 
 #include <algorithm>
@@ -13,6 +14,7 @@
 #include "mlx/backend/common/convert.h"
 #include "mlx/backend/cpu/copy.h"
 #include "mlx/backend/cpu/gemm.h"
+#include "mlx/backend/cpu/half_matvec.h"
 #include "mlx/backend/cpu/scratch.h"
 #include "mlx/backend/cpu/strided.h"
 #include "mlx/backend/cpu/thread_pool.h"
@@ -259,11 +261,27 @@ void blas_products(const Problem& p, const array& a, const array& b, array& out,
   constexpr bool half = std::is_same_v<T, float16_t> || std::is_same_v<T, bfloat16_t>;
   using Acc = std::conditional_t<half, float, T>;
   MatrixSource<T, Acc> sa(a.data<T>(), p.M, p.K, p.a_sr, p.a_sc, true);
-  MatrixSource<T, Acc> sb(b.data<T>(), p.K, p.N, p.b_sr, p.b_sc, true);
   std::optional<Scratch<float>> c_buf;
   if constexpr (half) {
     c_buf.emplace(p.M * p.N);
+    // Few rows: the 16-bit matrix is read in place instead of converted whole.
+    auto lb = blas_layout(p.K, p.N, p.b_sr, p.b_sc);
+    if (p.M <= kHalfMatvecRows && lb) {
+      for (size_t i = 0; i < p.a_off.size(); ++i) {
+        BlasLayout la;
+        const float* pa = sa.get(p.a_off[i], la);
+        T* c = out.data<T>() + i * p.M * p.N;
+        if (beta != 0) {
+          convert_contiguous(c, out.dtype(), c_buf->data(), float32, p.M * p.N);
+        }
+        half_matvec(p.M, p.N, p.K, alpha, pa, la.ld, b.data<T>() + p.b_off[i], lb->trans, lb->ld,
+                    beta, c_buf->data(), p.N);
+        convert_contiguous(c_buf->data(), float32, c, out.dtype(), p.M * p.N);
+      }
+      return;
+    }
   }
+  MatrixSource<T, Acc> sb(b.data<T>(), p.K, p.N, p.b_sr, p.b_sc, true);
   for (size_t i = 0; i < p.a_off.size(); ++i) {
     BlasLayout la, lb;
     const Acc* pa = sa.get(p.a_off[i], la);
