@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <optional>
 
 #include "mlx/backend/common/convert.h"
@@ -18,6 +19,7 @@
 #include "mlx/backend/cpu/dense.h"
 #include "mlx/backend/cpu/gemm.h"
 #include "mlx/backend/cpu/scratch.h"
+#include "mlx/backend/cpu/simd/vec.h"
 #include "mlx/backend/cpu/thread_pool.h"
 
 namespace mlx::core {
@@ -224,6 +226,88 @@ void blocked(const Operands& p, bool transpose, float* out) {
   }
 }
 
+// The eight values of one word of codes (eight fp4 or four fp8 codes: the first four lanes
+// for fp8, done twice per eight values) through the value table.
+#ifdef MLX_SIMD_AVX2
+inline simd::VecF fp4_word(uint32_t word, __m256 magnitudes) {
+  const __m256i shifts = _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28);
+  __m256i c = _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(static_cast<int>(word)), shifts),
+                               _mm256_set1_epi32(15));
+  __m256 mag = _mm256_permutevar8x32_ps(magnitudes, c);
+  __m256i sign = _mm256_slli_epi32(_mm256_and_si256(c, _mm256_set1_epi32(8)), 28);
+  return _mm256_or_ps(mag, _mm256_castsi256_ps(sign));
+}
+// E4M3 by its bits (a gather from the table is slower): exponent and mantissa moved into a
+// float32's with the bias changed from 7 to 127, subnormals m 2^-9, S.1111.111 NaN.
+inline simd::VecF fp8_words(const uint32_t* w) {
+  // Eight codes, one byte each (little-endian), widened to 32-bit lanes.
+  __m256i c = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(w)));
+  __m256i em = _mm256_and_si256(c, _mm256_set1_epi32(0x7F));
+  __m256 normal = _mm256_castsi256_ps(
+      _mm256_add_epi32(_mm256_slli_epi32(em, 20), _mm256_set1_epi32(120 << 23)));
+  __m256 sub = _mm256_mul_ps(_mm256_cvtepi32_ps(em), _mm256_set1_ps(1.0f / 512));
+  __m256 is_sub = _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32(8), em));
+  __m256 v = _mm256_blendv_ps(normal, sub, is_sub);
+  __m256 is_nan = _mm256_castsi256_ps(_mm256_cmpeq_epi32(em, _mm256_set1_epi32(0x7F)));
+  v = _mm256_blendv_ps(v, _mm256_set1_ps(std::numeric_limits<float>::quiet_NaN()), is_nan);
+  __m256i sign = _mm256_slli_epi32(_mm256_and_si256(c, _mm256_set1_epi32(0x80)), 24);
+  return _mm256_or_ps(v, _mm256_castsi256_ps(sign));
+}
+#endif
+
+// out (M, N) = x (M, K) @ W.T for the microscaled modes and small M: per output feature, per
+// group, the codes decoded through the value table eight at a time and s (x_g . v_g)
+// accumulated in eight lanes.
+template <int Bits, int GS>
+void fp_matvec(const Operands& p, float* out) {
+  static_assert(Bits == 4 || Bits == 8, "microscaled codes are 4 or 8 bits");
+  constexpr int kWords = GS * Bits / 32;
+  const int64_t groups = p.K / GS, words_per_row = p.K * Bits / 32;
+  const int64_t grain = std::max<int64_t>(1, kParallelBytes / (words_per_row * 4 + 1));
+  parallel_for(p.N, grain, [&](int64_t n0, int64_t n1) {
+    alignas(32) float v[GS];
+#ifdef MLX_SIMD_AVX2
+    const __m256 magnitudes = _mm256_loadu_ps(p.table);  // codes 0-7: the fp4 magnitudes
+#endif
+    std::vector<simd::VecF> acc(p.M);
+    for (int64_t n = n0; n < n1; ++n) {
+      std::fill(acc.begin(), acc.end(), simd::VecF(0.f));
+      const uint32_t* row = p.w + n * words_per_row;
+      for (int64_t g = 0; g < groups; ++g) {
+        const uint32_t* words = row + g * kWords;
+#ifdef MLX_SIMD_AVX2
+        for (int i = 0; i < GS / 8; ++i) {
+          simd::VecF vals = Bits == 4 ? fp4_word(words[i], magnitudes) : fp8_words(words + 2 * i);
+          simd::store(v + 8 * i, vals);
+        }
+#else
+        const uint8_t* codes = reinterpret_cast<const uint8_t*>(words);
+        for (int b = 0; b < GS * Bits / 8; ++b) {
+          if constexpr (Bits == 4) {
+            v[2 * b] = p.table[codes[b] & 15];
+            v[2 * b + 1] = p.table[codes[b] >> 4];
+          } else {
+            v[b] = p.table[codes[b]];
+          }
+        }
+#endif
+        const simd::VecF sc(p.scales[n * groups + g]);
+        for (int64_t m = 0; m < p.M; ++m) {
+          const float* xg = p.x + m * p.K + g * GS;
+          simd::VecF lanes(0.f);
+          for (int i = 0; i < GS; i += simd::kWidth) {
+            lanes = simd::fma(simd::load(xg + i), simd::load(v + i), lanes);
+          }
+          acc[m] = simd::fma(lanes, sc, acc[m]);
+        }
+      }
+      for (int64_t m = 0; m < p.M; ++m) {
+        out[m * p.N + n] = simd::hsum(acc[m]);
+      }
+    }
+  });
+}
+
 // out (M, N) in float32 for the operands of one stored matrix.
 void quantized_product(const Operands& p, int bits, bool transpose, bool affine, float* dst) {
   if (p.K == 0) {
@@ -231,6 +315,16 @@ void quantized_product(const Operands& p, int bits, bool transpose, bool affine,
     return;
   }
   constexpr int64_t kMatvecRows = 8;
+  if (!affine && transpose && p.M <= kMatvecRows) {
+    if (bits == 8) {
+      fp_matvec<8, 32>(p, dst);
+    } else if (p.group_size == 16) {
+      fp_matvec<4, 16>(p, dst);
+    } else {
+      fp_matvec<4, 32>(p, dst);
+    }
+    return;
+  }
   dispatch_bits(bits, [&]<int Bits>() {
     if (affine && transpose && p.M <= kMatvecRows) {
       if (p.group_size == 32) {
