@@ -16,7 +16,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_common import run_worker, timeit  # noqa: E402
 
-SHAPES = [(4096, 4096), (2048, 512)]  # (N, K)
+SHAPES = [(4096, 4096), (11008, 4096), (2048, 512)]  # (N, K); the 11008 x 4096 weights outgrow the cache
 BATCHES = [1, 4, 16]
 DTYPES = ["bfloat16", "float16", "float32"]
 
