@@ -334,3 +334,16 @@ def test_quantized_sharded_layers(mode):
         np.testing.assert_allclose(np.array(sl(x)), np.array(ql(x)), rtol=1e-5, atol=1e-5)
         assert isinstance(nn.layers.distributed.shard_linear(ql, sharding), cls)
     assert "mode=" + mode in repr(a)
+
+
+@pytest.mark.parametrize("mode", ["mxfp4", "mxfp8", "nvfp4"])
+def test_quantized_embedding_modes(mode):
+    emb = nn.Embedding(10, 64)
+    qe = nn.QuantizedEmbedding.from_embedding(emb, mode=mode)
+    assert "biases" not in qe and qe.scales.dtype == mx.uint8
+    table = f32(mx.dequantize(qe.weight, qe.scales, None, mode=mode))
+    idx = mx.array([[3, 0], [9, 3]])
+    np.testing.assert_array_equal(f32(qe(idx)), table[np.array(idx)])
+    x = mx.array(RNG.standard_normal((2, 64)).astype(np.float32))
+    np.testing.assert_allclose(np.array(qe.as_linear(x)), np.array(x) @ table.T, rtol=1e-4,
+                               atol=1e-4)
