@@ -122,12 +122,13 @@ def test_matmul(rng, dtype, sa, sb):
               expected, rtol=rtol, atol=rtol)
 
 
-@pytest.mark.parametrize("dtype", [mx.float16, mx.bfloat16])
-@pytest.mark.parametrize("rows", [1, 3, 4, 5, 16, 17])
+@pytest.mark.parametrize("dtype", [mx.float16, mx.bfloat16, mx.float32])
+@pytest.mark.parametrize("rows", [1, 3, 4, 5, 16, 17, 120])
 @pytest.mark.parametrize("layout", ["transposed", "row_major", "strided"])
-def test_matmul_16bit_few_rows(rng, dtype, rows, layout):
-    # Few rows times a 16-bit matrix read in place (a Linear's x @ W.T in decode), next to the
-    # converted path (17 rows), for odd K and N (vector tails) and an addmm with beta.
+def test_matmul_few_rows(rng, dtype, rows, layout):
+    # Few rows times a matrix read in place by the small-rows kernels (a Linear's x @ W.T in
+    # decode: 16-bit up to 16 rows, float32 while the rows fit in L1), next to the BLAS paths,
+    # for odd K and N (vector tails) and an addmm with beta.
     K, N = 37, 29
     w, wn = make(rng, (N, K), dtype)
     x, xn = make(rng, (rows, K), dtype)
@@ -139,7 +140,7 @@ def test_matmul_16bit_few_rows(rng, dtype, rows, layout):
         wide, widen = make(rng, (K, 2 * N), dtype)
         b, bn = wide[:, ::2], widen[:, ::2]
     expected = xn.astype(np.float64) @ bn.astype(np.float64)
-    rtol = {mx.float16: 1e-2, mx.bfloat16: 5e-2}[dtype]
+    rtol = {mx.float16: 1e-2, mx.bfloat16: 5e-2, mx.float32: 1e-5}[dtype]
     check(x @ b, expected, dtype=dtype, rtol=rtol, atol=rtol)
     c, cn = make(rng, (N,), dtype)
     check(mx.addmm(c, x, b, alpha=0.5, beta=2.0), 0.5 * expected + 2.0 * cn, dtype=dtype,

@@ -39,6 +39,8 @@ inline VecF load8(const H* p) {
   return simd::load(t);
 }
 
+inline VecF load8(const float* p) { return simd::load(p); }
+
 inline void finish(float* c, float v, float alpha, float beta) {
   *c = beta == 0.f ? alpha * v : alpha * v + beta * *c;
 }
@@ -181,6 +183,11 @@ void half_matvec(int64_t M, int64_t N, int64_t K, float alpha, const float* a, i
                  const bfloat16_t* b, bool trans_b, int64_t ldb, float beta, float* c,
                  int64_t ldc) {
   run(M, N, K, alpha, a, lda, b, trans_b, ldb, beta, c, ldc);
+}
+
+void small_rows_matvec(int64_t M, int64_t N, int64_t K, float alpha, const float* a, int64_t lda,
+                       const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
+  transposed(M, N, K, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
 }  // namespace mlx::core::cpu

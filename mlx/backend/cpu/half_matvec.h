@@ -20,4 +20,8 @@ void half_matvec(int64_t M, int64_t N, int64_t K, float alpha, const float* a, i
 void half_matvec(int64_t M, int64_t N, int64_t K, float alpha, const float* a, int64_t lda,
                  const bfloat16_t* b, bool trans_b, int64_t ldb, float beta, float* c, int64_t ldc);
 
+// The float32 version for B stored transposed (each output a dot product of contiguous rows).
+void small_rows_matvec(int64_t M, int64_t N, int64_t K, float alpha, const float* a, int64_t lda,
+                       const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
+
 }  // namespace mlx::core::cpu
