@@ -2,7 +2,8 @@
 // used as W.T) each output is a dot product of a row of A with a row of W: the 16-bit row is
 // widened eight lanes at a time (bfloat16 by a shift, float16 by F16C) and multiplied with up
 // to four rows of A at once, so W is read once per call. With B row-major each block of 16
-// columns accumulates A[m, k] * B[k, :] over k. Accumulation is in float32.
+// columns accumulates A[m, k] * B[k, :] over k. Accumulation is in float32; float32 B takes
+// the transposed path with plain loads.
 #include "mlx/backend/cpu/half_matvec.h"
 
 #include <algorithm>
