@@ -282,13 +282,14 @@ void blas_products(const Problem& p, const array& a, const array& b, array& out,
     }
   }
   if constexpr (std::is_same_v<T, float>) {
-    // Rows of A that fit in L1 times a transposed B (x @ W.T in decode): dot products over W's
-    // rows read once, 2-3x OpenBLAS's gemv here (4096 x 4096: 6.3 -> 2.8 ms); more rows are
-    // BLAS's.
+    // At most 16 rows of A that fit in L1 times a transposed B (x @ W.T in decode): dot
+    // products over W's rows read once, 2-3x OpenBLAS's gemv here (4096 x 4096: 6.3 -> 2.8 ms);
+    // more rows (and outer-product shapes) are BLAS's.
     constexpr int64_t kSmallRowsFloats = 4096;
     auto lb = blas_layout(p.K, p.N, p.b_sr, p.b_sc);
     auto la = blas_layout(p.M, p.K, p.a_sr, p.a_sc);
-    if (p.M * p.K <= kSmallRowsFloats && lb && lb->trans && la && !la->trans) {
+    if (p.M <= kHalfMatvecRows && p.M * p.K <= kSmallRowsFloats && lb && lb->trans && la &&
+        !la->trans) {
       for (size_t i = 0; i < p.a_off.size(); ++i) {
         small_rows_matvec(p.M, p.N, p.K, alpha, a.data<float>() + p.a_off[i], la->ld,
                           b.data<float>() + p.b_off[i], lb->ld, beta,
