@@ -21,9 +21,14 @@ def timeit(fn, min_time=0.5, max_reps=50):
     return statistics.median(times)
 
 
-def run_worker(python, library, script=__file__, threads=None):
-    """The results of `script`'s worker, or None when `python` cannot run it (no PyTorch)."""
+def run_worker(python, library, script=__file__, threads=None, pythonpath=""):
+    """The results of `script`'s worker, or None when `python` cannot run it (no PyTorch).
+    `pythonpath` replaces PYTHONPATH for the worker (None removes it; "" keeps ours)."""
     env = dict(os.environ)
+    if pythonpath is None:
+        env.pop("PYTHONPATH", None)
+    elif pythonpath:
+        env["PYTHONPATH"] = pythonpath
     if threads:
         env.update(BENCH_THREADS=str(threads), MLX_NUM_THREADS=str(threads),
                    OPENBLAS_NUM_THREADS=str(threads), OMP_NUM_THREADS=str(threads))

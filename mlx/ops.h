@@ -8,6 +8,8 @@
 #include "mlx/ops/elementwise.h"
 #include "mlx/ops/fft.h"
 #include "mlx/ops/graph.h"
+#include "mlx/ops/grouped_matmul.h"
+#include "mlx/ops/hadamard.h"
 #include "mlx/ops/indexing.h"
 #include "mlx/ops/linalg.h"
 #include "mlx/ops/quantized.h"

@@ -8,6 +8,8 @@
 #include "mlx/primitives/elementwise.h"
 #include "mlx/primitives/fast.h"
 #include "mlx/primitives/fft.h"
+#include "mlx/primitives/grouped_matmul.h"
+#include "mlx/primitives/hadamard.h"
 #include "mlx/primitives/indexing.h"
 #include "mlx/primitives/linalg.h"
 #include "mlx/primitives/linalg_lapack.h"
@@ -30,5 +32,6 @@
   X(Convolution) \
   X(FFT) \
   X(QuantizedMatmul) \
+  X(GatherMM) X(SegmentedMM) X(Hadamard) X(GatherQMM) \
   X(fast::RMSNormVJP) X(fast::LayerNormVJP) X(fast::ScaledDotProductAttentionVJP)
 // clang-format on

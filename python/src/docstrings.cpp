@@ -163,6 +163,21 @@ Returns:
      R"doc(The element-wise bitwise XOR of integer or bool arrays.)doc"},
     {"blackman", Kind::plain,
      R"doc(The Blackman window of ``M`` points (NumPy's definition), float32.)doc"},
+    {"block_masked_mm", Kind::plain,
+     R"doc(Matrix product with blocks of ``block_size x block_size`` masked out: ``(a * mask_lhs) @ (b * mask_rhs) * mask_out`` with each mask given per block.
+
+For ``a`` of shape ``(..., M, K)`` and ``b`` of shape ``(..., K, N)``, ``mask_lhs`` has shape ``(..., ceil(M / block_size), ceil(K / block_size))``, ``mask_rhs`` ``(..., ceil(K / block_size), ceil(N / block_size))`` and ``mask_out`` ``(..., ceil(M / block_size), ceil(N / block_size))``. Boolean masks keep or zero their blocks; other masks scale them. Batch dimensions broadcast.
+
+Args:
+    a (array): Input array.
+    b (array): Input array.
+    block_size (int): Size of the masked blocks (MLX supports 32 and 64). Default: ``64``.
+    mask_out (array, optional): Mask of the output blocks. Default: ``None``.
+    mask_lhs (array, optional): Mask of the blocks of ``a``. Default: ``None``.
+    mask_rhs (array, optional): Mask of the blocks of ``b``. Default: ``None``.
+
+Returns:
+    array: The masked product.)doc"},
     {"broadcast_arrays", Kind::plain,
      R"doc(The inputs broadcast to their common shape.
 
@@ -271,14 +286,19 @@ Returns:
 Returns:
     list(array))doc"},
     {"dequantize", Kind::plain,
-     R"doc(Reconstructs a matrix from its quantized form: ``scales * q + biases`` per group of ``group_size`` elements along the last axis.
+     R"doc(Reconstructs a matrix from its quantized form (see :func:`quantize`): ``scales * q + biases`` per group (affine) or ``scale * element`` (mxfp4, mxfp8, nvfp4).
+
+Modes (group sizes; bits; scales): ``"affine"`` (32, 64*, 128; 1, 2, 3, 4*, 5, 6, 8; a scale and a bias per group in the input's dtype), ``"mxfp4"`` (32; 4; uint8 E8M0), ``"mxfp8"`` (32; 8; uint8 E8M0), ``"nvfp4"`` (16; 4; uint8 E4M3, optionally relative to a float32 ``global_scale``). * marks the defaults. The mx and nv modes store E2M1 (fp4) or E4M3 (fp8) elements and have no biases. Codes are packed little-endian into ``uint32`` words (the first element in the lowest bits), as MLX packs them.
 
 Args:
     w (array): Packed ``uint32`` codes from :func:`quantize`.
-    scales (array): One scale per group.
-    biases (array, optional): One bias per group (affine mode).
-    group_size (int, optional): Elements per group. Default: ``64``.
-    bits (int, optional): Bits per code. Default: ``4``.
+    scales (array): The scales per group.
+    biases (array, optional): The biases per group (affine only). Default: ``None``.
+    group_size (int, optional): Default: the mode's.
+    bits (int, optional): Default: the mode's.
+    mode (str, optional): Default: ``"affine"``.
+    global_scale (array, optional): nvfp4 only: the global scale used to quantize. Default: ``None``.
+    dtype (Dtype, optional): The output dtype. Default: the scales' dtype (affine), else ``bfloat16``.
 
 Returns:
     array: The dequantized matrix.)doc"},
@@ -373,8 +393,70 @@ Returns:
     array)doc"},
     {"full_like", Kind::plain,
      R"doc(An array with the shape of ``a`` filled with ``vals``, in ``a``'s dtype or ``dtype``.)doc"},
+    {"gather_mm", Kind::plain,
+     R"doc(Matrix product with matrix-level gather: ``out[i] = a_flat[lhs_indices[i]] @ b_flat[rhs_indices[i]]`` where ``a_flat`` and ``b_flat`` are the stacks of matrices over the batch dimensions (all but the last two) of ``a`` and ``b``.
+
+For ``a`` of shape ``(A1, ..., AS, M, K)`` ``lhs_indices`` holds flat indices in ``[0, A1 * ... * AS)``, and likewise ``rhs_indices`` for ``b``. A missing index array stands for all of its operand's matrices in order (shaped like its batch); the two broadcast together and the result has shape ``broadcast(lhs_indices, rhs_indices) + (M, N)``. Products are grouped by right-hand matrix, so each matrix of ``b`` is read once per call (the mixture-of-experts product). Out-of-range indices raise ``IndexError``.
+
+Args:
+    a (array): Input array.
+    b (array): Input array.
+    lhs_indices (array, optional): Integer indices for ``a``. Default: ``None``.
+    rhs_indices (array, optional): Integer indices for ``b``. Default: ``None``.
+    sorted_indices (bool, optional): Whether the indices are sorted (a hint). Default: ``False``.
+
+Returns:
+    array: The gathered products.)doc"},
+    {"gather_qmm", Kind::plain,
+     R"doc(:func:`quantized_matmul` with matrix-level gather, as :func:`gather_mm`: ``out[i] = x_flat[lhs_indices[i]] @ W_flat[rhs_indices[i]]`` over the batch dimensions of ``x`` and of the quantized ``w`` (``scales`` and ``biases`` are batched like ``w``). The products are grouped by quantized matrix, each group one product from the packed codes.
+
+Args:
+    x (array): Input array.
+    w (array): Quantized matrices packed in ``uint32``.
+    scales (array): Their scales.
+    biases (array, optional): Their biases (affine). Default: ``None``.
+    lhs_indices (array, optional): Integer indices for ``x``. Default: ``None``.
+    rhs_indices (array, optional): Integer indices for ``w``. Default: ``None``.
+    transpose (bool, optional): ``x @ w.T`` if ``True``, else ``x @ w``. Default: ``True``.
+    group_size (int, optional): Default: the mode's.
+    bits (int, optional): Default: the mode's.
+    mode (str, optional): Default: ``"affine"``.
+    global_scale (array, optional): nvfp4 only: the global scale of ``w``. Default: ``None``.
+    sorted_indices (bool, optional): Whether the indices are sorted (a hint). Default: ``False``.
+
+Returns:
+    array: The gathered products.)doc"},
+    {"gather_qqmm", Kind::plain,
+     R"doc(:func:`qqmm` with matrix-level gather, as :func:`gather_mm`: ``x`` is quantized on the fly, ``w`` (a stack of matrices ``(..., N, K)``) is used as quantized when ``scales`` are given and quantized on the fly otherwise, and ``out[i] = x_flat[lhs_indices[i]] @ W_flat[rhs_indices[i]].T``.
+
+Args:
+    x (array): Input array.
+    w (array): Weight matrices, quantized (``uint32``) or not.
+    scales (array, optional): The scales of a quantized ``w``. Default: ``None``.
+    lhs_indices (array, optional): Integer indices for ``x``. Default: ``None``.
+    rhs_indices (array, optional): Integer indices for ``w``. Default: ``None``.
+    group_size (int, optional): Default: the mode's.
+    bits (int, optional): Default: the mode's.
+    mode (str, optional): ``"nvfp4"``, ``"mxfp8"`` or ``"mxfp4"``. Default: ``"nvfp4"``.
+    global_scale_x (array, optional): nvfp4 only: the global scale of ``x``. Default: ``None``.
+    global_scale_w (array, optional): nvfp4 only: the global scale of ``w``. Default: ``None``.
+    sorted_indices (bool, optional): Whether the indices are sorted (a hint). Default: ``False``.
+
+Returns:
+    array: The gathered products, in the dtype of ``x``.)doc"},
     {"greater", Kind::binary, R"doc(Whether ``a > b`` element-wise; a bool array.)doc"},
     {"greater_equal", Kind::binary, R"doc(Whether ``a >= b`` element-wise; a bool array.)doc"},
+    {"hadamard_transform", Kind::plain,
+     R"doc(The Walsh-Hadamard transform along the last axis: ``(hadamard(n) @ x) * scale``.
+
+The length ``n`` must be ``m * 2^k`` with ``m`` in ``(1, 12, 20, 28)``; for ``m = 1`` the matrix is Sylvester's (``scipy.linalg.hadamard``), otherwise the Kronecker product of MLX's order-``m`` Hadamard matrix with Sylvester's. Computed in float32 (float64 for float64 inputs) with ``n log n`` additions.
+
+Args:
+    a (array): Input array or scalar; integers become float32.
+    scale (float, optional): Scale of the output. Default: ``1 / sqrt(n)``, which makes the transform orthonormal.
+
+Returns:
+    array: The transformed array.)doc"},
     {"hamming", Kind::plain,
      R"doc(The Hamming window of ``M`` points (NumPy's definition), float32.)doc"},
     {"hanning", Kind::plain,
@@ -697,16 +779,56 @@ Returns:
 
 Returns:
     array)doc"},
+    {"qqmm", Kind::plain,
+     R"doc(``x @ w.T`` with both operands quantized: ``x`` is quantized on the fly, ``w`` is used as quantized when ``scales`` are given (``group_size``, ``bits`` and ``mode`` must match its quantization) and quantized on the fly otherwise. The dequantized operands are multiplied in float32.
+
+Gradients pass straight through the quantization of ``x`` and of an unquantized ``w`` (a ``w`` that should receive gradients must be given unquantized).
+
+Args:
+    x (array): Input array.
+    w (array): Weight matrix ``(N, K)``, quantized (``uint32``) or not.
+    scales (array, optional): The scales of a quantized ``w``. Default: ``None``.
+    group_size (int, optional): Default: the mode's.
+    bits (int, optional): Default: the mode's.
+    mode (str, optional): ``"nvfp4"``, ``"mxfp8"`` or ``"mxfp4"``. Default: ``"nvfp4"``.
+    global_scale_x (array, optional): nvfp4 only: the global scale of ``x``. Default: ``None``.
+    global_scale_w (array, optional): nvfp4 only: the global scale of ``w``. Default: ``None``.
+
+Returns:
+    array: The product, in the dtype of ``x``.)doc"},
     {"quantize", Kind::plain,
-     R"doc(Quantizes a matrix along its last axis in groups of ``group_size`` elements with ``bits`` bits per element (affine mode: ``w ~ scale * q + bias`` per group), packing the codes into ``uint32`` words.
+     R"doc(Quantizes a matrix along its last axis in groups of ``group_size`` elements with ``bits`` bits per element, packing the codes into ``uint32`` words.
+
+Affine: ``s = (max - min) / (2^bits - 1)``, ``b = min``, ``q = round((w - b) / s)``. mxfp4 / mxfp8: the scale is the smallest power of two ``2^e`` with ``amax / 2^e`` at most 6 (448), elements are rounded to E2M1 (nearest, ties toward zero) or E4M3 (nearest even). nvfp4: the scale is E4M3 of ``amax / 6`` (times ``2688 / global_scale`` when given).
+
+Modes (group sizes; bits; scales): ``"affine"`` (32, 64*, 128; 1, 2, 3, 4*, 5, 6, 8; a scale and a bias per group in the input's dtype), ``"mxfp4"`` (32; 4; uint8 E8M0), ``"mxfp8"`` (32; 8; uint8 E8M0), ``"nvfp4"`` (16; 4; uint8 E4M3, optionally relative to a float32 ``global_scale``). * marks the defaults. The mx and nv modes store E2M1 (fp4) or E4M3 (fp8) elements and have no biases. Codes are packed little-endian into ``uint32`` words (the first element in the lowest bits), as MLX packs them.
+
+Args:
+    w (array): The matrix to quantize (rank >= 2, float16, bfloat16 or float32).
+    group_size (int, optional): Elements per scale. Default: the mode's.
+    bits (int, optional): Bits per element. Default: the mode's.
+    mode (str, optional): ``"affine"``, ``"mxfp4"``, ``"mxfp8"`` or ``"nvfp4"``. Default: ``"affine"``.
+    global_scale (array, optional): nvfp4 only: a float32 scale of the whole tensor. Default: ``None``.
 
 Returns:
-    tuple(array, array, array): The packed codes, the scales and the biases.)doc"},
+    tuple(array, ...): The packed codes, the scales and (affine only) the biases.)doc"},
     {"quantized_matmul", Kind::plain,
-     R"doc(``x @ dequantize(w, scales, biases).T`` (or without the transpose when ``transpose=False``) computed from the packed codes without materializing the dequantized matrix.
+     R"doc(``x @ dequantize(w, scales, biases).T`` (or without the transpose when ``transpose=False``) computed from the packed codes without materializing the dequantized matrix. Biases are given for the affine mode only.
+
+Modes (group sizes; bits; scales): ``"affine"`` (32, 64*, 128; 1, 2, 3, 4*, 5, 6, 8; a scale and a bias per group in the input's dtype), ``"mxfp4"`` (32; 4; uint8 E8M0), ``"mxfp8"`` (32; 8; uint8 E8M0), ``"nvfp4"`` (16; 4; uint8 E4M3, optionally relative to a float32 ``global_scale``). * marks the defaults. The mx and nv modes store E2M1 (fp4) or E4M3 (fp8) elements and have no biases. Codes are packed little-endian into ``uint32`` words (the first element in the lowest bits), as MLX packs them.
+
+Args:
+    x (array): Input array.
+    w (array): The packed quantized matrix.
+    scales (array): Its scales.
+    biases (array, optional): Its biases (affine). Default: ``None``.
+    transpose (bool, optional): ``x @ w.T`` if ``True``, else ``x @ w``. Default: ``True``.
+    group_size (int, optional): Default: the mode's.
+    bits (int, optional): Default: the mode's.
+    mode (str, optional): Default: ``"affine"``.
 
 Returns:
-    array: The product.)doc"},
+    array: The product, in the dtype of ``x`` (promoted with the scales' for affine).)doc"},
     {"radians", Kind::unary, R"doc(Each element converted from degrees to radians.)doc"},
     {"real", Kind::unary, R"doc(The real part of each element.)doc"},
     {"reciprocal", Kind::unary, R"doc(The reciprocal ``1 / a`` of each element.)doc"},
@@ -759,6 +881,18 @@ Returns:
 Example:
     >>> mx.searchsorted(mx.array([1, 2, 2, 4]), mx.array([2, 3]))
     array([1, 3], dtype=uint32))doc"},
+    {"segmented_mm", Kind::plain,
+     R"doc(Matrix product over segments of the inner dimension: for ``a`` of shape ``(M, K)``, ``b`` of shape ``(K, N)`` and ``segments`` of shape ``(..., 2)`` holding ``[start, end)`` offsets into ``K``, ``out[...] = a[:, start:end] @ b[start:end, :]``.
+
+Empty (or reversed) segments give zeros; offsets outside ``[0, K]`` raise ``IndexError``.
+
+Args:
+    a (array): Input array of shape ``(M, K)``.
+    b (array): Input array of shape ``(K, N)``.
+    segments (array): Integer ``[start, end)`` pairs.
+
+Returns:
+    array: The product of each segment, of shape ``segments.shape[:-1] + (M, N)``.)doc"},
     {"sigmoid", Kind::unary,
      R"doc(The logistic sigmoid ``1 / (1 + exp(-a))`` of each element.)doc"},
     {"sign", Kind::unary,

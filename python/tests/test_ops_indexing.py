@@ -122,6 +122,33 @@ def test_matmul(rng, dtype, sa, sb):
               expected, rtol=rtol, atol=rtol)
 
 
+@pytest.mark.parametrize("dtype", [mx.float16, mx.bfloat16, mx.float32])
+@pytest.mark.parametrize("rows", [1, 3, 4, 5, 16, 17, 120])
+@pytest.mark.parametrize("layout", ["transposed", "row_major", "strided"])
+def test_matmul_few_rows(rng, dtype, rows, layout):
+    # Few rows times a matrix read in place by the small-rows kernels (a Linear's x @ W.T in
+    # decode: 16-bit up to 16 rows, float32 while the rows fit in L1), next to the BLAS paths,
+    # for odd K and N (vector tails) and an addmm with beta.
+    K, N = 37, 29
+    w, wn = make(rng, (N, K), dtype)
+    x, xn = make(rng, (rows, K), dtype)
+    if layout == "transposed":
+        b, bn = mx.transpose(w), wn.T
+    elif layout == "row_major":
+        b, bn = mx.array(np.ascontiguousarray(wn.T), dtype), wn.T
+    else:
+        wide, widen = make(rng, (K, 2 * N), dtype)
+        b, bn = wide[:, ::2], widen[:, ::2]
+    expected = xn.astype(np.float64) @ bn.astype(np.float64)
+    rtol = {mx.float16: 1e-2, mx.bfloat16: 5e-2, mx.float32: 1e-5}[dtype]
+    check(x @ b, expected, dtype=dtype, rtol=rtol, atol=rtol)
+    c, cn = make(rng, (N,), dtype)
+    check(mx.addmm(c, x, b, alpha=0.5, beta=2.0), 0.5 * expected + 2.0 * cn, dtype=dtype,
+          rtol=rtol, atol=rtol)
+    batched, bxn = make(rng, (2, rows, K), dtype)
+    check(batched @ b, bxn.astype(np.float64) @ bn.astype(np.float64), rtol=rtol, atol=rtol)
+
+
 def test_matmul_errors():
     with pytest.raises(ValueError, match="matmul"):
         mx.matmul(mx.ones((2, 3)), mx.ones((4, 5)))

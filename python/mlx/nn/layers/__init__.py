@@ -59,6 +59,8 @@ from mlx.nn.layers.containers import Sequential
 from mlx.nn.layers.distributed import (
     AllToShardedLinear,
     FullyShardedModule,
+    QuantizedAllToShardedLinear,
+    QuantizedShardedToAllLinear,
     ShardedToAllLinear,
     fully_shard,
     shard_inplace,
@@ -85,7 +87,7 @@ from mlx.nn.layers.pooling import (
     MaxPool3d,
 )
 from mlx.nn.layers.positional_encoding import ALiBi, RoPE, SinusoidalPositionalEncoding
-from mlx.nn.layers.quantized import QuantizedEmbedding, QuantizedLinear, quantize
+from mlx.nn.layers.quantized import QQLinear, QuantizedEmbedding, QuantizedLinear, quantize
 from mlx.nn.layers.recurrent import GRU, LSTM, RNN
 from mlx.nn.layers.upsample import Upsample, upsample_cubic, upsample_linear, upsample_nearest
 from mlx.nn.layers.transformer import (

@@ -206,6 +206,146 @@ class ShardedToAllLinear(_ShardedLinear):
         return y
 
 
+class _QuantizedShardedLinear(Module):
+    """What both quantized sharded linears share: this member's shard of a quantized weight
+    (its output features for all-to-sharded, its input features for sharded-to-all, whole
+    quantization groups either way), frozen like nn.QuantizedLinear's, and conversion from an
+    nn.QuantizedLinear."""
+
+    _sharding = None  # "all-to-sharded" or "sharded-to-all"
+
+    def __init__(
+        self,
+        input_dims: int,
+        output_dims: int,
+        bias: bool = True,
+        group_size: int = 64,
+        bits: int = 4,
+        mode: str = "affine",
+        group: Optional[mx.distributed.Group] = None,
+    ):
+        from mlx.nn.layers.quantized import _defaults, _set_quantized
+
+        super().__init__()
+        self.group = _group(group)
+        self.group_size, self.bits = _defaults(group_size, bits, mode)
+        self.mode = mode
+        n = self.group.size()
+        split_outputs = self._sharding == "all-to-sharded"
+        dims = output_dims if split_outputs else input_dims
+        if dims % n != 0:
+            which = "output_dims" if split_outputs else "input_dims"
+            raise ValueError(
+                f"[{type(self).__name__}] {which} ({dims}) must be divisible by the group size "
+                f"({n})."
+            )
+        if not split_outputs and (input_dims // n) % self.group_size != 0:
+            raise ValueError(
+                f"[{type(self).__name__}] The input features of each member ({input_dims // n}) "
+                f"must be a multiple of the group size ({self.group_size})."
+            )
+        scale = (1.0 / input_dims) ** 0.5
+        shape = (output_dims // n, input_dims) if split_outputs else (output_dims, input_dims // n)
+        _set_quantized(self, mx.random.uniform(-scale, scale, shape), self.group_size, self.bits,
+                       mode)
+        if bias:
+            self.bias = mx.zeros((shape[0] if split_outputs else output_dims,))
+        self.freeze()
+
+    def _extra_repr(self) -> str:
+        out, packed = self["weight"].shape
+        inp = packed * 32 // self.bits
+        n = self.group.size()
+        if self._sharding == "all-to-sharded":
+            out *= n
+        else:
+            inp *= n
+        return (f"input_dims={inp}, output_dims={out}, bias={'bias' in self}, "
+                f"group_size={self.group_size}, bits={self.bits}, mode={self.mode}")
+
+    def _product(self, x):
+        return mx.quantized_matmul(x, self["weight"], self["scales"], self.get("biases"),
+                                   transpose=True, group_size=self.group_size, bits=self.bits,
+                                   mode=self.mode)
+
+    @classmethod
+    def from_quantized_linear(
+        cls,
+        quantized_linear_layer: Module,
+        *,
+        segments: Union[int, list] = 1,
+        group: Optional[mx.distributed.Group] = None,
+    ):
+        """This member's shard of the nn.QuantizedLinear ``quantized_linear_layer``."""
+        group = _group(group)
+        ql = quantized_linear_layer
+        out, packed = ql.weight.shape
+        inp = packed * 32 // ql.bits
+        layer = cls(inp, out, "bias" in ql, ql.group_size, ql.bits, ql.mode, group)
+        layer.update(ql.parameters())
+        if cls._sharding == "sharded-to-all":
+            # Weight words and scales split their last axis; the bias stays whole. The split
+            # points are in quantized columns, so each piece keeps whole groups.
+            def rule(path, w):
+                if w.ndim < 2:
+                    return None
+                if isinstance(segments, int):
+                    return (-1, segments)
+                per = w.shape[-1] / inp
+                return (-1, [int(i * per) for i in segments])
+        else:
+            def rule(path, w):
+                return (0, segments)
+        shard_inplace(layer, rule, group=group)
+        layer.freeze()
+        return layer
+
+
+class QuantizedAllToShardedLinear(_QuantizedShardedLinear):
+    """The quantized :class:`AllToShardedLinear`: every member takes the full input and
+    computes its slice of the output with its shard of a quantized weight (see
+    nn.QuantizedLinear); the parameters are frozen.
+
+    Args:
+        input_dims: Input features.
+        output_dims: Output features over the whole group (divisible by its size).
+        bias: Whether to add a bias. Default True.
+        group_size: Elements per quantization group. Default 64.
+        bits: Bits per weight. Default 4.
+        mode: The quantization mode (see mx.quantize). Default ``"affine"``.
+        group: The group to shard across (default: the global group).
+    """
+
+    _sharding = "all-to-sharded"
+
+    def __call__(self, x):
+        y = self._product(sum_gradients(self.group)(x))
+        return y + self["bias"] if "bias" in self else y
+
+
+class QuantizedShardedToAllLinear(_QuantizedShardedLinear):
+    """The quantized :class:`ShardedToAllLinear`: every member multiplies its slice of the
+    input with its shard of a quantized weight, the partial products are summed over the
+    group, and every member gets the full output; the parameters are frozen.
+
+    Args:
+        input_dims: Input features over the whole group (divisible by its size, each member's
+            share a multiple of group_size).
+        output_dims: Output features.
+        bias: Whether to add a bias. Default True.
+        group_size: Elements per quantization group. Default 64.
+        bits: Bits per weight. Default 4.
+        mode: The quantization mode (see mx.quantize). Default ``"affine"``.
+        group: The group to shard across (default: the global group).
+    """
+
+    _sharding = "sharded-to-all"
+
+    def __call__(self, x):
+        y = mx.distributed.all_sum(self._product(x), group=self.group)
+        return y + self["bias"] if "bias" in self else y
+
+
 def shard_linear(
     module: Module,
     sharding: str,
@@ -215,17 +355,25 @@ def shard_linear(
 ):
     """A new sharded layer made from the linear layer ``module`` (which is left unchanged):
     an :class:`AllToShardedLinear` for ``"all-to-sharded"``, a :class:`ShardedToAllLinear`
-    for ``"sharded-to-all"``."""
+    for ``"sharded-to-all"``, and their quantized versions for an nn.QuantizedLinear."""
+    from mlx.nn.layers.quantized import QuantizedLinear
+
     layers = {"all-to-sharded": AllToShardedLinear, "sharded-to-all": ShardedToAllLinear}
+    quantized = {
+        "all-to-sharded": QuantizedAllToShardedLinear,
+        "sharded-to-all": QuantizedShardedToAllLinear,
+    }
     if sharding not in layers:
         raise ValueError(
             f"[shard_linear] sharding must be 'all-to-sharded' or 'sharded-to-all'; got "
             f"{sharding!r}."
         )
+    if isinstance(module, QuantizedLinear):
+        return quantized[sharding].from_quantized_linear(module, segments=segments, group=group)
     if not isinstance(module, Linear):
         raise TypeError(
-            f"[shard_linear] Expected an nn.Linear; got {type(module).__name__} (quantized "
-            "layers are not supported yet)."
+            f"[shard_linear] Expected an nn.Linear or nn.QuantizedLinear; got "
+            f"{type(module).__name__}."
         )
     return layers[sharding].from_linear(module, segments=segments, group=group)
 

@@ -47,11 +47,16 @@ class Linear(Module):
 
     def to_quantized(self, group_size: int = None, bits: int = None, mode: str = "affine",
                      quantize_input: bool = False):
-        """This layer as a QuantizedLinear (see nn.quantize)."""
-        from mlx.nn.layers.quantized import QuantizedLinear
+        """This layer as a QuantizedLinear, or as a QQLinear (inputs quantized too) with
+        ``quantize_input`` (nvfp4, mxfp8 and mxfp4 modes; see nn.quantize)."""
+        from mlx.nn.layers.quantized import QQLinear, QuantizedLinear
 
         if quantize_input:
-            raise ValueError("[to_quantized] quantize_input is not supported in the 'affine' mode.")
+            if mode not in ("nvfp4", "mxfp8", "mxfp4"):
+                raise ValueError(
+                    f"[to_quantized] quantize_input is not supported in the {mode!r} mode."
+                )
+            return QQLinear.from_linear(self, group_size, bits, mode)
         return QuantizedLinear.from_linear(self, group_size, bits, mode)
 
 
