@@ -13,6 +13,7 @@ class QuantizedMatmul : public UnaryPrimitive {
   QuantizedMatmul(Stream stream, int group_size, int bits, bool transpose)
       : UnaryPrimitive(stream), group_size_(group_size), bits_(bits), transpose_(transpose) {}
   MLX_DECLARE_EVAL
+  MLX_SERIALIZABLE(QuantizedMatmul, group_size_, bits_, transpose_)
   MLX_DECLARE_TRANSFORM_RULES
   const char* name() const override { return "QuantizedMatmul"; }
   bool is_equivalent(const Primitive& other) const override {

@@ -19,3 +19,4 @@ void init_distributed(nanobind::module_& m);
 void init_conv(nanobind::module_& m);
 void init_fft(nanobind::module_& m);
 void init_quantized(nanobind::module_& m);
+void init_export(nanobind::module_& m);
