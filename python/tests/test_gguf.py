@@ -246,6 +246,30 @@ def test_loading_is_lazy(tmp_path):
             mx.eval(w2["x"])
 
 
+@pytest.mark.parametrize("ext", ["gguf", "safetensors"])
+def test_converting_a_checkpoint_never_holds_it_twice(tmp_path, ext):
+    """Loading 16 MB of float32 and converting each tensor to float16: with lazy loading only
+    one float32 tensor is alive at a time (an eager load would hold all 16 MB first)."""
+    rng = np.random.default_rng(6)
+    arrays = {f"w{i}": mx.array(rng.standard_normal((1024, 1024)).astype(np.float32)) for i in range(4)}
+    p = str(tmp_path / f"ckpt.{ext}")
+    (mx.save_gguf(p, arrays, {}) if ext == "gguf" else mx.save_safetensors(p, arrays))
+    del arrays
+    mx.synchronize()
+    mx.clear_cache()
+    mx.reset_peak_memory()
+    base = mx.get_active_memory()
+    weights = mx.load(p)
+    half = {}
+    for k in sorted(weights):
+        half[k] = weights.pop(k).astype(mx.float16)
+        mx.eval(half[k])
+    peak = mx.get_peak_memory() - base
+    total_f32 = 4 * 1024 * 1024 * 4
+    assert peak < total_f32, peak
+    assert all(v.dtype == mx.float16 for v in half.values())
+
+
 # ---- hostile files ----------------------------------------------------------------------
 
 
