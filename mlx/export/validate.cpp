@@ -35,6 +35,19 @@ bool is_one_of(const char* name, std::initializer_list<const char*> names) {
   return false;
 }
 
+// Equal ranks, and equal dimensions except along `axis`.
+bool same_but_axis(const Shape& a, const Shape& b, int axis) {
+  if (a.size() != b.size()) {
+    return false;
+  }
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (static_cast<int>(i) != axis && a[i] != b[i]) {
+      return false;
+    }
+  }
+  return true;
+}
+
 }  // namespace
 
 void check_step(Primitive& prim, const std::vector<array>& in, const std::vector<Shape>& shapes,
@@ -193,18 +206,23 @@ void check_step(Primitive& prim, const std::vector<array>& in, const std::vector
   } else if (auto* p = dynamic_cast<Scan*>(&prim)) {
     need(axis_ok(std::get<1>(p->state()), rank0), "its axis is out of range");
   } else if (auto* p = dynamic_cast<Concatenate*>(&prim)) {
-    need(!in.empty() && axis_ok(std::get<0>(p->state()), rank0), "its axis is out of range");
+    int axis = std::get<0>(p->state());
+    need(!in.empty() && axis_ok(axis, rank0), "its axis is out of range");
     for (auto& x : in) {
-      need(x.shape().size() == in[0].shape().size(), "its inputs differ in rank");
+      need(same_but_axis(x.shape(), in[0].shape(), axis),
+           "its inputs differ in shape outside the axis");
     }
   } else if (auto* p = dynamic_cast<GatherAxis*>(&prim)) {
-    need(in.size() == 2 && in[1].shape().size() == rank0 && axis_ok(std::get<0>(p->state()), rank0),
-         "its axis or index rank is out of range");
+    need(in.size() == 2 && axis_ok(std::get<0>(p->state()), rank0) &&
+             same_but_axis(in[1].shape(), in[0].shape(), std::get<0>(p->state())),
+         "its axis or indices do not fit its input");
     need(is_integral(in[1].dtype()), "its indices are not integers");
   } else if (auto* p = dynamic_cast<ScatterAxis*>(&prim)) {
-    need(in.size() == 3 && in[1].shape().size() == rank0 && in[2].shape() == in[1].shape() &&
-             in[2].dtype() == in[0].dtype() && axis_ok(std::get<1>(p->state()), rank0),
+    need(in.size() == 3 && axis_ok(std::get<1>(p->state()), rank0) &&
+             same_but_axis(in[1].shape(), in[0].shape(), std::get<1>(p->state())) &&
+             in[2].shape() == in[1].shape() && in[2].dtype() == in[0].dtype(),
          "its axis, indices or updates do not fit its input");
+    need(is_integral(in[1].dtype()), "its indices are not integers");
   } else if (auto* p = dynamic_cast<Gather*>(&prim)) {
     auto [axes, sizes] = p->state();
     need(in.size() == axes.size() + 1 && axes_ok(axes, rank0) && sizes.size() == rank0,
