@@ -48,6 +48,81 @@ bool same_but_axis(const Shape& a, const Shape& b, int axis) {
   return true;
 }
 
+// The view primitives compute their layout from their parameters: check them against the
+// input so that a crafted file cannot make a view reach outside its buffer.
+void check_view(Primitive& prim, const std::vector<array>& in, const std::vector<Shape>& shapes,
+                const StepFail& fail) {
+  const Shape& out = shapes[0];
+  if (auto* p = dynamic_cast<Broadcast*>(&prim)) {
+    auto [target] = p->state();
+    const Shape& s = in[0].shape();
+    if (target != out || s.size() > out.size()) {
+      fail("its shape does not match its output");
+    }
+    for (size_t i = 0; i < s.size(); ++i) {
+      int o = out[out.size() - s.size() + i];
+      if (s[i] != 1 && s[i] != o) {
+        fail("cannot broadcast " + to_string(s) + " to " + to_string(out));
+      }
+    }
+  } else if (auto* p = dynamic_cast<Slice*>(&prim)) {
+    auto [start, stop, strides] = p->state();
+    const Shape& s = in[0].shape();
+    if (start.size() != s.size() || stop.size() != s.size() || strides.size() != s.size() ||
+        out.size() != s.size()) {
+      fail("its bounds do not match the input's rank");
+    }
+    for (size_t i = 0; i < s.size(); ++i) {
+      int64_t n = out[i];
+      if (strides[i] == 0 || (n > 0 && (start[i] < 0 || start[i] >= s[i] ||
+                                        start[i] + (n - 1) * int64_t(strides[i]) < 0 ||
+                                        start[i] + (n - 1) * int64_t(strides[i]) >= s[i]))) {
+        fail("it reads outside the input of shape " + to_string(s));
+      }
+    }
+  } else if (auto* p = dynamic_cast<AsStrided*>(&prim)) {
+    auto [shape, strides, offset] = p->state();
+    if (shape != out || strides.size() != shape.size()) {
+      fail("its shape and strides do not match its output");
+    }
+    int64_t lo = static_cast<int64_t>(offset), hi = lo;
+    bool empty = false;
+    for (size_t i = 0; i < shape.size(); ++i) {
+      empty |= shape[i] == 0;
+      int64_t reach = (shape[i] - 1) * strides[i];
+      (reach < 0 ? lo : hi) += reach;
+    }
+    if (!empty && (lo < 0 || hi >= static_cast<int64_t>(in[0].size()))) {
+      fail("it reaches outside the input's " + std::to_string(in[0].size()) + " elements");
+    }
+  } else if (auto* p = dynamic_cast<Diagonal*>(&prim)) {
+    auto [offset, a1, a2] = p->state();
+    int nd = static_cast<int>(in[0].ndim());
+    if (a1 < 0 || a2 < 0 || a1 >= nd || a2 >= nd || a1 == a2) {
+      fail("its axes are out of range");
+    }
+    int64_t len = offset >= 0
+                      ? std::min<int64_t>(in[0].shape(a1), int64_t(in[0].shape(a2)) - offset)
+                      : std::min<int64_t>(int64_t(in[0].shape(a1)) + offset, in[0].shape(a2));
+    if (out.empty() || out.back() != std::max<int64_t>(len, 0) || out.size() != size_t(nd - 1)) {
+      fail("its output shape does not match the diagonal");
+    }
+    for (int i = 0, j = 0; i < nd; ++i) {
+      if (i != a1 && i != a2 && out[j++] != in[0].shape(i)) {
+        fail("its output shape does not match its input");
+      }
+    }
+  } else if (auto* p = dynamic_cast<View*>(&prim)) {
+    uint64_t out_bytes = size_of(std::get<0>(p->state()));
+    for (int d : out) {
+      out_bytes *= d;
+    }
+    if (out_bytes != in[0].nbytes()) {
+      fail("its output does not cover the input's bytes");
+    }
+  }
+}
+
 }  // namespace
 
 void check_step(Primitive& prim, const std::vector<array>& in, const std::vector<Shape>& shapes,
@@ -76,6 +151,9 @@ void check_step(Primitive& prim, const std::vector<array>& in, const std::vector
     }
   };
   need(!in.empty() || dynamic_cast<Arange*>(&prim), "it has no inputs");
+  if (!in.empty()) {
+    check_view(prim, in, shapes, fail);
+  }
   size_t rank0 = in.empty() ? 0 : in[0].shape().size();
   const char* name = prim.name();
 
