@@ -87,18 +87,28 @@ std::vector<int> post_order(const Program& p, const Graph& g, ChildOrder child_o
 
 std::vector<int> plan_memory_order(const Program& p) {
   Graph g = graph_of(p);
+  // How many steps consume each step's outputs: a shared subgraph is computed once, so for
+  // its consumers it counts as its result only (else every residual stream would carry the
+  // peak of everything before it into each comparison).
+  std::vector<int> consumers(p.steps.size(), 0);
+  for (size_t s = 0; s < p.steps.size(); ++s) {
+    for (int c : g.children[s]) {
+      ++consumers[c];
+    }
+  }
   // Estimated peak of each step's subgraph, treating it as a tree.
   std::vector<uint64_t> peak(p.steps.size(), 0);
   std::vector<std::vector<int>> sorted(p.steps.size());
+  auto child_peak = [&](int c) { return consumers[c] > 1 ? g.bytes[c] : peak[c]; };
   for (size_t s = 0; s < p.steps.size(); ++s) {
     auto kids = g.children[s];
     std::stable_sort(kids.begin(), kids.end(), [&](int a, int b) {
-      return static_cast<int64_t>(peak[a] - g.bytes[a]) >
-             static_cast<int64_t>(peak[b] - g.bytes[b]);
+      return static_cast<int64_t>(child_peak(a) - g.bytes[a]) >
+             static_cast<int64_t>(child_peak(b) - g.bytes[b]);
     });
     uint64_t running = 0, pk = 0;
     for (int c : kids) {
-      pk = std::max(pk, running + peak[c]);
+      pk = std::max(pk, running + child_peak(c));
       running += g.bytes[c];
     }
     peak[s] = std::max(pk, running + g.bytes[s]);
