@@ -11,8 +11,8 @@
 //     bool shapeless, bool chained, u32 positional count, keyword names (sorted),
 //     input dtypes and shapes, u32 value count,
 //     constants: (u32 value, u32 constant) pairs,
-//     steps: (str primitive blob, inputs, output dtypes, output shapes, u32 first output),
-//     output values
+//     steps: (str primitive blob, u32 input ids, output dtypes, output shapes, u32 first
+//     output id), u32 output ids (ids are a u32 count then u32 values, numbered densely)
 // A primitive blob is write_state's bytes: the class name, then its parameters.
 #include "mlx/export/export.h"
 

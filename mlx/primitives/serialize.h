@@ -77,7 +77,7 @@ struct EnumField {
   operator E() const { return value; }
 };
 
-// Values: Write<T>::put and Read<T>::get. Specialize both for a new parameter type.
+// Codec<T>::put writes a parameter, get reads it back checked (conv.h adds ConvParams).
 template <class T, class = void>
 struct Codec;
 

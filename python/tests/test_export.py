@@ -406,3 +406,58 @@ def test_step_parameters_are_checked(tmp_path):
     bad = good.replace(marker, b"Transpose" + struct.pack("<I", 2) + struct.pack("<qq", 1, 1))
     with pytest.raises(RuntimeError, match="permutation"):
         import_bytes(tmp_path, bad)
+
+
+class TinyLM(nn.Module):
+    """A decoder block of an LLM: embedding, RMSNorm, RoPE, fused attention with a causal
+    mask, a SwiGLU MLP and tied output weights."""
+
+    def __init__(self, vocab=50, d=32, heads=4):
+        super().__init__()
+        self.heads = heads
+        self.embed = nn.Embedding(vocab, d)
+        self.norm1, self.norm2 = nn.RMSNorm(d), nn.RMSNorm(d)
+        self.qkv = nn.Linear(d, 3 * d, bias=False)
+        self.out = nn.Linear(d, d, bias=False)
+        self.rope = nn.RoPE(d // heads)
+        self.gate, self.up = nn.Linear(d, 64, bias=False), nn.Linear(d, 64, bias=False)
+        self.down = nn.Linear(64, d, bias=False)
+
+    def __call__(self, tokens):
+        B, L = tokens.shape
+        x = self.embed(tokens)
+        q, k, v = mx.split(self.qkv(self.norm1(x)), 3, axis=-1)
+        q, k, v = (t.reshape(B, L, self.heads, -1).transpose(0, 2, 1, 3) for t in (q, k, v))
+        q, k = self.rope(q), self.rope(k)
+        a = mx.fast.scaled_dot_product_attention(q, k, v, scale=0.5, mask="causal")
+        x = x + self.out(a.transpose(0, 2, 1, 3).reshape(B, L, -1))
+        h = self.norm2(x)
+        x = x + self.down(nn.silu(self.gate(h)) * self.up(h))
+        return self.embed.as_linear(x)
+
+
+@pytest.mark.parametrize("optimize_memory", [False, True])
+def test_transformer_block_round_trip(tmp_path, optimize_memory):
+    mx.random.seed(3)
+    model = TinyLM()
+    tokens = mx.array([[1, 5, 7, 2, 9, 3], [4, 4, 8, 0, 1, 2]])
+    path = str(tmp_path / "lm.mlx")
+    model.export(path, tokens, optimize_memory=optimize_memory)
+    f = mx.import_function(path)
+    other = mx.array([[3, 1, 4, 1, 5, 9], [2, 6, 5, 3, 5, 8]])
+    for t in (tokens, other):
+        np.testing.assert_allclose(np.array(f(t)[0]), np.array(model(t)), rtol=1e-4, atol=1e-5)
+
+
+def test_optimized_imports_compose_with_transforms(tmp_path):
+    mx.random.seed(4)
+    model = GatedBlock(8, 32)
+    x = mx.random.normal((4, 8))
+    path = str(tmp_path / "g.mlx")
+    model.export(path, x, optimize_memory=True)
+    f = mx.import_function(path)
+    got = mx.grad(lambda v: mx.sum(f(v)[0]))(x)
+    want = mx.grad(lambda v: mx.sum(model(v)))(x)
+    np.testing.assert_allclose(np.array(got), np.array(want), rtol=1e-5, atol=1e-6)
+    batched = mx.vmap(lambda v: f(v)[0])(mx.stack([x, 2 * x]))
+    np.testing.assert_allclose(np.array(batched[1]), np.array(model(2 * x)), rtol=1e-5, atol=1e-6)
