@@ -461,3 +461,24 @@ def test_optimized_imports_compose_with_transforms(tmp_path):
     np.testing.assert_allclose(np.array(got), np.array(want), rtol=1e-5, atol=1e-6)
     batched = mx.vmap(lambda v: f(v)[0])(mx.stack([x, 2 * x]))
     np.testing.assert_allclose(np.array(batched[1]), np.array(model(2 * x)), rtol=1e-5, atol=1e-6)
+
+
+def test_module_as_function_and_parameters_as_inputs(tmp_path):
+    from mlx.utils import tree_flatten, tree_unflatten
+
+    model = nn.Linear(4, 2)
+    x = mx.ones((3, 4))
+    mx.export_function(str(tmp_path / "m1.mlxfn"), model, x)
+    assert mx.import_function(str(tmp_path / "m1.mlxfn"))(x)[0].shape == (3, 2)
+    params = dict(tree_flatten(model.parameters()))
+
+    def call(x, **params):
+        model.update(tree_unflatten(list(params.items())))
+        return model(x)
+
+    mx.export_function(str(tmp_path / "m2.mlxfn"), call, (x,), params)
+    model.update(tree_unflatten(list(params.items())))
+    f = mx.import_function(str(tmp_path / "m2.mlxfn"))
+    zeros = {k: mx.zeros_like(v) for k, v in params.items()}
+    assert f((x,), zeros)[0].tolist() == [[0.0, 0.0]] * 3
+    np.testing.assert_allclose(np.array(f((x,), params)[0]), np.array(model(x)), rtol=1e-6)
