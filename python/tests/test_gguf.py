@@ -3,6 +3,7 @@ Q4_0 / Q4_1 / Q8_0 into MLX's quantized layout (checked against a NumPy dequanti
 blocks written here by an independent writer), lazy loading, and hostile files (truncation,
 random mutations, huge counts and sizes, bad offsets and types)."""
 import io
+import os
 import struct
 
 import numpy as np
@@ -167,6 +168,23 @@ def test_load_quantized_into_mlx_layout(tmp_path, t, make, bits):
     x = mx.array(rng.standard_normal((2, cols)).astype(np.float32))
     y = mx.quantized_matmul(x, q, s.astype(mx.float32), b.astype(mx.float32), group_size=32, bits=bits)
     np.testing.assert_allclose(np.array(y), np.array(x) @ values.T, rtol=2e-2, atol=2e-2)
+
+
+def test_file_written_by_gguf_py():
+    """A file from llama.cpp's own Python writer (data/make_gguf_reference.py): metadata as it
+    wrote it, and every tensor equal to gguf-py's dequantization of its blocks."""
+    data = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
+    ref = np.load(os.path.join(data, "gguf_py_reference.npz"))
+    w, meta = mx.load(os.path.join(data, "gguf_py_reference.gguf"), return_metadata=True)
+    assert meta["general.architecture"] == "llama" and meta["general.name"] == "ref"
+    assert meta["tokenizer.ggml.tokens"] == ["a", "b", "c"]
+    assert meta["llama.block_count"].item() == 2 and meta["flag"].item() is True
+    for name in ("f32", "f16"):
+        np.testing.assert_array_equal(np.array(w[name].astype(mx.float32)), ref[name])
+    for name, bits in (("q40", 4), ("q41", 4), ("q80", 8)):
+        q, s, b = (w[f"{name}.{k}"] for k in ("weight", "scales", "biases"))
+        deq = mx.dequantize(q, s.astype(mx.float32), b.astype(mx.float32), group_size=32, bits=bits)
+        np.testing.assert_array_equal(np.array(deq), ref[name])
 
 
 def test_save_gguf_round_trip(tmp_path):
