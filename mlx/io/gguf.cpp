@@ -97,6 +97,106 @@ struct QuantType {
 };
 constexpr QuantType kQuant[] = {{Q4_0, 18, 4}, {Q4_1, 20, 4}, {Q8_0, 34, 8}};
 
+// The other common block types (the K-quants of Q4_K_M / Q5_K_M / Q6_K files, Q5_0, Q5_1)
+// have no MLX layout: they are dequantized to float16, as MLX does (ggml's block layouts).
+float f16_at(const uint8_t* p) {
+  float16_t h;
+  std::memcpy(&h, p, 2);
+  return static_cast<float>(h);
+}
+
+void dequant_q5(const uint8_t* b, float* y, bool with_min) {
+  float d = f16_at(b), m = with_min ? f16_at(b + 2) : 0.0f;
+  const uint8_t* qhp = b + (with_min ? 4 : 2);
+  uint32_t qh;
+  std::memcpy(&qh, qhp, 4);
+  const uint8_t* qs = qhp + 4;
+  for (int j = 0; j < 16; ++j) {
+    int x0 = (qs[j] & 0xF) | (((qh >> j) << 4) & 0x10);
+    int x1 = (qs[j] >> 4) | ((qh >> (j + 12)) & 0x10);
+    y[j] = with_min ? d * x0 + m : d * (x0 - 16);
+    y[j + 16] = with_min ? d * x1 + m : d * (x1 - 16);
+  }
+}
+void dequant_q5_0(const uint8_t* b, float* y) { dequant_q5(b, y, false); }
+void dequant_q5_1(const uint8_t* b, float* y) { dequant_q5(b, y, true); }
+
+// The 6-bit scale and min of sub-block j of a Q4_K / Q5_K super-block.
+void scale_min_k4(int j, const uint8_t* q, int& sc, int& m) {
+  if (j < 4) {
+    sc = q[j] & 63;
+    m = q[j + 4] & 63;
+  } else {
+    sc = (q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4);
+    m = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
+  }
+}
+
+// Q4_K (144 bytes) and Q5_K (176 bytes): d, dmin, 12 bytes of scales, [qh 32,] qs 128.
+void dequant_k45(const uint8_t* b, float* y, bool five) {
+  float d = f16_at(b), dmin = f16_at(b + 2);
+  const uint8_t* scales = b + 4;
+  const uint8_t* qh = b + 16;
+  const uint8_t* ql = b + (five ? 48 : 16);
+  int is = 0;
+  uint8_t u1 = 1, u2 = 2;
+  for (int j = 0; j < 256; j += 64) {
+    int sc, m;
+    scale_min_k4(is, scales, sc, m);
+    float d1 = d * sc, m1 = dmin * m;
+    scale_min_k4(is + 1, scales, sc, m);
+    float d2 = d * sc, m2 = dmin * m;
+    for (int l = 0; l < 32; ++l) {
+      int hi1 = five && (qh[l] & u1) ? 16 : 0;
+      int hi2 = five && (qh[l] & u2) ? 16 : 0;
+      y[j + l] = d1 * ((ql[l] & 0xF) + hi1) - m1;
+      y[j + 32 + l] = d2 * ((ql[l] >> 4) + hi2) - m2;
+    }
+    ql += 32;
+    is += 2;
+    u1 <<= 2;
+    u2 <<= 2;
+  }
+}
+void dequant_q4_k(const uint8_t* b, float* y) { dequant_k45(b, y, false); }
+void dequant_q5_k(const uint8_t* b, float* y) { dequant_k45(b, y, true); }
+
+// Q6_K (210 bytes): ql 128, qh 64, 16 int8 scales, d.
+void dequant_q6_k(const uint8_t* b, float* y) {
+  const uint8_t* ql = b;
+  const uint8_t* qh = b + 128;
+  const auto* sc = reinterpret_cast<const int8_t*>(b + 192);
+  float d = f16_at(b + 208);
+  for (int n = 0; n < 256; n += 128) {
+    for (int l = 0; l < 32; ++l) {
+      int is = l / 16;
+      int q1 = ((ql[l] & 0xF) | (((qh[l] >> 0) & 3) << 4)) - 32;
+      int q2 = ((ql[l + 32] & 0xF) | (((qh[l] >> 2) & 3) << 4)) - 32;
+      int q3 = ((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4)) - 32;
+      int q4 = ((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) - 32;
+      y[n + l] = d * sc[is] * q1;
+      y[n + l + 32] = d * sc[is + 2] * q2;
+      y[n + l + 64] = d * sc[is + 4] * q3;
+      y[n + l + 96] = d * sc[is + 6] * q4;
+    }
+    ql += 64;
+    qh += 32;
+    sc += 8;
+  }
+}
+
+struct DequantType {
+  uint32_t type;
+  uint64_t block_elems;
+  uint64_t block_bytes;
+  void (*fn)(const uint8_t*, float*);
+};
+constexpr DequantType kDequant[] = {{6, 32, 22, dequant_q5_0},
+                                    {7, 32, 24, dequant_q5_1},
+                                    {12, 256, 144, dequant_q4_k},
+                                    {13, 256, 176, dequant_q5_k},
+                                    {14, 256, 210, dequant_q6_k}};
+
 const char* ggml_name(uint32_t t) {
   static const char* names[] = {"F32",   "F16",   "Q4_0",    "Q4_1",   "Q4_2",    "Q4_3",  "Q5_0",
                                 "Q5_1",  "Q8_0",  "Q8_1",    "Q2_K",   "Q3_K",    "Q4_K",  "Q5_K",
@@ -235,6 +335,7 @@ struct TensorInfo {
   uint64_t offset = 0;
   uint64_t bytes = 0;
   const QuantType* quant = nullptr;
+  const DequantType* dequant = nullptr;
   Dtype dtype = float32;
 };
 
@@ -369,9 +470,21 @@ GGUFLoad load_gguf(std::shared_ptr<io::Reader> in_stream, StreamOrDevice s) {
                  std::to_string(nd ? ne[0] : 0) + ", not a multiple of 32");
       }
       t.bytes = numel / kGroup * quant->block_bytes;
+    } else if (auto dq = std::find_if(std::begin(kDequant), std::end(kDequant),
+                                      [&](auto& d) { return d.type == t.type; });
+               dq != std::end(kDequant)) {
+      t.dequant = &*dq;
+      t.dtype = float16;
+      if (nd == 0 || ne[0] % dq->block_elems != 0) {
+        ctx.fail(what + " of type " + ggml_name(t.type) + " has an inner dimension of " +
+                 std::to_string(nd ? ne[0] : 0) + ", not a multiple of " +
+                 std::to_string(dq->block_elems));
+      }
+      t.bytes = numel / dq->block_elems * dq->block_bytes;
     } else {
       ctx.fail(what + " has unsupported type " + std::to_string(t.type) + " (" + ggml_name(t.type) +
-               "); F32, F16, BF16, F64, I8-I64, Q4_0, Q4_1 and Q8_0 load");
+               "); F32, F16, BF16, F64, I8-I64, Q4_0, Q4_1, Q8_0 (MLX's quantized layout) and "
+               "Q5_0, Q5_1, Q4_K, Q5_K, Q6_K (as float16) load");
     }
     tensors.push_back(std::move(t));
   }
@@ -389,6 +502,34 @@ GGUFLoad load_gguf(std::shared_ptr<io::Reader> in_stream, StreamOrDevice s) {
   bool eager = !can_load_lazily(in_stream);
   for (auto& t : tensors) {
     uint64_t begin = data_start + t.offset;
+    if (t.dequant) {
+      const DequantType dq = *t.dequant;
+      uint64_t blocks = t.bytes / dq.block_bytes;
+      auto arrays = load_arrays(
+          in_stream, {t.shape}, {float16},
+          [dq, begin, blocks](io::Reader& r, std::vector<array>& out) {
+            constexpr uint64_t kBlocksPerChunk = 4096;
+            std::vector<char> buf(
+                static_cast<size_t>(std::min(blocks, kBlocksPerChunk) * dq.block_bytes));
+            std::vector<float> vals(static_cast<size_t>(dq.block_elems));
+            float16_t* dst = out[0].data<float16_t>();
+            for (uint64_t b = 0; b < blocks; b += kBlocksPerChunk) {
+              uint64_t n = std::min(kBlocksPerChunk, blocks - b);
+              r.read(buf.data(), n * dq.block_bytes, begin + b * dq.block_bytes);
+              for (uint64_t i = 0; i < n; ++i) {
+                dq.fn(reinterpret_cast<const uint8_t*>(buf.data()) + i * dq.block_bytes,
+                      vals.data());
+                float16_t* o = dst + (b + i) * dq.block_elems;
+                for (uint64_t e = 0; e < dq.block_elems; ++e) {
+                  o[e] = float16_t(vals[e]);
+                }
+              }
+            }
+          },
+          eager);
+      result.first.emplace(t.name, std::move(arrays[0]));
+      continue;
+    }
     if (!t.quant) {
       uint64_t bytes = t.bytes;
       auto arrays = load_arrays(

@@ -66,7 +66,7 @@ using GGUFLoad = std::pair<std::unordered_map<std::string, array>,
 // Unquantized tensors (F32, F16, BF16, F64, I8, I16, I32, I64) load as arrays of the same
 // type; Q4_0, Q4_1 and Q8_0 tensors "<name>.weight" load in MLX's affine quantized layout
 // (group size 32, 4 or 8 bits) as "<name>.weight" (uint32 codes), "<name>.scales" and
-// "<name>.biases" (float16). Other quantized types are rejected with a clear error.
+// "<name>.biases" (float16); Q5_0, Q5_1, Q4_K, Q5_K and Q6_K as float16; others: an error.
 GGUFLoad load_gguf(std::shared_ptr<io::Reader> in_stream, StreamOrDevice s = {});
 GGUFLoad load_gguf(const std::string& file, StreamOrDevice s = {});
 // Appends ".gguf" to `file` when it does not end with it.

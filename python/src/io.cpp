@@ -284,7 +284,8 @@ dict of names to arrays, and with return_metadata=True (safetensors, gguf) a tup
 metadata). The format comes from the file extension unless format is given. .safetensors and
 .gguf files given by path load lazily: each array is read when it is evaluated. GGUF metadata
 values are arrays (numbers), strings or lists of strings; Q4_0, Q4_1 and Q8_0 tensors load in
-MLX's quantized layout as "<name>.weight", "<name>.scales" and "<name>.biases" (group size 32).)");
+MLX's quantized layout as "<name>.weight", "<name>.scales" and "<name>.biases" (group size 32);
+Q5_0, Q5_1, Q4_K, Q5_K and Q6_K tensors are dequantized to float16.)");
   m.def(
       "save",
       [](nb::object file, nb::object arr) {

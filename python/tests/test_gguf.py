@@ -187,6 +187,20 @@ def test_file_written_by_gguf_py():
         np.testing.assert_array_equal(np.array(deq), ref[name])
 
 
+def test_other_block_types_load_as_float16():
+    """Q5_0, Q5_1, Q4_K, Q5_K and Q6_K blocks (random bytes written by gguf-py) load as
+    float16, equal to gguf-py's own dequantization rounded to float16."""
+    data = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
+    ref = np.load(os.path.join(data, "gguf_py_dequantized.npz"))
+    w = mx.load(os.path.join(data, "gguf_py_dequantized.gguf"))
+    assert set(w) == set(ref.files)
+    for name in ref.files:
+        assert w[name].dtype == mx.float16 and w[name].shape == ref[name].shape, name
+        np.testing.assert_array_equal(
+            np.array(w[name].astype(mx.float32)), ref[name].astype(np.float16).astype(np.float32)
+        )
+
+
 def test_save_gguf_round_trip(tmp_path):
     rng = np.random.default_rng(4)
     arrays = {
@@ -340,8 +354,10 @@ def test_hostile_gguf_headers_raise(tmp_path):
          "dimension"),
         ("elements", header(n_tensors=1) + gstr("x") + struct.pack("<IQQQ", 3, 2**30, 2**30, 2**30)
          + struct.pack("<IQ", T_F32, 0) + b"\0" * 64, "more elements"),
-        ("tensor type", header(n_tensors=1) + tensor + struct.pack("<IQ", 12, 0) + b"\0" * 64,
-         "unsupported type 12"),
+        ("tensor type", header(n_tensors=1) + tensor + struct.pack("<IQ", 10, 0) + b"\0" * 64,
+         "unsupported type 10"),
+        ("k-quant row", header(n_tensors=1) + tensor + struct.pack("<IQ", 12, 0) + b"\0" * 64,
+         "multiple of 256"),
         ("offset", header(n_tensors=1) + tensor + struct.pack("<IQ", T_F32, 2**60) + b"\0" * 64,
          "outside"),
         ("size", header(n_tensors=1) + gstr("x") + struct.pack("<IQQ", 2, 2**20, 2**20)

@@ -24,3 +24,34 @@ for name, qt in (("q40", gguf.GGMLQuantizationType.Q4_0), ("q41", gguf.GGMLQuant
 w.write_header_to_file(); w.write_kv_data_to_file(); w.write_tensors_to_file(); w.close()
 np.savez("gguf_py_reference.npz", **ref)
 print("ok", list(ref))
+
+
+# Block types that load as float16: random blocks with finite, small fp16 scales, and
+# gguf-py's dequantization of them.
+def random_blocks(qt, n_blocks, scale_offsets):
+    block_elems, block_bytes = gguf.GGML_QUANT_SIZES[qt]
+    raw = rng.integers(0, 256, (n_blocks, block_bytes), dtype=np.uint8)
+    for off in scale_offsets:
+        raw[:, off : off + 2] = (
+            rng.uniform(0.001, 0.05, n_blocks).astype(np.float16).view(np.uint8).reshape(-1, 2)
+        )
+    return raw, block_elems
+
+
+w = gguf.GGUFWriter("gguf_py_dequantized.gguf", "llama")
+deq = {}
+for name, qt, offs in (
+    ("q50", gguf.GGMLQuantizationType.Q5_0, [0]),
+    ("q51", gguf.GGMLQuantizationType.Q5_1, [0, 2]),
+    ("q4k", gguf.GGMLQuantizationType.Q4_K, [0, 2]),
+    ("q5k", gguf.GGMLQuantizationType.Q5_K, [0, 2]),
+    ("q6k", gguf.GGMLQuantizationType.Q6_K, [208]),
+):
+    rows = 2
+    raw, block_elems = random_blocks(qt, rows * 2, offs)
+    raw = raw.reshape(rows, -1)
+    w.add_tensor(name, raw, raw_dtype=qt)
+    deq[name] = dequantize(raw, qt).reshape(rows, 2 * block_elems)
+w.write_header_to_file(); w.write_kv_data_to_file(); w.write_tensors_to_file(); w.close()
+np.savez("gguf_py_dequantized.npz", **deq)
+print("ok", list(deq))
