@@ -18,6 +18,8 @@
 
 #include <algorithm>
 #include <climits>
+#include <functional>
+#include <optional>
 #include <set>
 #include <stdexcept>
 #include <unordered_map>
@@ -530,6 +532,7 @@ std::shared_ptr<ImportedFile> read_export_file(const std::string& file) {
     for (auto& [v, c] : trace_constants[ti]) {
       result->traces[ti].program.constants.emplace_back(static_cast<int>(v), constants[c]);
     }
+    guard_layouts(result->traces[ti]);
     if (result->traces[ti].chained) {
       chain_steps(result->traces[ti]);
     }
@@ -537,27 +540,31 @@ std::shared_ptr<ImportedFile> read_export_file(const std::string& file) {
   return result;
 }
 
-// Each step's first input waits for the previous step: eval then runs the steps in the order
-// they are stored (the memory plan's).
-void chain_steps(ExportedTrace& t) {
+namespace {
+
+// Rewrites the steps in order: `edit(step, prev, add)` may replace inputs of `step` with the
+// outputs of new steps made by add(primitive, inputs); `prev` is the previous original step's
+// first output (-1 for the first). Each new step passes its first input through: its output
+// has that input's shape and dtype.
+using AddStep = std::function<int(std::shared_ptr<Primitive>, std::vector<int>)>;
+void insert_pass_through(ExportedTrace& t,
+                         const std::function<void(ProgramStep&, int, const AddStep&)>& edit) {
   Program& p = t.program;
   std::vector<ProgramStep> steps;
+  std::vector<char> inserted;
   int prev = -1;
-  Stream stream = default_stream(default_device());
+  AddStep add = [&](std::shared_ptr<Primitive> prim, std::vector<int> inputs) {
+    int v = static_cast<int>(p.num_values++);
+    steps.push_back({std::move(prim), std::move(inputs), {Shape{}}, {bool_}, v});
+    inserted.push_back(1);
+    return v;
+  };
   for (auto& step : p.steps) {
-    if (prev >= 0 && !step.inputs.empty()) {
-      int v = static_cast<int>(p.num_values++);
-      ProgramStep dep{std::make_shared<Depends>(stream, 1), {step.inputs[0], prev}, {}, {}, v};
-      // The Depends output is the first input; its shape comes from that input's producer.
-      dep.shapes.push_back({});
-      dep.dtypes.push_back(bool_);
-      steps.push_back(std::move(dep));
-      step.inputs[0] = v;
-    }
+    edit(step, prev, add);
     prev = step.first_output;
     steps.push_back(std::move(step));
+    inserted.push_back(0);
   }
-  // The Depends outputs take the shape and dtype of their first input.
   p.steps = std::move(steps);
   std::vector<std::optional<std::pair<Shape, Dtype>>> known(p.num_values);
   for (size_t i = 0; i < p.num_inputs; ++i) {
@@ -566,18 +573,43 @@ void chain_steps(ExportedTrace& t) {
   for (auto& [v, c] : p.constants) {
     known[v] = std::make_pair(c.shape(), c.dtype());
   }
-  for (auto& step : p.steps) {
+  for (size_t i = 0; i < p.steps.size(); ++i) {
+    auto& step = p.steps[i];
+    if (inserted[i]) {
+      step.shapes[0] = known[step.inputs[0]]->first;
+      step.dtypes[0] = known[step.inputs[0]]->second;
+    }
     for (size_t k = 0; k < step.shapes.size(); ++k) {
-      if (dynamic_cast<Depends*>(step.primitive.get())) {
-        auto& src = known[step.inputs[0]];
-        if (src) {
-          step.shapes[0] = src->first;
-          step.dtypes[0] = src->second;
-        }
-      }
       known[step.first_output + k] = std::make_pair(step.shapes[k], step.dtypes[k]);
     }
   }
+}
+
+}  // namespace
+
+// Each step's first input waits for the previous step: eval then runs the steps in the order
+// they are stored (the memory plan's).
+void chain_steps(ExportedTrace& t) {
+  Stream stream = default_stream(default_device());
+  insert_pass_through(t, [&](ProgramStep& step, int prev, const AddStep& add) {
+    if (prev >= 0 && !step.inputs.empty()) {
+      step.inputs[0] = add(std::make_shared<Depends>(stream, 1), {step.inputs[0], prev});
+    }
+  });
+}
+
+// Kernels that read some inputs as row-contiguous (the ops make them so) get them through a
+// Copy, a view when they already are: a crafted file cannot hand them a strided view.
+void guard_layouts(ExportedTrace& t) {
+  Stream stream = default_stream(default_device());
+  insert_pass_through(t, [&](ProgramStep& step, int, const AddStep& add) {
+    if (!needs_row_contiguous_inputs(*step.primitive)) {
+      return;
+    }
+    for (size_t i = 1; i < step.inputs.size(); ++i) {
+      step.inputs[i] = add(std::make_shared<Copy>(stream), {step.inputs[i]});
+    }
+  });
 }
 
 }  // namespace detail

@@ -35,5 +35,7 @@ void write_export_file(const std::string& file, const std::string& metadata,
 std::shared_ptr<ImportedFile> read_export_file(const std::string& file);
 // Inserts Depends steps so that eval runs the steps in stored order.
 void chain_steps(ExportedTrace& t);
+// Inserts Copy steps before the inputs that kernels read as row-contiguous.
+void guard_layouts(ExportedTrace& t);
 
 }  // namespace mlx::core::detail

@@ -176,6 +176,13 @@ void check_step(Primitive& prim, const std::vector<array>& in, const std::vector
     need(dtypes[0] == (indices ? uint32 : in[0].dtype()),
          "its output dtype is not what it computes");
   }
+  if (auto* p = dynamic_cast<Depends*>(&prim)) {
+    size_t n = std::get<0>(p->state());
+    need(n >= 1 && n <= in.size() && dtypes.size() == n, "it passes more arrays than it takes");
+    for (size_t k = 0; k < n; ++k) {
+      need(dtypes[k] == in[k].dtype(), "its outputs differ from the arrays it passes");
+    }
+  }
   if (dynamic_cast<Scan*>(&prim)) {
     need(dtypes[0] == in[0].dtype() || (in[0].dtype() == bool_ && dtypes[0] == int32),
          "its output dtype is not what it computes");
@@ -407,6 +414,10 @@ void check_step(Primitive& prim, const std::vector<array>& in, const std::vector
     need(a == b, "it changes the number of elements");
     (void)p;
   }
+}
+
+bool needs_row_contiguous_inputs(Primitive& prim) {
+  return dynamic_cast<Scatter*>(&prim) || dynamic_cast<ScatterAxis*>(&prim);
 }
 
 }  // namespace mlx::core::detail

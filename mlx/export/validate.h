@@ -16,4 +16,8 @@ using StepFail = std::function<void(const std::string&)>;  // throws
 void check_step(Primitive& prim, const std::vector<array>& inputs, const std::vector<Shape>& shapes,
                 const std::vector<Dtype>& dtypes, const StepFail& fail);
 
+// Whether the kernel reads the inputs after the first as row-contiguous (scatters' indices
+// and updates); the importer passes them through a Copy.
+bool needs_row_contiguous_inputs(Primitive& prim);
+
 }  // namespace mlx::core::detail
