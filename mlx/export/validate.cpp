@@ -256,6 +256,56 @@ void check_step(Primitive& prim, const std::vector<array>& in, const std::vector
       need(in[n - 2].shape() == out && in[n - 1].shape() == out,
            "its output and cotangent do not have the output's shape");
     }
+  } else if (dynamic_cast<Inverse*>(&prim) || dynamic_cast<Cholesky*>(&prim) ||
+             dynamic_cast<QRF*>(&prim) || dynamic_cast<SVD*>(&prim) || dynamic_cast<Eigh*>(&prim) ||
+             dynamic_cast<Eig*>(&prim) || dynamic_cast<LUF*>(&prim)) {
+    // LAPACK: one float matrix (batch); the outputs the decomposition writes.
+    need(in.size() == 1 && rank0 >= 2 && (in[0].dtype() == float32 || in[0].dtype() == float64),
+         "it takes one float32 or float64 matrix");
+    const Shape& x = in[0].shape();
+    int m = x[rank0 - 2], n = x[rank0 - 1], k = std::min(m, n);
+    auto with_last = [&](std::initializer_list<int> last) {
+      Shape out(x.begin(), x.end() - 2);
+      out.insert(out.end(), last);
+      return out;
+    };
+    Dtype dt = in[0].dtype();
+    std::vector<Shape> want;
+    std::vector<Dtype> want_dtypes;
+    bool square =
+        !dynamic_cast<QRF*>(&prim) && !dynamic_cast<SVD*>(&prim) && !dynamic_cast<LUF*>(&prim);
+    need(!square || m == n, "its matrix is not square");
+    if (dynamic_cast<Inverse*>(&prim) || dynamic_cast<Cholesky*>(&prim)) {
+      want = {x};
+      want_dtypes = {dt};
+    } else if (dynamic_cast<QRF*>(&prim)) {
+      want = {with_last({m, k}), with_last({k, n})};
+      want_dtypes = {dt, dt};
+    } else if (auto* p = dynamic_cast<SVD*>(&prim)) {
+      Shape s_shape(x.begin(), x.end() - 2);
+      s_shape.push_back(k);
+      if (std::get<0>(p->state())) {
+        want = {with_last({m, m}), s_shape, with_last({n, n})};
+        want_dtypes = {dt, dt, dt};
+      } else {
+        want = {s_shape};
+        want_dtypes = {dt};
+      }
+    } else if (dynamic_cast<Eigh*>(&prim) || dynamic_cast<Eig*>(&prim)) {
+      Shape w(x.begin(), x.end() - 1);
+      bool vectors = dynamic_cast<Eigh*>(&prim) ? std::get<1>(dynamic_cast<Eigh*>(&prim)->state())
+                                                : std::get<0>(dynamic_cast<Eig*>(&prim)->state());
+      Dtype out = dynamic_cast<Eig*>(&prim) ? complex64 : dt;
+      want = vectors ? std::vector<Shape>{w, x} : std::vector<Shape>{w};
+      want_dtypes = std::vector<Dtype>(want.size(), out);
+    } else {
+      Shape piv(x.begin(), x.end() - 2), perm(x.begin(), x.end() - 2);
+      piv.push_back(k);
+      perm.push_back(m);
+      want = {x, piv, perm};
+      want_dtypes = {dt, uint32, uint32};
+    }
+    need(shapes == want && dtypes == want_dtypes, "its outputs are not what it computes");
   } else if (dynamic_cast<Solve*>(&prim)) {
     need(in.size() == 2 && rank0 >= 2 && in[1].shape().size() == rank0 &&
              in[0].shape(-1) == in[0].shape(-2) && in[1].shape(-2) == in[0].shape(-1),

@@ -482,3 +482,24 @@ def test_module_as_function_and_parameters_as_inputs(tmp_path):
     zeros = {k: mx.zeros_like(v) for k, v in params.items()}
     assert f((x,), zeros)[0].tolist() == [[0.0, 0.0]] * 3
     np.testing.assert_allclose(np.array(f((x,), params)[0]), np.array(model(x)), rtol=1e-6)
+
+
+def test_linalg_round_trip(tmp_path):
+    rng = np.random.default_rng(8)
+    a = rng.standard_normal((3, 3)).astype(np.float32)
+    spd = mx.array(a @ a.T + 3 * np.eye(3, dtype=np.float32))
+    x = mx.array(a)
+
+    def fun(x, spd):
+        q, r = mx.linalg.qr(x)
+        u, s, vt = mx.linalg.svd(x)
+        w, v = mx.linalg.eigh(spd)
+        return [q @ r, s, w, mx.linalg.inv(spd), mx.linalg.cholesky(spd), mx.linalg.solve(spd, x),
+                mx.linalg.lu_factor(x)[0]]
+
+    path = str(tmp_path / "la.mlxfn")
+    mx.export_function(path, fun, x, spd)
+    got = mx.import_function(path)(x, spd)
+    want = fun(x, spd)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(np.array(g), np.array(w), rtol=1e-4, atol=1e-5)
