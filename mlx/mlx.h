@@ -4,6 +4,7 @@
 #include "mlx/array.h"
 #include "mlx/distributed/distributed.h"
 #include "mlx/dtype.h"
+#include "mlx/export/export.h"
 #include "mlx/fast.h"
 #include "mlx/io/io.h"
 #include "mlx/linalg.h"

@@ -1,15 +1,19 @@
-// Saving and loading arrays: NumPy .npy and .npz, and safetensors.
+// Saving and loading arrays: NumPy .npy and .npz, safetensors and GGUF.
 //
-// Loading reads the data at once, straight into the new arrays' buffers, after checking every
-// size and offset against the file: a truncated or corrupt file gives std::runtime_error
-// ("[load] Invalid .npy file 'x.npy': ..."), never a crash or an allocation the file cannot
-// back. Bad arguments give std::invalid_argument.
+// Loading checks every size and offset against the file first: a truncated or corrupt file
+// gives std::runtime_error ("[load] Invalid .npy file 'x.npy': ..."), never a crash or an
+// allocation the file cannot back. Bad arguments give std::invalid_argument. .safetensors and
+// .gguf files opened by path load lazily: each array reads its bytes from the file when it is
+// evaluated (straight into its buffer), so a checkpoint is never held twice and arrays that
+// are never used are never read; a file changed after loading is an error at evaluation. From
+// other readers (file-like objects, memory) they are read at once.
 #pragma once
 
 #include <memory>
 #include <string>
 #include <unordered_map>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include "mlx/array.h"
@@ -53,5 +57,23 @@ void save_safetensors(std::shared_ptr<io::Writer> out_stream,
 // Appends ".safetensors" to `file` when it does not end with it.
 void save_safetensors(std::string file, std::unordered_map<std::string, array> arrays,
                       std::unordered_map<std::string, std::string> metadata = {});
+
+// GGUF (version 2 and 3). Metadata values: an array (numbers and arrays of numbers; bools as
+// bool arrays), a string, or a list of strings.
+using GGUFMetaData = std::variant<std::monostate, array, std::string, std::vector<std::string>>;
+using GGUFLoad = std::pair<std::unordered_map<std::string, array>,
+                           std::unordered_map<std::string, GGUFMetaData>>;
+// Unquantized tensors (F32, F16, BF16, F64, I8, I16, I32, I64) load as arrays of the same
+// type; Q4_0, Q4_1 and Q8_0 tensors "<name>.weight" load in MLX's affine quantized layout
+// (group size 32, 4 or 8 bits) as "<name>.weight" (uint32 codes), "<name>.scales" and
+// "<name>.biases" (float16); Q5_0, Q5_1, Q4_K, Q5_K and Q6_K as float16; others: an error.
+GGUFLoad load_gguf(std::shared_ptr<io::Reader> in_stream, StreamOrDevice s = {});
+GGUFLoad load_gguf(const std::string& file, StreamOrDevice s = {});
+// Appends ".gguf" to `file` when it does not end with it.
+void save_gguf(std::shared_ptr<io::Writer> out_stream,
+               std::unordered_map<std::string, array> arrays,
+               std::unordered_map<std::string, GGUFMetaData> metadata = {});
+void save_gguf(std::string file, std::unordered_map<std::string, array> arrays,
+               std::unordered_map<std::string, GGUFMetaData> metadata = {});
 
 }  // namespace mlx::core

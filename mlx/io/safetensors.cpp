@@ -8,6 +8,7 @@
 #include "mlx/io/detail.h"
 #include "mlx/io/io.h"
 #include "mlx/io/json.h"
+#include "mlx/io/lazy_load.h"
 #include "mlx/ops/creation.h"
 #include "mlx/runtime/eval.h"
 #include "mlx/utils.h"
@@ -151,14 +152,22 @@ SafetensorsLoad load_safetensors(std::shared_ptr<io::Reader> in_stream, StreamOr
       result.second.emplace(mk, mv.text);
     }
   }
-  // Everything is checked before any tensor memory is allocated.
+  // Everything is checked before any tensor memory is allocated; each tensor is read when
+  // evaluated (at once for readers that cannot be read later).
+  bool eager = !can_load_lazily(in_stream);
   for (auto& t : tensors) {
-    array a(allocator::malloc(t.end - t.begin), t.shape, t.dtype);
-    in.read(a.data<char>(), t.end - t.begin, data_start + t.begin);
-    if (t.dtype == bool_) {
-      normalize_bool(a.data<char>(), t.end - t.begin);
-    }
-    result.first.emplace(t.name, std::move(a));
+    uint64_t begin = data_start + t.begin, bytes = t.end - t.begin;
+    bool is_bool = t.dtype == bool_;
+    auto arrays = load_arrays(
+        in_stream, {t.shape}, {t.dtype},
+        [begin, bytes, is_bool](io::Reader& r, std::vector<array>& out) {
+          r.read(out[0].data<char>(), bytes, begin);
+          if (is_bool) {
+            normalize_bool(out[0].data<char>(), bytes);
+          }
+        },
+        eager);
+    result.first.emplace(t.name, std::move(arrays[0]));
   }
   return result;
 }

@@ -51,6 +51,16 @@ FileReader::FileReader(std::string path) : path_(std::move(path)) {
     throw system_error("Cannot read", path_, err);
   }
   size_ = static_cast<uint64_t>(st.st_size);
+  mtime_ns_ = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+}
+
+bool FileReader::unchanged() const {
+  struct stat st;
+  if (::fstat(fd_, &st) != 0) {
+    return false;
+  }
+  int64_t mtime = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+  return static_cast<uint64_t>(st.st_size) == size_ && mtime == mtime_ns_;
 }
 
 FileReader::~FileReader() {

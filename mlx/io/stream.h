@@ -45,11 +45,15 @@ class FileReader : public Reader {
   uint64_t size() override { return size_; }
   void read(char* data, size_t n, uint64_t offset) override;
   std::string label() const override { return path_; }
+  // Whether the file still has the size and modification time it had when opened (lazy
+  // loads check this before reading).
+  bool unchanged() const;
 
  private:
   std::string path_;
   int fd_ = -1;
   uint64_t size_ = 0;
+  int64_t mtime_ns_ = 0;
 };
 
 // A file created (or truncated) for writing.

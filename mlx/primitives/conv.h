@@ -33,11 +33,36 @@ int64_t conv_out_size(const ConvParams& p, int i, int64_t in, int64_t k);
 // (N, out spatial..., O) for the given input and weight shapes.
 Shape conv_output_shape(const ConvParams& p, const Shape& in, const Shape& weight);
 
+namespace serial {
+template <>
+struct Codec<ConvParams> {
+  static void put(StateWriter& w, const ConvParams& p) {
+    for (auto* v :
+         {&p.stride, &p.padding_lo, &p.padding_hi, &p.kernel_dilation, &p.input_dilation}) {
+      Codec<std::vector<int>>::put(w, *v);
+    }
+    Codec<int>::put(w, p.groups);
+    Codec<bool>::put(w, p.flip);
+  }
+  static ConvParams get(StateReader& r) {
+    ConvParams p;
+    for (auto* v :
+         {&p.stride, &p.padding_lo, &p.padding_hi, &p.kernel_dilation, &p.input_dilation}) {
+      *v = Codec<std::vector<int>>::get(r);
+    }
+    p.groups = Codec<int>::get(r);
+    p.flip = Codec<bool>::get(r);
+    return p;
+  }
+};
+}  // namespace serial
+
 class Convolution : public UnaryPrimitive {
  public:
   Convolution(Stream stream, ConvParams params)
       : UnaryPrimitive(stream), params_(std::move(params)) {}
   MLX_DECLARE_EVAL
+  MLX_SERIALIZABLE(Convolution, params_)
   MLX_DECLARE_TRANSFORM_RULES
   const char* name() const override { return "Convolution"; }
   bool is_equivalent(const Primitive& other) const override {

@@ -9,6 +9,7 @@ class Full : public UnaryPrimitive {
  public:
   explicit Full(Stream stream) : UnaryPrimitive(stream) {}
   MLX_DECLARE_EVAL
+  MLX_SERIALIZABLE(Full)
   const char* name() const override { return "Full"; }
   bool is_equivalent(const Primitive& other) const override {
     return dynamic_cast<const Full*>(&other) != nullptr;
@@ -21,6 +22,7 @@ class Arange : public UnaryPrimitive {
   Arange(Stream stream, double start, double stop, double step)
       : UnaryPrimitive(stream), start_(start), stop_(stop), step_(step) {}
   MLX_DECLARE_EVAL
+  MLX_SERIALIZABLE(Arange, start_, stop_, step_)
   const char* name() const override { return "Arange"; }
   bool is_equivalent(const Primitive& other) const override {
     auto* o = dynamic_cast<const Arange*>(&other);

@@ -92,6 +92,7 @@ class Unary : public UnaryPrimitive {
  public:
   Unary(Stream stream, UnaryOp op) : UnaryPrimitive(stream), op_(op) {}
   MLX_DECLARE_EVAL
+  MLX_SERIALIZABLE(Unary, MLX_ENUM(op_, IsFinite))
   const char* name() const override { return unary_op_name(op_); }
   bool is_equivalent(const Primitive& other) const override {
     auto* o = dynamic_cast<const Unary*>(&other);
@@ -112,6 +113,7 @@ class Binary : public UnaryPrimitive {
  public:
   Binary(Stream stream, BinaryOp op) : UnaryPrimitive(stream), op_(op) {}
   MLX_DECLARE_EVAL
+  MLX_SERIALIZABLE(Binary, MLX_ENUM(op_, NaNEqual))
   const char* name() const override { return binary_op_name(op_); }
   bool is_equivalent(const Primitive& other) const override {
     auto* o = dynamic_cast<const Binary*>(&other);
@@ -132,6 +134,7 @@ class DivMod : public Primitive {
  public:
   explicit DivMod(Stream stream) : Primitive(stream) {}
   MLX_DECLARE_EVAL
+  MLX_SERIALIZABLE(DivMod)
   const char* name() const override { return "DivMod"; }
   bool is_equivalent(const Primitive& other) const override {
     return dynamic_cast<const DivMod*>(&other) != nullptr;
@@ -144,6 +147,7 @@ class Select : public UnaryPrimitive {
  public:
   explicit Select(Stream stream) : UnaryPrimitive(stream) {}
   MLX_DECLARE_EVAL
+  MLX_SERIALIZABLE(Select)
   const char* name() const override { return "Select"; }
   bool is_equivalent(const Primitive& other) const override {
     return dynamic_cast<const Select*>(&other) != nullptr;

@@ -12,6 +12,7 @@ class RMSNorm : public UnaryPrimitive {
   RMSNorm(Stream stream, float eps, bool has_weight)
       : UnaryPrimitive(stream), eps_(eps), has_weight_(has_weight) {}
   MLX_DECLARE_EVAL
+  MLX_SERIALIZABLE(RMSNorm, eps_, has_weight_)
   const char* name() const override { return "RMSNorm"; }
   bool is_equivalent(const Primitive& other) const override;
   std::vector<Shape> output_shapes(const std::vector<array>& inputs) override {
@@ -30,6 +31,7 @@ class LayerNorm : public UnaryPrimitive {
   LayerNorm(Stream stream, float eps, bool has_weight, bool has_bias)
       : UnaryPrimitive(stream), eps_(eps), has_weight_(has_weight), has_bias_(has_bias) {}
   MLX_DECLARE_EVAL
+  MLX_SERIALIZABLE(LayerNorm, eps_, has_weight_, has_bias_)
   const char* name() const override { return "LayerNorm"; }
   bool is_equivalent(const Primitive& other) const override;
   std::vector<Shape> output_shapes(const std::vector<array>& inputs) override {
@@ -57,6 +59,7 @@ class RoPE : public UnaryPrimitive {
         has_freqs_(has_freqs),
         inverse_(inverse) {}
   MLX_DECLARE_EVAL
+  MLX_SERIALIZABLE(RoPE, dims_, traditional_, base_, scale_, has_freqs_, inverse_)
   const char* name() const override { return "RoPE"; }
   bool is_equivalent(const Primitive& other) const override;
   std::vector<Shape> output_shapes(const std::vector<array>& inputs) override {
@@ -87,6 +90,7 @@ class ScaledDotProductAttention : public UnaryPrimitive {
         has_mask_(has_mask),
         has_sinks_(has_sinks) {}
   MLX_DECLARE_EVAL
+  MLX_SERIALIZABLE(ScaledDotProductAttention, scale_, causal_, has_mask_, has_sinks_)
   const char* name() const override { return "ScaledDotProductAttention"; }
   bool is_equivalent(const Primitive& other) const override;
   std::vector<Shape> output_shapes(const std::vector<array>& inputs) override;
@@ -107,6 +111,7 @@ class RMSNormVJP : public Primitive {
   RMSNormVJP(Stream stream, float eps, bool has_weight)
       : Primitive(stream), eps_(eps), has_weight_(has_weight) {}
   MLX_DECLARE_EVAL
+  MLX_SERIALIZABLE(RMSNormVJP, eps_, has_weight_)
   const char* name() const override { return "RMSNormVJP"; }
   bool is_equivalent(const Primitive& other) const override;
   std::vector<Shape> output_shapes(const std::vector<array>& inputs) override;
@@ -122,6 +127,7 @@ class LayerNormVJP : public Primitive {
   LayerNormVJP(Stream stream, float eps, bool has_weight, bool has_bias)
       : Primitive(stream), eps_(eps), has_weight_(has_weight), has_bias_(has_bias) {}
   MLX_DECLARE_EVAL
+  MLX_SERIALIZABLE(LayerNormVJP, eps_, has_weight_, has_bias_)
   const char* name() const override { return "LayerNormVJP"; }
   bool is_equivalent(const Primitive& other) const override;
   std::vector<Shape> output_shapes(const std::vector<array>& inputs) override;
@@ -145,6 +151,7 @@ class ScaledDotProductAttentionVJP : public Primitive {
         has_mask_(has_mask),
         has_sinks_(has_sinks) {}
   MLX_DECLARE_EVAL
+  MLX_SERIALIZABLE(ScaledDotProductAttentionVJP, scale_, causal_, has_mask_, has_sinks_)
   const char* name() const override { return "ScaledDotProductAttentionVJP"; }
   bool is_equivalent(const Primitive& other) const override;
   std::vector<Shape> output_shapes(const std::vector<array>& inputs) override;

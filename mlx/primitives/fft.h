@@ -16,6 +16,7 @@ class FFT : public UnaryPrimitive {
   FFT(Stream stream, int axis, int n, bool inverse, bool real)
       : UnaryPrimitive(stream), axis_(axis), n_(n), inverse_(inverse), real_(real) {}
   MLX_DECLARE_EVAL
+  MLX_SERIALIZABLE(FFT, axis_, n_, inverse_, real_)
   MLX_DECLARE_TRANSFORM_RULES
   const char* name() const override { return "FFT"; }
   bool is_equivalent(const Primitive& other) const override {

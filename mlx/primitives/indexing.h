@@ -16,6 +16,7 @@ class Gather : public UnaryPrimitive {
         slice_sizes_(std::move(slice_sizes)),
         op_(op) {}
   MLX_DECLARE_EVAL
+  MLX_SERIALIZABLE(Gather, axes_, slice_sizes_)
   MLX_DECLARE_TRANSFORM_RULES
   const char* name() const override { return "Gather"; }
   bool is_equivalent(const Primitive& other) const override;
@@ -35,6 +36,7 @@ class GatherAxis : public UnaryPrimitive {
  public:
   GatherAxis(Stream stream, int axis) : UnaryPrimitive(stream), axis_(axis) {}
   MLX_DECLARE_EVAL
+  MLX_SERIALIZABLE(GatherAxis, axis_)
   MLX_DECLARE_TRANSFORM_RULES
   const char* name() const override { return "GatherAxis"; }
   bool is_equivalent(const Primitive& other) const override;
@@ -56,6 +58,7 @@ class Scatter : public UnaryPrimitive {
   Scatter(Stream stream, ScatterReduce reduce, std::vector<int> axes)
       : UnaryPrimitive(stream), reduce_(reduce), axes_(std::move(axes)) {}
   MLX_DECLARE_EVAL
+  MLX_SERIALIZABLE(Scatter, MLX_ENUM(reduce_, Min), axes_)
   MLX_DECLARE_TRANSFORM_RULES
   const char* name() const override { return "Scatter"; }
   bool is_equivalent(const Primitive& other) const override;
@@ -79,6 +82,7 @@ class ScatterAxis : public UnaryPrimitive {
   ScatterAxis(Stream stream, ScatterReduce reduce, int axis)
       : UnaryPrimitive(stream), reduce_(reduce), axis_(axis) {}
   MLX_DECLARE_EVAL
+  MLX_SERIALIZABLE(ScatterAxis, MLX_ENUM(reduce_, Min), axis_)
   MLX_DECLARE_TRANSFORM_RULES
   const char* name() const override { return "ScatterAxis"; }
   bool is_equivalent(const Primitive& other) const override;
@@ -105,6 +109,7 @@ class SortAlongAxis : public UnaryPrimitive {
   SortAlongAxis(Stream stream, SortKind kind, int axis, int kth = 0)
       : UnaryPrimitive(stream), kind_(kind), axis_(axis), kth_(kth) {}
   MLX_DECLARE_EVAL
+  MLX_SERIALIZABLE(SortAlongAxis, MLX_ENUM(kind_, ArgPartition), axis_, kth_)
   MLX_DECLARE_TRANSFORM_RULES
   const char* name() const override;
   bool is_equivalent(const Primitive& other) const override;

@@ -11,6 +11,7 @@ class Matmul : public UnaryPrimitive {
  public:
   explicit Matmul(Stream stream) : UnaryPrimitive(stream) {}
   MLX_DECLARE_EVAL
+  MLX_SERIALIZABLE(Matmul)
   MLX_DECLARE_TRANSFORM_RULES
   const char* name() const override { return "Matmul"; }
   bool is_equivalent(const Primitive& other) const override {
@@ -25,6 +26,7 @@ class AddMM : public UnaryPrimitive {
   AddMM(Stream stream, float alpha, float beta)
       : UnaryPrimitive(stream), alpha_(alpha), beta_(beta) {}
   MLX_DECLARE_EVAL
+  MLX_SERIALIZABLE(AddMM, alpha_, beta_)
   MLX_DECLARE_TRANSFORM_RULES
   const char* name() const override { return "AddMM"; }
   bool is_equivalent(const Primitive& other) const override;

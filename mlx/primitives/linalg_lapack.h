@@ -13,6 +13,7 @@ class Inverse : public UnaryPrimitive {
   Inverse(Stream stream, Kind kind, bool upper)
       : UnaryPrimitive(stream), kind_(kind), upper_(upper) {}
   MLX_DECLARE_EVAL
+  MLX_SERIALIZABLE(Inverse, MLX_ENUM(kind_, Cholesky), upper_)
   MLX_DECLARE_TRANSFORM_RULES
   const char* name() const override { return "Inverse"; }
   bool is_equivalent(const Primitive& other) const override;
@@ -29,6 +30,7 @@ class Cholesky : public UnaryPrimitive {
  public:
   Cholesky(Stream stream, bool upper) : UnaryPrimitive(stream), upper_(upper) {}
   MLX_DECLARE_EVAL
+  MLX_SERIALIZABLE(Cholesky, upper_)
   MLX_DECLARE_TRANSFORM_RULES
   const char* name() const override { return "Cholesky"; }
   bool is_equivalent(const Primitive& other) const override;
@@ -45,6 +47,7 @@ class Solve : public UnaryPrimitive {
  public:
   explicit Solve(Stream stream) : UnaryPrimitive(stream) {}
   MLX_DECLARE_EVAL
+  MLX_SERIALIZABLE(Solve)
   MLX_DECLARE_TRANSFORM_RULES
   const char* name() const override { return "Solve"; }
   bool is_equivalent(const Primitive& other) const override {
@@ -60,6 +63,7 @@ class QRF : public Primitive {
  public:
   explicit QRF(Stream stream) : Primitive(stream) {}
   MLX_DECLARE_EVAL
+  MLX_SERIALIZABLE(QRF)
   MLX_DECLARE_TRANSFORM_RULES
   const char* name() const override { return "QRF"; }
   bool is_equivalent(const Primitive& other) const override {
@@ -72,6 +76,7 @@ class SVD : public Primitive {
  public:
   SVD(Stream stream, bool compute_uv) : Primitive(stream), compute_uv_(compute_uv) {}
   MLX_DECLARE_EVAL
+  MLX_SERIALIZABLE(SVD, compute_uv_)
   MLX_DECLARE_TRANSFORM_RULES
   const char* name() const override { return "SVD"; }
   bool is_equivalent(const Primitive& other) const override;
@@ -86,6 +91,7 @@ class Eigh : public Primitive {
   Eigh(Stream stream, bool upper, bool compute_vectors)
       : Primitive(stream), upper_(upper), compute_vectors_(compute_vectors) {}
   MLX_DECLARE_EVAL
+  MLX_SERIALIZABLE(Eigh, upper_, compute_vectors_)
   MLX_DECLARE_TRANSFORM_RULES
   const char* name() const override { return "Eigh"; }
   bool is_equivalent(const Primitive& other) const override;
@@ -100,6 +106,7 @@ class Eig : public Primitive {
  public:
   Eig(Stream stream, bool compute_vectors) : Primitive(stream), compute_vectors_(compute_vectors) {}
   MLX_DECLARE_EVAL
+  MLX_SERIALIZABLE(Eig, compute_vectors_)
   MLX_DECLARE_TRANSFORM_RULES
   const char* name() const override { return "Eig"; }
   bool is_equivalent(const Primitive& other) const override;
@@ -114,6 +121,7 @@ class LUF : public Primitive {
  public:
   explicit LUF(Stream stream) : Primitive(stream) {}
   MLX_DECLARE_EVAL
+  MLX_SERIALIZABLE(LUF)
   MLX_DECLARE_TRANSFORM_RULES
   const char* name() const override { return "LUF"; }
   bool is_equivalent(const Primitive& other) const override {

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "mlx/array.h"
+#include "mlx/primitives/serialize.h"
 #include "mlx/runtime/stream.h"
 
 namespace mlx::core {
@@ -44,6 +45,9 @@ class Primitive {
   virtual bool is_equivalent(const Primitive& other) const { return false; }
   // Output shapes for given input shapes, for shapeless compilation.
   virtual std::vector<Shape> output_shapes(const std::vector<array>& inputs);
+  // Export: the class name and the constructor's parameters (MLX_SERIALIZABLE, see
+  // serialize.h). The default throws: the primitive cannot be exported.
+  virtual void write_state(serial::StateWriter& w) const;
 
  private:
   Stream stream_;

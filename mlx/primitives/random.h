@@ -54,6 +54,7 @@ class RandomBits : public UnaryPrimitive {
   RandomBits(Stream stream, Shape shape, int width)
       : UnaryPrimitive(stream), shape_(std::move(shape)), width_(width) {}
   MLX_DECLARE_EVAL
+  MLX_SERIALIZABLE(RandomBits, shape_, width_)
   MLX_DECLARE_TRANSFORM_RULES
   const char* name() const override { return "RandomBits"; }
   bool is_equivalent(const Primitive& other) const override;

@@ -14,6 +14,7 @@ class Reduce : public UnaryPrimitive {
   Reduce(Stream stream, ReduceType type, std::vector<int> axes)
       : UnaryPrimitive(stream), type_(type), axes_(std::move(axes)) {}
   MLX_DECLARE_EVAL
+  MLX_SERIALIZABLE(Reduce, MLX_ENUM(type_, Max), axes_)
   MLX_DECLARE_TRANSFORM_RULES
   const char* name() const override;
   bool is_equivalent(const Primitive& other) const override;
@@ -35,6 +36,7 @@ class ArgReduce : public UnaryPrimitive {
   ArgReduce(Stream stream, ReduceType type, int axis)
       : UnaryPrimitive(stream), type_(type), axis_(axis) {}
   MLX_DECLARE_EVAL
+  MLX_SERIALIZABLE(ArgReduce, MLX_ENUM(type_, ArgMax), axis_)
   MLX_DECLARE_TRANSFORM_RULES
   const char* name() const override { return type_ == ArgMin ? "ArgMin" : "ArgMax"; }
   bool is_equivalent(const Primitive& other) const override;
@@ -60,6 +62,7 @@ class Scan : public UnaryPrimitive {
         reverse_(reverse),
         inclusive_(inclusive) {}
   MLX_DECLARE_EVAL
+  MLX_SERIALIZABLE(Scan, MLX_ENUM(type_, LogAddExp), axis_, reverse_, inclusive_)
   MLX_DECLARE_TRANSFORM_RULES
   const char* name() const override;
   bool is_equivalent(const Primitive& other) const override;
@@ -83,6 +86,7 @@ class Softmax : public UnaryPrimitive {
  public:
   Softmax(Stream stream, bool precise) : UnaryPrimitive(stream), precise_(precise) {}
   MLX_DECLARE_EVAL
+  MLX_SERIALIZABLE(Softmax, precise_)
   MLX_DECLARE_TRANSFORM_RULES
   const char* name() const override { return "Softmax"; }
   bool is_equivalent(const Primitive& other) const override;
@@ -100,6 +104,7 @@ class LogSumExp : public UnaryPrimitive {
  public:
   explicit LogSumExp(Stream stream) : UnaryPrimitive(stream) {}
   MLX_DECLARE_EVAL
+  MLX_SERIALIZABLE(LogSumExp)
   MLX_DECLARE_TRANSFORM_RULES
   const char* name() const override { return "LogSumExp"; }
   bool is_equivalent(const Primitive& other) const override {

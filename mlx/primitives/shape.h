@@ -12,6 +12,7 @@ class AsType : public UnaryPrimitive {
  public:
   AsType(Stream stream, Dtype dtype) : UnaryPrimitive(stream), dtype_(dtype) {}
   MLX_DECLARE_EVAL
+  MLX_SERIALIZABLE(AsType, dtype_)
   const char* name() const override { return "AsType"; }
   bool is_equivalent(const Primitive& other) const override;
   std::vector<Shape> output_shapes(const std::vector<array>& inputs) override {
@@ -28,6 +29,7 @@ class Copy : public UnaryPrimitive {
  public:
   explicit Copy(Stream stream) : UnaryPrimitive(stream) {}
   MLX_DECLARE_EVAL
+  MLX_SERIALIZABLE(Copy)
   const char* name() const override { return "Copy"; }
   bool is_equivalent(const Primitive& other) const override {
     return dynamic_cast<const Copy*>(&other) != nullptr;
@@ -42,6 +44,7 @@ class Broadcast : public UnaryPrimitive {
  public:
   Broadcast(Stream stream, Shape shape) : UnaryPrimitive(stream), shape_(std::move(shape)) {}
   MLX_DECLARE_EVAL
+  MLX_SERIALIZABLE(Broadcast, shape_)
   const char* name() const override { return "Broadcast"; }
   bool is_equivalent(const Primitive& other) const override;
   const Shape& shape() const { return shape_; }
@@ -61,7 +64,14 @@ class Reshape : public UnaryPrimitive {
         shape_(std::move(shape)),
         traced_input_(std::move(traced_input)),
         infer_(infer) {}
+  // The same from an exported state (traced_input absent outside shapeless traces).
+  Reshape(Stream stream, Shape shape, std::optional<Shape> traced_input, int infer)
+      : UnaryPrimitive(stream),
+        shape_(std::move(shape)),
+        traced_input_(std::move(traced_input)),
+        infer_(infer) {}
   MLX_DECLARE_EVAL
+  MLX_SERIALIZABLE(Reshape, shape_, traced_input_, infer_)
   const char* name() const override { return "Reshape"; }
   bool is_equivalent(const Primitive& other) const override;
   // The traced shape with the leading and trailing dimensions it shared with the traced input
@@ -82,6 +92,7 @@ class Transpose : public UnaryPrimitive {
   Transpose(Stream stream, std::vector<int> axes)
       : UnaryPrimitive(stream), axes_(std::move(axes)) {}
   MLX_DECLARE_EVAL
+  MLX_SERIALIZABLE(Transpose, axes_)
   const char* name() const override { return "Transpose"; }
   bool is_equivalent(const Primitive& other) const override;
   const std::vector<int>& axes() const { return axes_; }
@@ -108,6 +119,7 @@ class Slice : public UnaryPrimitive {
         stop_(std::move(stop)),
         strides_(std::move(strides)) {}
   MLX_DECLARE_EVAL
+  MLX_SERIALIZABLE(Slice, start_, stop_, strides_)
   const char* name() const override { return "Slice"; }
   bool is_equivalent(const Primitive& other) const override;
   const Shape& start() const { return start_; }
@@ -129,6 +141,7 @@ class AsStrided : public UnaryPrimitive {
         strides_(std::move(strides)),
         offset_(offset) {}
   MLX_DECLARE_EVAL
+  MLX_SERIALIZABLE(AsStrided, shape_, strides_, offset_)
   const char* name() const override { return "AsStrided"; }
   bool is_equivalent(const Primitive& other) const override;
 
@@ -145,6 +158,7 @@ class Concatenate : public UnaryPrimitive {
  public:
   Concatenate(Stream stream, int axis) : UnaryPrimitive(stream), axis_(axis) {}
   MLX_DECLARE_EVAL
+  MLX_SERIALIZABLE(Concatenate, axis_)
   const char* name() const override { return "Concatenate"; }
   bool is_equivalent(const Primitive& other) const override;
   std::vector<Shape> output_shapes(const std::vector<array>& inputs) override;
@@ -166,6 +180,7 @@ class SliceUpdate : public UnaryPrimitive {
         stop_(std::move(stop)),
         strides_(std::move(strides)) {}
   MLX_DECLARE_EVAL
+  MLX_SERIALIZABLE(SliceUpdate, start_, stop_, strides_)
   const char* name() const override { return "SliceUpdate"; }
   bool is_equivalent(const Primitive& other) const override;
   std::vector<Shape> output_shapes(const std::vector<array>& inputs) override {
@@ -189,6 +204,7 @@ class Diagonal : public UnaryPrimitive {
   Diagonal(Stream stream, int offset, int axis1, int axis2)
       : UnaryPrimitive(stream), offset_(offset), axis1_(axis1), axis2_(axis2) {}
   MLX_DECLARE_EVAL
+  MLX_SERIALIZABLE(Diagonal, offset_, axis1_, axis2_)
   const char* name() const override { return "Diagonal"; }
   bool is_equivalent(const Primitive& other) const override;
 
@@ -205,6 +221,7 @@ class View : public UnaryPrimitive {
  public:
   View(Stream stream, Dtype dtype) : UnaryPrimitive(stream), dtype_(dtype) {}
   MLX_DECLARE_EVAL
+  MLX_SERIALIZABLE(View, dtype_)
   const char* name() const override { return "View"; }
   bool is_equivalent(const Primitive& other) const override;
 

@@ -15,6 +15,7 @@ class StopGradient : public UnaryPrimitive {
  public:
   explicit StopGradient(Stream stream) : UnaryPrimitive(stream) {}
   MLX_DECLARE_EVAL
+  MLX_SERIALIZABLE(StopGradient)
   const char* name() const override { return "StopGradient"; }
   bool is_equivalent(const Primitive& other) const override {
     return dynamic_cast<const StopGradient*>(&other) != nullptr;
@@ -38,6 +39,7 @@ class Depends : public Primitive {
  public:
   Depends(Stream stream, size_t num_outputs) : Primitive(stream), num_outputs_(num_outputs) {}
   MLX_DECLARE_EVAL
+  MLX_SERIALIZABLE(Depends, num_outputs_)
   const char* name() const override { return "Depends"; }
   std::vector<Shape> output_shapes(const std::vector<array>& inputs) override;
   std::vector<array> jvp(const std::vector<array>& primals, const std::vector<array>& tangents,
@@ -93,6 +95,7 @@ class DynamicBroadcast : public UnaryPrimitive {
  public:
   explicit DynamicBroadcast(Stream stream) : UnaryPrimitive(stream) {}
   MLX_DECLARE_EVAL
+  MLX_SERIALIZABLE(DynamicBroadcast)
   const char* name() const override { return "DynamicBroadcast"; }
   bool is_equivalent(const Primitive& other) const override {
     return dynamic_cast<const DynamicBroadcast*>(&other) != nullptr;
@@ -108,6 +111,7 @@ class NumberOfElements : public UnaryPrimitive {
   NumberOfElements(Stream stream, std::vector<int> axes, bool inverted, Dtype dtype)
       : UnaryPrimitive(stream), axes_(std::move(axes)), inverted_(inverted), dtype_(dtype) {}
   MLX_DECLARE_EVAL
+  MLX_SERIALIZABLE(NumberOfElements, axes_, inverted_, dtype_)
   const char* name() const override { return "NumberOfElements"; }
   bool is_equivalent(const Primitive& other) const override;
   std::vector<Shape> output_shapes(const std::vector<array>&) override { return {Shape{}}; }
@@ -125,6 +129,7 @@ class SqueezeAxes : public UnaryPrimitive {
   SqueezeAxes(Stream stream, std::vector<int> axes)
       : UnaryPrimitive(stream), axes_(std::move(axes)) {}
   MLX_DECLARE_EVAL
+  MLX_SERIALIZABLE(SqueezeAxes, axes_)
   const char* name() const override { return "Squeeze"; }
   bool is_equivalent(const Primitive& other) const override;
   std::vector<Shape> output_shapes(const std::vector<array>& inputs) override;
@@ -139,6 +144,7 @@ class ExpandAxes : public UnaryPrimitive {
   ExpandAxes(Stream stream, std::vector<int> axes)
       : UnaryPrimitive(stream), axes_(std::move(axes)) {}
   MLX_DECLARE_EVAL
+  MLX_SERIALIZABLE(ExpandAxes, axes_)
   const char* name() const override { return "ExpandDims"; }
   bool is_equivalent(const Primitive& other) const override;
   std::vector<Shape> output_shapes(const std::vector<array>& inputs) override;

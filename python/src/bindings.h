@@ -20,3 +20,4 @@ void init_conv(nanobind::module_& m);
 void init_fft(nanobind::module_& m);
 void init_quantized(nanobind::module_& m);
 void init_grouped_matmul(nanobind::module_& m);
+void init_export(nanobind::module_& m);

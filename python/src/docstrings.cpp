@@ -73,6 +73,8 @@ struct Entry {
 };
 
 constexpr Entry kDocs[] = {
+    {"FunctionExporter", Kind::plain,
+     R"doc(A callable that traces a function once per call and writes every trace to one file, made by :func:`exporter`. Call it with example inputs (positional and keyword arrays); use it as a context manager, or call ``close()``, to write the file.)doc"},
     {"abs", Kind::unary,
      R"doc(The absolute value of each element (the magnitude for complex inputs).)doc"},
     {"add", Kind::binary, R"doc(The element-wise sum ``a + b``.)doc", R"doc(Example:
@@ -347,6 +349,46 @@ Returns:
 Returns:
     array)doc"},
     {"expm1", Kind::unary, R"doc(``exp(a) - 1`` of each element, accurate for small ``a``.)doc"},
+    {"export_function", Kind::plain,
+     R"doc(Export a function to a file (or hand its graph to a callback).
+
+The function is traced on placeholders shaped like the example inputs; the file holds the traced graph (the primitives with their parameters) and the arrays it captures (weights and other constants). :func:`import_function` reads it in any process.
+
+Args:
+    file_or_callback (str or Callable): The file path, or a callable that receives one dict describing the graph (``inputs``, ``keyword_names``, ``constants``, ``primitives``, ``outputs``, ``shapeless``, ``metadata``).
+    fun (Callable): A function of zero or more arrays returning one or more arrays (a tree of them).
+    *args (array): Example positional inputs, or one tuple / list of arrays and / or one dict of arrays.
+    shapeless (bool, optional): Whether the imported function accepts inputs of other shapes (same ranks and dtypes). Default: ``False``.
+    metadata (str, optional): Text stored with the function; ``import_function(..., return_metadata=True)`` returns it.
+    **kwargs (array): Example keyword inputs; the imported function takes the same keywords.
+
+Example:
+    >>> def fun(x, y):
+    ...     return x + y
+    >>> mx.export_function("fun.mlxfn", fun, mx.array(1.0), y=mx.array([1.0, 2.0])))doc"},
+    {"export_to_dot", Kind::plain,
+     R"doc(Write the graph that computes the given arrays in Graphviz DOT format.
+
+Args:
+    file (str or file): A path or a text file object.
+    *args (array): The arrays (or trees of arrays) whose graph to draw.
+    **kwargs (array): Arrays to draw and label with their keyword.)doc"},
+    {"exporter", Kind::plain,
+     R"doc(Make a :class:`FunctionExporter` that exports several traces of ``fun`` to one file (one per input signature).
+
+Args:
+    file (str): The file path.
+    fun (Callable): The function to trace.
+    shapeless (bool, optional): Whether the traces accept inputs of other shapes. Default: ``False``.
+    metadata (str, optional): Text stored with the function.
+
+Returns:
+    FunctionExporter
+
+Example:
+    >>> with mx.exporter("fun.mlxfn", lambda *a: sum(a)) as e:
+    ...     e(mx.array(1))
+    ...     e(mx.array(1), mx.array(2)))doc"},
     {"eye", Kind::plain,
      R"doc(A 2-D array with ones on a diagonal and zeros elsewhere.
 
@@ -467,6 +509,17 @@ Returns:
 Returns:
     array)doc"},
     {"imag", Kind::unary, R"doc(The imaginary part of each element (zeros for real inputs).)doc"},
+    {"import_function", Kind::plain,
+     R"doc(Import a function written by :func:`export_function` or :func:`exporter`.
+
+The file is checked completely before anything is built: a truncated or malformed file raises ``RuntimeError`` naming the problem. The returned function takes inputs as the example inputs were given (positional and keyword arrays, or a tuple and / or a dict), runs the trace whose signature matches (a ``ValueError`` when none does) and returns a tuple of arrays. Its results are ordinary lazy arrays, so it composes with :func:`grad`, :func:`vmap` and :func:`compile`.
+
+Args:
+    file (str): The file path.
+    return_metadata (bool, optional): Also return the stored metadata string. Default: ``False``.
+
+Returns:
+    Callable or tuple(Callable, str))doc"},
     {"inner", Kind::plain,
      R"doc(The inner product over the last axes of ``a`` and ``b``.
 
@@ -867,6 +920,13 @@ Example:
     >>> mx.round(mx.array([0.5, 1.5, 2.675]), 2)
     array([0.5, 1.5, 2.67], dtype=float32))doc"},
     {"rsqrt", Kind::unary, R"doc(The reciprocal square root ``1 / sqrt(a)`` of each element.)doc"},
+    {"save_gguf", Kind::plain,
+     R"doc(Save arrays to a GGUF file with metadata.
+
+Args:
+    file (str): The file path (``.gguf`` is appended when missing).
+    arrays (dict(str, array)): The arrays; float32, float16, bfloat16, float64 and int8 to int64 are written as they are; other dtypes raise ``ValueError``.
+    metadata (dict(str, Union[array, str, list(str)])): Values stored in the header: strings, lists of strings, or arrays (scalars become a number of the array's type, 1-D arrays a GGUF array).)doc"},
     {"searchsorted", Kind::plain,
      R"doc(Where to insert ``values`` into ``sorted_sequence`` to keep it sorted.
 

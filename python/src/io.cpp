@@ -12,6 +12,7 @@
 
 #include "python/src/bindings.h"
 #include "python/src/convert.h"
+#include "python/src/docstrings.h"
 
 namespace nb = nanobind;
 using namespace mlx::core;
@@ -167,14 +168,11 @@ nb::object load_any(nb::object file, std::optional<std::string> format, bool ret
                                 (path ? *path : label_of(file)) +
                                 "' from its extension; pass format= (npy, npz or safetensors).");
   }
-  if (fmt == "gguf") {
-    throw std::invalid_argument("[load] The gguf format is not supported.");
-  }
-  if (fmt != "npy" && fmt != "npz" && fmt != "safetensors") {
+  if (fmt != "npy" && fmt != "npz" && fmt != "safetensors" && fmt != "gguf") {
     throw std::invalid_argument("[load] Unknown format '" + fmt +
-                                "'; expected npy, npz or safetensors.");
+                                "'; expected npy, npz, safetensors or gguf.");
   }
-  if (return_metadata && fmt != "safetensors") {
+  if (return_metadata && fmt != "safetensors" && fmt != "gguf") {
     throw std::invalid_argument("[load] Metadata is not supported for format " + fmt + ".");
   }
   std::shared_ptr<io::Reader> reader;
@@ -186,11 +184,14 @@ nb::object load_any(nb::object file, std::optional<std::string> format, bool ret
   } else {
     reader = std::make_shared<PyReader>(file);
   }
-  std::variant<std::monostate, array, std::unordered_map<std::string, array>, SafetensorsLoad>
+  std::variant<std::monostate, array, std::unordered_map<std::string, array>, SafetensorsLoad,
+               GGUFLoad>
       result;
   {
     nb::gil_scoped_release release;
-    if (fmt == "npy") {
+    if (fmt == "gguf") {
+      result = path ? load_gguf(*path, s) : load_gguf(reader, s);
+    } else if (fmt == "npy") {
       result = path ? load(*path, s) : load(reader, s);
     } else if (fmt == "npz") {
       result = path ? load_npz(*path, s) : load_npz(reader, s);
@@ -203,6 +204,30 @@ nb::object load_any(nb::object file, std::optional<std::string> format, bool ret
   }
   if (auto* m = std::get_if<std::unordered_map<std::string, array>>(&result)) {
     return to_dict(std::move(*m));
+  }
+  if (auto* g = std::get_if<GGUFLoad>(&result)) {
+    nb::dict arrays_dict = to_dict(std::move(g->first));
+    if (!return_metadata) {
+      return arrays_dict;
+    }
+    nb::dict meta;
+    for (auto& [k, v] : g->second) {
+      nb::str key(k.data(), k.size());
+      if (auto* a = std::get_if<array>(&v)) {
+        meta[key] = nb::cast(*a);
+      } else if (auto* str = std::get_if<std::string>(&v)) {
+        meta[key] = nb::str(str->data(), str->size());
+      } else if (auto* l = std::get_if<std::vector<std::string>>(&v)) {
+        nb::list items;
+        for (auto& item : *l) {
+          items.append(nb::str(item.data(), item.size()));
+        }
+        meta[key] = items;
+      } else {
+        meta[key] = nb::none();
+      }
+    }
+    return nb::make_tuple(arrays_dict, meta);
   }
   auto& [arrays, metadata] = std::get<SafetensorsLoad>(result);
   nb::dict arrays_dict = to_dict(std::move(arrays));
@@ -254,9 +279,13 @@ void savez_any(nb::handle file, nb::args args, nb::kwargs kwargs, bool compresse
 void init_io(nb::module_& m) {
   m.def("load", &load_any, nb::arg("file"), nb::arg("format") = nb::none(),
         nb::arg("return_metadata") = false, nb::kw_only(), nb::arg("stream") = nb::none(),
-        R"(Load array(s) from a binary file: .npy gives an array, .npz and .safetensors a dict
-of names to arrays, and with return_metadata=True (safetensors) a tuple (arrays, metadata).
-The format comes from the file extension unless format is given.)");
+        R"(Load array(s) from a binary file: .npy gives an array, .npz, .safetensors and .gguf a
+dict of names to arrays, and with return_metadata=True (safetensors, gguf) a tuple (arrays,
+metadata). The format comes from the file extension unless format is given. .safetensors and
+.gguf files given by path load lazily: each array is read when it is evaluated. GGUF metadata
+values are arrays (numbers), strings or lists of strings; Q4_0, Q4_1 and Q8_0 tensors load in
+MLX's quantized layout as "<name>.weight", "<name>.scales" and "<name>.biases" (group size 32);
+Q5_0, Q5_1, Q4_K, Q5_K and Q6_K tensors are dequantized to float16.)");
   m.def(
       "save",
       [](nb::object file, nb::object arr) {
@@ -300,4 +329,39 @@ are named arr_0, arr_1, ...)");
       },
       nb::arg("file"), nb::arg("arrays"), nb::arg("metadata") = nb::none(),
       R"(Save array(s) to a binary file in .safetensors format, with optional string metadata.)");
+  m.def(
+      "save_gguf",
+      [](nb::object file, nb::dict arrays, std::optional<nb::dict> metadata) {
+        std::unordered_map<std::string, array> named;
+        for (auto [key, value] : arrays) {
+          named.emplace(nb::cast<std::string>(key), as_array(value));
+        }
+        std::unordered_map<std::string, GGUFMetaData> meta;
+        if (metadata) {
+          for (auto [key, value] : *metadata) {
+            std::string k = nb::cast<std::string>(key);
+            if (nb::isinstance<nb::str>(value)) {
+              meta.emplace(k, nb::cast<std::string>(value));
+            } else if (nb::isinstance<array>(value)) {
+              meta.emplace(k, nb::cast<array>(value));
+            } else if (nb::isinstance<nb::list>(value) || nb::isinstance<nb::tuple>(value)) {
+              std::vector<std::string> items;
+              for (nb::handle item : value) {
+                if (!nb::isinstance<nb::str>(item)) {
+                  throw nb::type_error(
+                      ("[save_gguf] Metadata list '" + k + "' must hold only strings.").c_str());
+                }
+                items.push_back(nb::cast<std::string>(item));
+              }
+              meta.emplace(k, std::move(items));
+            } else {
+              throw nb::type_error(("[save_gguf] Metadata '" + k +
+                                    "' must be an array, a string or a list of strings.")
+                                       .c_str());
+            }
+          }
+        }
+        save_to(file, "save_gguf", [&](auto&& dst) { save_gguf(dst, named, meta); });
+      },
+      nb::arg("file"), nb::arg("arrays"), nb::arg("metadata") = nb::none(), docstring("save_gguf"));
 }

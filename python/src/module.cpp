@@ -44,6 +44,7 @@ NB_MODULE(core, m) {
   init_fft(m);
   init_quantized(m);
   init_grouped_matmul(m);
+  init_export(m);
   m.attr("__version__") = MLX_VERSION;
   // MLX's constants (floats, as Python's math module has them; newaxis is None as in NumPy).
   m.attr("e") = std::numbers::e;

@@ -497,6 +497,49 @@ class Module(dict):
                 ".safetensors."
             )
 
+    def export(
+        self,
+        file: Union[str, Path],
+        *args,
+        optimize_memory: bool = True,
+        shapeless: bool = False,
+        metadata: Optional[str] = None,
+        **kwargs,
+    ):
+        """Exports the module's forward pass with its current parameters to ``file``
+        (through ``mx.export_function``): ``mx.import_function(file)`` runs it in any process,
+        without the Python class. ``args`` and ``kwargs`` are example inputs (arrays), as for
+        ``mx.export_function``.
+
+        With ``optimize_memory`` (the default) the exported graph carries a memory plan: its
+        steps are ordered so that fewer intermediate buffers are alive at once (the buffer
+        cache reuses the ones freed early), and the imported function evaluates in that order,
+        which lowers its peak memory.
+
+        Example:
+            >>> model.export("model.mlx", mx.zeros((1, 16)), optimize_memory=True)
+            >>> forward = mx.import_function("model.mlx")
+            >>> y, = forward(x)
+        """
+        if not args and not kwargs:
+            raise ValueError(
+                "[Module.export] Pass example inputs, e.g. model.export(path, mx.zeros((1, 16))): "
+                "the forward pass is traced on their shapes and dtypes."
+            )
+
+        def forward(*a, **k):
+            return self(*a, **k)
+
+        mx._export_function(
+            str(file),
+            forward,
+            args,
+            kwargs,
+            shapeless=shapeless,
+            metadata=metadata,
+            optimize_memory=optimize_memory,
+        )
+
 
 def _is_empty(value) -> bool:
     return isinstance(value, (dict, list)) and not isinstance(value, Module) and len(value) == 0

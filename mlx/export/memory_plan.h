@@ -1,0 +1,30 @@
+// Memory planning for exported programs (Module.export(..., optimize_memory=True)).
+//
+// Evaluation frees an intermediate as soon as its last consumer ran and reuses freed blocks
+// through the buffer cache, so the peak is set by the order the steps run in. eval visits a
+// node's inputs in argument order; for `big(x) * small(reduce(huge(x)))` that keeps big(x)
+// alive while huge(x) is computed. The planner orders the steps like Sethi-Ullman register
+// allocation: at each step, the input whose subgraph needs the most memory beyond what it
+// leaves behind is computed first. The imported function then chains the steps in that order
+// (each step's first input waits, through a Depends node, for the previous step), so the
+// cache reuses the blocks the plan frees.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "mlx/transforms/compile_program.h"
+
+namespace mlx::core::detail {
+
+// A topological order of program.steps (step indices).
+std::vector<int> plan_memory_order(const Program& program);
+
+// The peak of live intermediate bytes (step outputs, freed after their last use; program
+// outputs live to the end) when the steps run in `order`.
+uint64_t planned_peak_bytes(const Program& program, const std::vector<int>& order);
+
+// The order eval's depth-first walk would use (inputs in argument order), for comparison.
+std::vector<int> eval_order(const Program& program);
+
+}  // namespace mlx::core::detail

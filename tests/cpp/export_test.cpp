@@ -1,0 +1,121 @@
+// export: primitive state round trips, files written and read back from C++, and the memory
+// plan's order.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+
+#include "mlx/export/export_detail.h"
+#include "mlx/export/memory_plan.h"
+#include "mlx/mlx.h"
+#include "mlx/primitives/elementwise.h"
+#include "mlx/primitives/reduction.h"
+#include "test_utils.h"
+
+namespace mlx::core::test {
+namespace {
+
+std::string temp_path(const char* name) { return std::string(::testing::TempDir()) + name; }
+
+TEST(Export, PrimitiveStateRoundTrips) {
+  Stream s = default_stream(Device(Device::cpu));
+  Reduce original(s, Reduce::Prod, {0, 2});
+  serial::StateWriter w;
+  original.write_state(w);
+  serial::StateReader r(w.bytes(), "test");
+  std::string name = r.str();
+  EXPECT_EQ(name, "Reduce");
+  auto factory = serial::find_factory(name);
+  ASSERT_NE(factory, nullptr);
+  auto rebuilt = factory(s, r);
+  EXPECT_EQ(r.remaining(), 0u);
+  EXPECT_TRUE(rebuilt->is_equivalent(original));
+  EXPECT_FALSE(rebuilt->is_equivalent(Reduce(s, Reduce::Sum, {0, 2})));
+}
+
+TEST(Export, StateReaderRejectsBadBytes) {
+  Stream s = default_stream(Device(Device::cpu));
+  serial::StateWriter w;
+  Unary(s, UnaryOp::Exp).write_state(w);
+  std::string bytes = w.bytes();
+  serial::StateReader name_reader(bytes, "t");
+  name_reader.str();
+  auto factory = serial::find_factory("Unary");
+  ASSERT_NE(factory, nullptr);
+  // Truncated parameters.
+  std::string cut = bytes.substr(0, bytes.size() - 1);
+  serial::StateReader r1(cut, "t");
+  r1.str();
+  EXPECT_THROW(factory(s, r1), std::runtime_error);
+  // An enum value past the last operation.
+  std::string bad = bytes;
+  bad[bad.size() - 8] = static_cast<char>(200);
+  serial::StateReader r2(bad, "t");
+  r2.str();
+  EXPECT_THROW(factory(s, r2), std::runtime_error);
+  EXPECT_EQ(serial::find_factory("NoSuchPrimitive"), nullptr);
+}
+
+TEST(Export, FunctionsRoundTripThroughFiles) {
+  array w = random_array({3, 4});
+  ExportFn fun = [w](const Args& args, const Kwargs& kwargs) {
+    array y = add(matmul(args[0], w), kwargs.at("b"));
+    return std::vector<array>{sum(exp(y), -1), y};
+  };
+  array x = random_array({2, 3}, float32, -1, 1, 2);
+  array b = random_array({4}, float32, -1, 1, 3);
+  std::string path = temp_path("cpp_export.mlxfn");
+  export_function(path, fun, {x}, {{"b", b}}, {.metadata = "m"});
+  auto imported = import_function(path);
+  EXPECT_EQ(imported.metadata(), "m");
+  auto expected = fun({x}, {{"b", b}});
+  auto got = imported({x}, {{"b", b}});
+  ASSERT_EQ(got.size(), 2u);
+  for (int k = 0; k < 2; ++k) {
+    expect_close(got[k], to_vector(expected[k]), expected[k].shape());
+  }
+  EXPECT_THROW(imported({x}), std::invalid_argument);
+  std::remove(path.c_str());
+}
+
+TEST(Export, UnserializablePrimitivesAreClearErrors) {
+  // A custom function's node is inlined; a primitive without state cannot be exported.
+  struct Opaque : UnaryPrimitive {
+    using UnaryPrimitive::UnaryPrimitive;
+    void eval_cpu(const std::vector<array>&, array&) override {}
+    void eval_gpu(const std::vector<array>&, array&) override {}
+    const char* name() const override { return "Opaque"; }
+  };
+  ExportFn fun = [](const Args& args, const Kwargs&) {
+    return std::vector<array>{array(args[0].shape(), args[0].dtype(),
+                                    std::make_shared<Opaque>(default_stream(default_device())),
+                                    {args[0]})};
+  };
+  std::string path = temp_path("cpp_opaque.mlxfn");
+  try {
+    export_function(path, fun, {array({1.0f, 2.0f})});
+    FAIL() << "expected an exception";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("Opaque cannot be exported"), std::string::npos);
+  }
+}
+
+TEST(Export, MemoryPlanComputesTheWideBranchFirst) {
+  // out = big(x) * reduce(wide(x)): eval's order keeps big(x) alive during wide(x).
+  ExportFn fun = [](const Args& args, const Kwargs&) {
+    array x = args[0];
+    array big = exp(x);
+    array wide = sin(concatenate({x, x, x, x}, 1));
+    array small = sum(wide, 1, true);
+    return std::vector<array>{multiply(big, small)};
+  };
+  auto t = detail::trace_program(fun, {zeros({64, 64})}, {}, false);
+  auto naive = detail::eval_order(t.program);
+  auto planned = detail::plan_memory_order(t.program);
+  ASSERT_EQ(naive.size(), planned.size());
+  EXPECT_LT(detail::planned_peak_bytes(t.program, planned),
+            detail::planned_peak_bytes(t.program, naive));
+}
+
+}  // namespace
+}  // namespace mlx::core::test
