@@ -403,9 +403,10 @@ void check_step(Primitive& prim, const std::vector<array>& in, const std::vector
       need(in[0].shape() == out, "its addend does not have the product's shape");
     }
   } else if (auto* p = dynamic_cast<QuantizedMatmul*>(&prim)) {
-    auto [group, bits, transpose] = p->state();
-    need(in.size() == 4 && bits >= 1 && bits <= 8 && group > 0 && in[0].shape().size() >= 1 &&
-             in[1].shape().size() >= 2 && in[1].dtype() == uint32,
+    auto [group, bits, transpose, mode_field] = p->state();
+    const bool affine = mode_field.value == QuantMode::affine;
+    need(in.size() == (affine ? 4u : 3u) && bits >= 1 && bits <= 8 && group > 0 &&
+             in[0].shape().size() >= 1 && in[1].shape().size() >= 2 && in[1].dtype() == uint32,
          "its quantization parameters or operands are invalid");
     int64_t k = in[0].shape(-1);
     int64_t packed = int64_t(in[1].shape(-1)) * 32 / bits;
@@ -414,7 +415,7 @@ void check_step(Primitive& prim, const std::vector<array>& in, const std::vector
     // Scales and biases: one per group along the packed axis of the weight.
     Shape groups = in[1].shape();
     groups.back() = static_cast<int32_t>(packed / group);
-    need(in[2].shape() == groups && in[3].shape() == groups,
+    need(in[2].shape() == groups && (!affine || in[3].shape() == groups),
          "its scales and biases do not match the weight");
   } else if (auto* p = dynamic_cast<Convolution*>(&prim)) {
     auto [params] = p->state();

@@ -50,7 +50,7 @@ class QuantizedMatmul : public QuantizedProduct {
                   QuantMode mode = QuantMode::affine)
       : QuantizedProduct(stream, group_size, bits, transpose, mode) {}
   MLX_DECLARE_EVAL
-  MLX_SERIALIZABLE(QuantizedMatmul, group_size_, bits_, transpose_)
+  MLX_SERIALIZABLE(QuantizedMatmul, group_size_, bits_, transpose_, MLX_ENUM(mode_, nvfp4))
   MLX_DECLARE_TRANSFORM_RULES
   const char* name() const override { return "QuantizedMatmul"; }
   bool is_equivalent(const Primitive& other) const override {

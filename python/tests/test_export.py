@@ -503,3 +503,22 @@ def test_linalg_round_trip(tmp_path):
     want = fun(x, spd)
     for g, w in zip(got, want):
         np.testing.assert_allclose(np.array(g), np.array(w), rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("mode", ["affine", "mxfp4", "mxfp8", "nvfp4"])
+def test_quantized_modes_round_trip(tmp_path, mode):
+    # The quantization mode is part of the exported step: an mxfp4 product must not come back
+    # as an affine one.
+    group = 64 if mode == "affine" else 32 if mode != "nvfp4" else 16
+    bits = 4 if mode != "mxfp8" else 8
+    w = mx.random.normal((32, 64), key=mx.random.key(1))
+    q = mx.quantize(w, group_size=group, bits=bits, mode=mode)
+    x = mx.random.normal((3, 64), key=mx.random.key(2))
+
+    def f(x, *q):
+        return mx.quantized_matmul(x, *q, transpose=True, group_size=group, bits=bits, mode=mode)
+
+    path = str(tmp_path / "q.mlxfn")
+    mx.export_function(path, f, x, *q)
+    g = mx.import_function(path)
+    np.testing.assert_array_equal(np.array(g(x, *q)[0]), np.array(f(x, *q)))
