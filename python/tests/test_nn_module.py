@@ -109,6 +109,19 @@ def test_apply_set_dtype_and_update_modules():
     assert isinstance(m.extras["norm"], nn.Identity)
     with pytest.raises(ValueError):
         m.update_modules({"missing": nn.Identity()})
+
+    # A dict in place of a module reaches into that module (what nn.quantize's tree holds).
+    class Outer(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.inner = MLP()
+
+    o = Outer()
+    deep = nn.Linear(8, 8)
+    o.update_modules({"inner": {"layers": [{}, deep, {}]}})
+    assert o.inner.layers[1] is deep
+    with pytest.raises(ValueError):
+        o.update_modules({"inner": {"nothing_here": nn.Identity()}})
     with pytest.raises(ValueError):
         m.update_modules({"scale": nn.Identity()})
 

@@ -297,12 +297,15 @@ class Module(dict):
         def recurse(new, dst, path):
             for key, value in _items(new, dst, path, strict, "sub-module"):
                 current = dst[key]
+                if _is_empty(value):
+                    continue  # nothing to replace here (a placeholder for a non-module leaf)
                 if isinstance(current, Module) and isinstance(value, Module):
                     dst[key] = value
-                elif isinstance(current, (dict, list)) and not isinstance(current, Module):
+                elif isinstance(current, (dict, list)) and (
+                    not isinstance(current, Module) or isinstance(value, dict)
+                ):
+                    # A dict for a module replaces some of that module's own sub-modules.
                     recurse(value, current, f"{path}{key}.")
-                elif isinstance(current, Module) and _is_empty(value):
-                    continue
                 elif strict:
                     raise ValueError(
                         f"[Module.update_modules] Cannot put a {type(value).__name__} in place of "
