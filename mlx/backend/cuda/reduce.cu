@@ -32,7 +32,16 @@ __device__ __forceinline__ int64_t offset_of(int64_t i, int nd, const int32_t* s
   return off;
 }
 
-// One block per output (blockIdx.x) and per slice of the reduction (blockIdx.y).
+// Four neighbouring elements, loaded at once when aligned.
+constexpr int kColumns = 4;
+
+template <typename In>
+struct alignas(sizeof(In) * kColumns) ColumnVec {
+  In v[kColumns];
+};
+
+// One block per output (blockIdx.x) and per slice of the reduction (blockIdx.y). A dense slice
+// is read with aligned vector loads between a scalar head and tail.
 template <typename Op, typename In, typename Acc, typename Out>
 __global__ void reduce_rows(const In* in, Out* out, Acc* partial, ReduceParams p, int64_t chunk) {
   __shared__ Acc shared[32];
@@ -40,10 +49,29 @@ __global__ void reduce_rows(const In* in, Out* out, Acc* partial, ReduceParams p
   const int64_t base = offset_of(k, p.kdim, p.kshape, p.kin);
   const int64_t r0 = blockIdx.y * chunk, r1 = min(p.R, r0 + chunk);
   Acc v = Op::template identity<Acc>();
-  const bool dense = p.rdim == 1 && p.rin[0] == 1;
-  for (int64_t r = r0 + threadIdx.x; r < r1; r += blockDim.x) {
-    int64_t off = dense ? r : offset_of(r, p.rdim, p.rshape, p.rin);
-    v = Op{}(v, Op::template load<Acc>(in[base + off]));
+  if (p.rdim == 1 && p.rin[0] == 1) {
+    const In* x = in + base;
+    const int64_t lag = (reinterpret_cast<uintptr_t>(x + r0) / sizeof(In)) % kColumns;
+    const int64_t head = min(r1, r0 + (lag ? kColumns - lag : 0));
+    const int64_t vecs = (r1 - head) / kColumns;
+    const auto* body = reinterpret_cast<const ColumnVec<In>*>(x + head);
+    for (int64_t r = r0 + threadIdx.x; r < head; r += blockDim.x) {
+      v = Op{}(v, Op::template load<Acc>(x[r]));
+    }
+    for (int64_t i = threadIdx.x; i < vecs; i += blockDim.x) {
+      ColumnVec<In> q = body[i];
+#pragma unroll
+      for (int j = 0; j < kColumns; ++j) {
+        v = Op{}(v, Op::template load<Acc>(q.v[j]));
+      }
+    }
+    for (int64_t r = head + vecs * kColumns + threadIdx.x; r < r1; r += blockDim.x) {
+      v = Op{}(v, Op::template load<Acc>(x[r]));
+    }
+  } else {
+    for (int64_t r = r0 + threadIdx.x; r < r1; r += blockDim.x) {
+      v = Op{}(v, Op::template load<Acc>(in[base + offset_of(r, p.rdim, p.rshape, p.rin)]));
+    }
   }
   v = block_reduce<Op>(v, shared);  // every thread has the result; thread 0 writes it
   if (threadIdx.x == 0) {
@@ -58,13 +86,6 @@ __global__ void reduce_rows(const In* in, Out* out, Acc* partial, ReduceParams p
 // Blocks of 32 threads x 8 lanes of the reduction; each thread folds kColumns neighbouring
 // outputs, with one vector load per row when they are adjacent in memory (`vector`), so that a
 // warp reads 512 contiguous bytes of fp32 per row instead of 128.
-constexpr int kColumns = 4;
-
-template <typename In>
-struct alignas(sizeof(In) * kColumns) ColumnVec {
-  In v[kColumns];
-};
-
 template <typename Op, typename In, typename Acc, typename Out>
 __global__ void reduce_columns(const In* in, Out* out, Acc* partial, ReduceParams p, int64_t chunk,
                                bool vector) {
