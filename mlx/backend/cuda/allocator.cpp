@@ -20,10 +20,14 @@ namespace {
 
 void* cuda_malloc(size_t size) {
   void* p = nullptr;
-  if (cudaMalloc(&p, size) != cudaSuccess) {
+  cudaError_t err = cudaMalloc(&p, size);
+  if (err == cudaErrorMemoryAllocation) {
     cudaGetLastError();  // out of memory is not sticky: clear it and let the allocator decide
     return nullptr;
   }
+  // Anything else (a kernel fault left on the context, say) is not a memory shortage: say what
+  // it is instead of reporting out of memory.
+  cu::check(err, "cudaMalloc");
   return p;
 }
 
