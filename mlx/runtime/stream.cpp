@@ -1,7 +1,9 @@
 #include "mlx/runtime/stream.h"
 
+#include <atomic>
 #include <optional>
 #include <stdexcept>
+#include <unordered_map>
 
 #include "mlx/runtime/scheduler.h"
 
@@ -48,6 +50,24 @@ Stream new_stream(Device d) {
     throw std::invalid_argument("[new_stream] Device is not available.");
   }
   return scheduler::new_stream(d);
+}
+
+ThreadLocalStream new_thread_local_stream(Device d) {
+  if (!is_available(d)) {
+    throw std::invalid_argument("[new_thread_local_stream] Device is not available.");
+  }
+  static std::atomic<uint64_t> next_id{0};
+  return ThreadLocalStream{d, next_id++};
+}
+
+Stream stream_from_thread_local_stream(const ThreadLocalStream& s) {
+  // Thread-local storage: a new thread never inherits the stream of one that ended.
+  thread_local std::unordered_map<uint64_t, Stream> streams;
+  auto it = streams.find(s.id);
+  if (it == streams.end()) {
+    it = streams.emplace(s.id, scheduler::new_stream(s.device)).first;
+  }
+  return it->second;
 }
 
 void synchronize(Stream s) { scheduler::synchronize(s); }
