@@ -164,7 +164,8 @@ struct ErrorSlot {
 
 void eval_impl(const std::vector<array>& outputs, bool sync, int attempts) {
   std::vector<Claimed> tape = claim(outputs);
-  auto errors = sync ? std::make_shared<ErrorSlot>() : nullptr;
+  std::exception_ptr inline_error;    // the first error of a node run here
+  std::shared_ptr<ErrorSlot> errors;  // of the nodes given to workers (sync only, made on need)
   // Every claimed position must be handed off, even after a failure (the stream would stop
   // there otherwise): nodes after a failed one still run, and those that need it fail.
   for (auto& entry : tape) {
@@ -175,11 +176,16 @@ void eval_impl(const std::vector<array>& outputs, bool sync, int attempts) {
         ran = scheduler::run_inline_if_next(c.stream, c.position,
                                             [&c] { run_node(c.node, c.keep_graph); });
       } catch (...) {
-        errors->set(std::current_exception());
+        if (!inline_error) {
+          inline_error = std::current_exception();
+        }
         ran = true;
       }
       if (ran) {
         continue;
+      }
+      if (!errors) {
+        errors = std::make_shared<ErrorSlot>();
       }
     }
     scheduler::submit(c.stream, c.position,
@@ -201,7 +207,10 @@ void eval_impl(const std::vector<array>& outputs, bool sync, int attempts) {
   for (auto& o : outputs) {
     o.wait();
   }
-  if (auto e = errors->get()) {
+  if (inline_error) {
+    std::rethrow_exception(inline_error);
+  }
+  if (auto e = errors ? errors->get() : nullptr) {
     std::rethrow_exception(e);
   }
   for (auto& o : outputs) {

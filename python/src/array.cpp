@@ -96,7 +96,11 @@ std::string array_repr(array a) {
     for (int i = 0; i + 1 < a.ndim() && a.shape(i) > 0; ++i) {
       rows *= static_cast<size_t>(a.shape(i));
       if (rows > 1000) {
-        os << "[], shape=" << a.shape() << ", dtype=" << dtype_name(a.dtype()) << ")";
+        os << "[], shape=(";
+        for (int j = 0; j < a.ndim(); ++j) {
+          os << (j ? ", " : "") << a.shape(j);
+        }
+        os << "), dtype=" << dtype_name(a.dtype()) << ")";
         return os.str();
       }
     }

@@ -115,10 +115,11 @@ def parse(sig):
 
 
 @st.composite
-def arrays(draw, dtypes=DTYPES, max_rank=4):
+def arrays(draw, dtypes=DTYPES, max_rank=6):
     dtype = draw(st.sampled_from(dtypes))
-    rank = draw(st.sampled_from([r for r in (2, 1, 0, 3, 4, 5) if r <= max_rank]))
-    shape = tuple(draw(st.sampled_from([3, 2, 1, 4, 0, 5, 1])) for _ in range(rank))
+    rank = draw(st.sampled_from([r for r in (2, 1, 0, 3, 4, 6) if r <= max_rank]))
+    dims = [3, 2, 1, 4, 0, 5, 1] + ([17, 64, 1000] if rank <= 2 else [])
+    shape = tuple(draw(st.sampled_from(dims)) for _ in range(rank))
     seed = draw(st.integers(0, 2**32 - 1))
     rng = np.random.default_rng(seed)
     n = int(np.prod(shape)) if shape else 1
@@ -194,7 +195,7 @@ def param_strategy(name, ann):
         return st.one_of(st.sampled_from(DTYPES), st.none())
     if name in ("axis", "dim", "axis1", "axis2", "source", "destination") or name == "axes":
         return axes_strategy()
-    if name in ("shape", "newshape", "s", "sizes"):
+    if name in ("shape", "newshape", "s", "sizes", "strides", "start_indices", "padding"):
         return shape_strategy()
     if name in ("keepdims", "inplace", "stable", "upper", "traditional", "return_metadata"):
         return st.booleans()
