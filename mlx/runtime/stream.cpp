@@ -1,9 +1,11 @@
 #include "mlx/runtime/stream.h"
 
 #include <atomic>
+#include <mutex>
 #include <optional>
 #include <stdexcept>
 #include <unordered_map>
+#include <vector>
 
 #include "mlx/runtime/scheduler.h"
 
@@ -11,17 +13,60 @@ namespace mlx::core {
 
 namespace {
 
-// One process-wide default stream per device type, created on first use.
-Stream global_default_stream(Device d) {
-  static Stream cpu_stream = scheduler::new_stream(Device(Device::cpu));
-  if (d.type == Device::cpu) {
-    return cpu_stream;
+// Default streams are per thread, so threads that each run their own work run it in parallel
+// (a stream runs its tasks one at a time). The first thread to ask gets the first stream; a
+// thread that ends gives its streams back for the next new thread to reuse (a program that
+// starts a thread per task must not pile up streams and their device resources).
+struct DefaultStreamPool {
+  std::mutex mutex;
+  std::vector<Stream> free;
+
+  Stream take(Device d) {
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      for (auto it = free.begin(); it != free.end(); ++it) {
+        if (it->device == d) {
+          Stream s = *it;
+          free.erase(it);
+          return s;
+        }
+      }
+    }
+    return scheduler::new_stream(d);
   }
-  if (!is_available(d)) {
+  void give_back(const Stream& s) {
+    std::lock_guard<std::mutex> lock(mutex);
+    free.push_back(s);
+  }
+};
+
+DefaultStreamPool& pool() {
+  static auto* p = new DefaultStreamPool();  // leaked: threads end during static destruction
+  return *p;
+}
+
+// The calling thread's own default streams (taken on first use, given back when it ends).
+struct ThreadDefaults {
+  std::optional<Stream> cpu, gpu;
+  ~ThreadDefaults() {
+    for (auto* s : {&cpu, &gpu}) {
+      if (*s) {
+        pool().give_back(**s);
+      }
+    }
+  }
+};
+thread_local ThreadDefaults tls_defaults;
+
+Stream thread_default_stream(Device d) {
+  if (d.type == Device::gpu && !is_available(d)) {
     throw std::invalid_argument("[default_stream] No GPU is available.");
   }
-  static Stream gpu_stream = scheduler::new_stream(Device(Device::gpu));
-  return gpu_stream;
+  auto& mine = d.type == Device::cpu ? tls_defaults.cpu : tls_defaults.gpu;
+  if (!mine) {
+    mine = pool().take(Device(d.type));
+  }
+  return *mine;
 }
 
 thread_local std::optional<Stream> tls_cpu_stream;
@@ -38,7 +83,7 @@ Stream default_stream(Device d) {
   if (tls) {
     return *tls;
   }
-  return global_default_stream(d);
+  return thread_default_stream(d);
 }
 
 void set_default_stream(Stream s) {

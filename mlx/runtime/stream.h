@@ -18,7 +18,8 @@ inline bool operator==(const Stream& a, const Stream& b) { return a.index == b.i
 inline bool operator!=(const Stream& a, const Stream& b) { return a.index != b.index; }
 std::ostream& operator<<(std::ostream& os, const Stream& s);
 
-// Default stream of a device for the calling thread.
+// Default stream of a device for the calling thread: each thread has its own (set_default_stream
+// replaces it for that thread).
 Stream default_stream(Device d);
 void set_default_stream(Stream s);
 Stream new_stream(Device d);

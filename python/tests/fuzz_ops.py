@@ -221,6 +221,45 @@ def param_strategy(name, ann):
     return st.one_of(arrays(), scalar_strategy(), HOSTILE)
 
 
+def index_strategy():
+    one = st.one_of(
+        st.integers(-6, 6), st.sampled_from([2**31, -(2**31) - 1, 2**63 - 1, 2**70]),
+        st.builds(slice, st.one_of(st.none(), st.integers(-8, 8), st.just(2**62)),
+                  st.one_of(st.none(), st.integers(-8, 8), st.just(-(2**62))),
+                  st.one_of(st.none(), st.integers(-3, 3), st.just(2**40))),
+        st.none(), st.just(Ellipsis), st.lists(st.integers(-6, 6), max_size=4),
+        arrays(dtypes=[mx.int32, mx.bool_, mx.uint8, mx.int64], max_rank=2), HOSTILE,
+    )
+    return st.one_of(one, st.lists(one, max_size=5).map(tuple))
+
+
+# Array methods with indices (getitem, setitem, .at[] updates) fuzzed like functions.
+def _getitem(a, idx):
+    return a[idx]
+
+
+def _setitem(a, idx, v):
+    a = mx.array(a)
+    a[idx] = v
+    return a
+
+
+def _at_add(a, idx, v):
+    return a.at[idx].add(v)
+
+
+INDEXING = [("array.__getitem__", _getitem, 2), ("array.__setitem__", _setitem, 3),
+            ("array.at.add", _at_add, 3)]
+
+
+@st.composite
+def index_args(draw, nargs):
+    args = [draw(arrays()), draw(index_strategy())]
+    if nargs == 3:
+        args.append(draw(st.one_of(arrays(max_rank=2), scalar_strategy(), HOSTILE)))
+    return args, {}
+
+
 @st.composite
 def call_args(draw, params):
     # Hypothesis starts from (and shrinks towards) small draws: 0 means "an ordinary value".
@@ -331,6 +370,17 @@ def fuzz(examples, only=None, log=None):
 
         run()
         mx.synchronize()
+    for qual, fn, nargs in INDEXING:
+        if only and qual not in only:
+            continue
+
+        @settings(max_examples=examples * 5, derandomize=True, database=None, deadline=None,
+                  suppress_health_check=list(HealthCheck), print_blob=False)
+        @given(index_args(nargs))
+        def run_index(ca):
+            call_once(qual, fn, ca[0], ca[1], stats, log)
+
+        run_index()
     return stats
 
 
@@ -351,7 +401,7 @@ def main():
     stats = fuzz(opts.examples, set(filter(None, opts.only.split(","))), log)
     if opts.never_computed:
         print(sorted(q for q, (c, ok) in stats.per_op.items() if ok == 0))
-    print(json.dumps({"ops": len({q for q, _, _ in signatures()}), "calls": stats.calls,
+    print(json.dumps({"ops": len(signatures()) + len(INDEXING), "calls": stats.calls,
                       "computed": stats.computed, "raised": stats.raised,
                       "per_family": stats.per_family, "per_exception": stats.per_exception,
                       "crashed": 0}))

@@ -11,7 +11,7 @@ import pytest
 pytestmark = pytest.mark.stress
 pytest.importorskip("hypothesis")  # the GPU machine's Python has none
 
-EXAMPLES = 200 if os.environ.get("MLX_STRESS", "") == "long" else 12
+EXAMPLES = 200 if os.environ.get("MLX_STRESS", "") == "long" else 20
 STRESS_COUNTS = {}
 
 
