@@ -5,8 +5,6 @@ what it ran in STRESS_COUNTS, which conftest.py prints in the session summary (a
 JSON to $MLX_STRESS_REPORT when set)."""
 import gc
 import os
-import signal
-import threading
 
 import numpy as np
 import pytest
@@ -14,6 +12,7 @@ import pytest
 import mlx.core as mx
 import mlx.nn as nn
 import mlx.optimizers as optim
+from threadutil import interrupt_during, run_threads
 
 pytestmark = pytest.mark.stress
 
@@ -164,26 +163,6 @@ def test_lazy_loop_memory_is_bounded():
 # Threads ---------------------------------------------------------------------------------
 
 
-def run_threads(n, target):
-    errors = []
-    barrier = threading.Barrier(n)
-
-    def body(i):
-        try:
-            barrier.wait()
-            target(i)
-        except BaseException as e:  # noqa: BLE001 - reported below
-            errors.append(e)
-
-    threads = [threading.Thread(target=body, args=(i,)) for i in range(n)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    if errors:
-        raise errors[0]
-
-
 @pytest.mark.parametrize("n", THREADS)
 def test_threads_train_their_own_models(n):
     # Parameters made in each thread from explicit arrays: the global random key is shared
@@ -224,7 +203,7 @@ def test_threads_train_their_own_models(n):
     def work(i):
         results[i] = train(100 + i)
 
-    run_threads(n, work)
+    run_threads(work, n)
     for i in range(n):
         np.testing.assert_allclose(results[i], serial[i], rtol=1e-5, atol=1e-6)
         assert results[i][-1] < results[i][0]
@@ -253,7 +232,7 @@ def test_threads_share_inputs_and_lazy_graphs(n):
                 mx.async_eval(own)
             results[i] = np.asarray(own)
 
-        run_threads(n, work)
+        run_threads(work, n)
         for i in range(n):
             np.testing.assert_allclose(
                 results[i], np.split(ref, 4)[i % 4].sum(axis=1) * (i + 1), rtol=2e-4, atol=2e-4
@@ -274,7 +253,7 @@ def test_thread_local_stream_behaves_as_documented():
         seen[i] = s
         assert mx.add(mx.ones(3), i, stream=tls).tolist() == [1.0 + i] * 3
 
-    run_threads(4, work)
+    run_threads(work, 4)
     assert len({s.index for s in seen.values()} | {mine.index}) == 5
     with mx.stream(tls):
         assert mx.default_stream(mx.cpu) == mine
@@ -317,38 +296,22 @@ def test_failed_shared_node_is_reported_to_every_thread():
             except (ValueError, RuntimeError):
                 failures.append(i)
 
-        run_threads(4, work)
+        run_threads(work, 4)
         assert sorted(failures) == [0, 1, 2, 3]
     assert mx.sum(mx.ones(5)).item() == 5
     count("threads told about a shared failed node", 12)
 
 
 def test_keyboard_interrupt_during_long_eval():
-    if threading.current_thread() is not threading.main_thread():
-        pytest.skip("signals are handled on the main thread")
     before = active_memory_settled()
-    main = threading.main_thread().ident
-    started = threading.Event()
 
-    def interrupt():
-        started.wait()
-        signal.pthread_kill(main, signal.SIGINT)
+    def long_eval():
+        x = mx.zeros((1 << 18,))
+        for _ in range(200):
+            x = mx.exp(x) * 0.5
+        mx.eval(x)
 
-    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
-    sender = threading.Thread(target=interrupt)
-    sender.start()
-    try:
-        with pytest.raises(KeyboardInterrupt):
-            started.set()
-            for _ in range(100000):  # the signal lands in one of these, or in between
-                x = mx.zeros((1 << 18,))
-                for _ in range(200):
-                    x = mx.exp(x) * 0.5
-                mx.eval(x)
-    finally:
-        sender.join()
-        signal.signal(signal.SIGINT, previous)
-    x = None
+    interrupt_during(long_eval, rounds=100000)
     assert mx.sum(mx.zeros((4,)) + 1).item() == 4
     assert active_memory_settled() == before
     count("interrupts during long eval", 1)

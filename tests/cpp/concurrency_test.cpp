@@ -14,6 +14,7 @@
 #include "test_utils.h"
 
 using namespace mlx::core;
+using mlx::core::test::Failing;
 
 namespace {
 
@@ -51,16 +52,6 @@ class Counting : public UnaryPrimitive {
 
  private:
   std::atomic<int>* runs_;
-};
-
-class Failing : public UnaryPrimitive {
- public:
-  using UnaryPrimitive::UnaryPrimitive;
-  void eval_cpu(const std::vector<array>&, array&) override {
-    throw std::runtime_error("[Failing] kernel error");
-  }
-  void eval_gpu(const std::vector<array>& in, array& out) override { eval_cpu(in, out); }
-  const char* name() const override { return "Failing"; }
 };
 
 }  // namespace
