@@ -23,8 +23,9 @@ namespace {
 std::vector<array> build_tape(const std::vector<array>& outputs) {
   std::vector<array> tape;
   // Fast path for evaluating one new op over computed inputs (eager, op-by-op code).
-  if (outputs.size() == 1 && outputs[0].has_primitive() &&
-      outputs[0].status() == array::Status::unscheduled &&
+  // The status first: an evaluated node's primitive may be being dropped by a worker.
+  if (outputs.size() == 1 && outputs[0].status() == array::Status::unscheduled &&
+      outputs[0].has_primitive() &&
       std::none_of(outputs[0].inputs().begin(), outputs[0].inputs().end(),
                    [](const array& in) { return in.status() == array::Status::unscheduled; })) {
     tape.push_back(outputs[0]);

@@ -72,7 +72,7 @@ class StreamWorker {
     std::unique_lock<std::mutex> lock(mutex_);
     if (!running_) {
       if (thread_.joinable()) {
-        thread_.join();  // it ended after an idle spell and needs mutex_ no more
+        thread_.join();  // stopped (not idle): it needs mutex_ no more
       }
       running_ = true;
       thread_ = std::thread([this] { loop(); });
@@ -157,6 +157,7 @@ class StreamWorker {
         // starts a new one.
         if (!task_ready_.wait_for(lock, kIdleExit, ready) && queue_.empty()) {
           running_ = false;
+          thread_.detach();  // nothing joins it: it touches no member after this
           return;
         }
         if (!ready()) {
