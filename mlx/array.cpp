@@ -172,14 +172,18 @@ std::vector<array> array::outputs() const {
 }
 
 void array::detach() {
-  for (auto& s : desc_->siblings) {
-    s.desc_->primitive.reset();
-    s.desc_->inputs.clear();
-  }
-  std::vector<array> siblings = std::move(desc_->siblings);
-  desc_->siblings.clear();
-  for (auto& s : siblings) {
-    s.desc_->siblings.clear();
+  // The sibling list is left untouched when empty: another thread may be reading it in
+  // ~array (a handle dropped while its node runs on a worker).
+  if (!desc_->siblings.empty()) {
+    for (auto& s : desc_->siblings) {
+      s.desc_->primitive.reset();
+      s.desc_->inputs.clear();
+    }
+    std::vector<array> siblings = std::move(desc_->siblings);
+    desc_->siblings.clear();
+    for (auto& s : siblings) {
+      s.desc_->siblings.clear();
+    }
   }
   desc_->primitive.reset();
   desc_->inputs.clear();

@@ -310,6 +310,20 @@ array as_strided(array a, Shape shape, Strides strides, size_t offset, StreamOrD
     throw std::invalid_argument(
         msg("[as_strided] Shape ", shape, " and strides ", strides, " must have the same length."));
   }
+  // The view reads the row-major elements of `a`: every element it reaches must be one of them
+  // (a stride or offset past the end would read other memory).
+  if (shape_size(shape) > 0) {
+    __int128 lo = static_cast<__int128>(offset), hi = lo;
+    for (size_t i = 0; i < shape.size(); ++i) {
+      __int128 reach = static_cast<__int128>(shape[i] - 1) * strides[i];
+      (reach < 0 ? lo : hi) += reach;
+    }
+    if (lo < 0 || hi >= static_cast<__int128>(a.size())) {
+      throw std::invalid_argument(msg("[as_strided] Shape ", shape, ", strides ", strides,
+                                      " and offset ", offset, " reach outside the ", a.size(),
+                                      " elements of the input."));
+    }
+  }
   a = contiguous(std::move(a), false, s);
   auto p = std::make_shared<AsStrided>(to_stream(s), shape, std::move(strides), offset);
   Dtype dt = a.dtype();

@@ -1,8 +1,12 @@
-// Graph evaluation: order the unevaluated part of the graph without recursion, then run each
-// node on its stream (on the calling thread when a synchronous eval finds the stream idle).
+// Graph evaluation: claim the unevaluated part of the graph (ordered without recursion), then
+// run each node on its stream (on the calling thread when a synchronous eval finds the stream
+// caught up). Several threads may evaluate overlapping graphs at once.
 #include "mlx/runtime/eval.h"
 
 #include <algorithm>
+#include <exception>
+#include <memory>
+#include <mutex>
 #include <stdexcept>
 #include <unordered_set>
 
@@ -19,8 +23,9 @@ namespace {
 std::vector<array> build_tape(const std::vector<array>& outputs) {
   std::vector<array> tape;
   // Fast path for evaluating one new op over computed inputs (eager, op-by-op code).
-  if (outputs.size() == 1 && outputs[0].has_primitive() &&
-      outputs[0].status() == array::Status::unscheduled &&
+  // The status first: an evaluated node's primitive may be being dropped by a worker.
+  if (outputs.size() == 1 && outputs[0].status() == array::Status::unscheduled &&
+      outputs[0].has_primitive() &&
       std::none_of(outputs[0].inputs().begin(), outputs[0].inputs().end(),
                    [](const array& in) { return in.status() == array::Status::unscheduled; })) {
     tape.push_back(outputs[0]);
@@ -70,9 +75,10 @@ void reset_outputs(std::vector<array>& outs) {
   }
 }
 
-// Runs one node; afterwards the node forgets its inputs so they can be freed. On failure the
-// outputs go back to unscheduled so that a later eval can retry.
-void run_node(array& node) {
+// Runs one node; afterwards the node forgets its inputs so they can be freed (unless a
+// transform traced it and walks its graph afterwards). On failure the outputs go back to
+// unscheduled so that a later eval can retry.
+void run_node(array& node, bool keep_graph) {
   Primitive& prim = node.primitive();
   auto& inputs = node.inputs();
   std::vector<array> outs = node.outputs();
@@ -99,43 +105,121 @@ void run_node(array& node) {
   for (auto& o : outs) {
     o.set_status(array::Status::available);
   }
-  if (!node.is_tracer()) {
-    node.detach();  // a transform walks a tracer's graph after the trace
+  if (!keep_graph) {
+    node.detach();
   }
 }
 
-void eval_impl(std::vector<array> outputs, bool sync) {
+// A node this evaluation owns: it runs at `position` of its stream.
+struct Claimed {
+  array node;
+  Stream stream;
+  uint64_t position;
+  bool keep_graph;
+};
+
+// Serializes the claims of concurrent evaluations (see "One graph, several threads").
+std::mutex& graph_mutex() {
+  static auto* m = new std::mutex();  // leaked: arrays may be evaluated during static destruction
+  return *m;
+}
+
+// Orders the unevaluated part of the graph and claims it in one critical section: every node
+// is marked scheduled with its stream position (and event) reserved. So the nodes a thread
+// claims depend only on nodes claimed before, by it or by another thread, and every stream
+// runs its positions in claim order: all waits point back in time.
+std::vector<Claimed> claim(const std::vector<array>& outputs) {
+  std::lock_guard<std::mutex> lock(graph_mutex());
   std::vector<array> tape = build_tape(outputs);
-  for (auto& entry : tape) {
-    array node = std::move(entry);  // the tape must not keep intermediates alive
-    const Stream stream = node.primitive().stream();
-    std::vector<array> outs = node.outputs();
-    if (sync && scheduler::is_idle(stream)) {
-      Event e = scheduler::run_inline(stream, [&node] { run_node(node); });
-      for (auto& o : outs) {
-        o.attach_event(e);
-      }
-      continue;
-    }
-    for (auto& o : outs) {
+  std::vector<Claimed> claimed;
+  claimed.reserve(tape.size());
+  for (auto& node : tape) {
+    Stream stream = node.primitive().stream();
+    uint64_t position = scheduler::reserve(stream);
+    Event e(stream, position);
+    for (auto& o : node.outputs()) {
+      o.attach_event(e);  // before the status: readers load the status first
       o.set_status(array::Status::scheduled);
     }
-    scheduler::enqueue(
-        stream, [node = std::move(node)]() mutable { run_node(node); },
-        [&outs](Event e) {
-          for (auto& o : outs) {
-            o.attach_event(e);
-          }
-        });
+    bool keep_graph = node.is_tracer();  // tracing is per thread: decided here, not on a worker
+    claimed.push_back(Claimed{std::move(node), stream, position, keep_graph});
+  }
+  return claimed;
+}
+
+// The first error of one synchronous evaluation's nodes (rethrown by that evaluation only).
+struct ErrorSlot {
+  std::mutex mutex;
+  std::exception_ptr error;
+  void set(std::exception_ptr e) {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (!error) {
+      error = std::move(e);
+    }
+  }
+  std::exception_ptr get() {
+    std::lock_guard<std::mutex> lock(mutex);
+    return error;
+  }
+};
+
+void eval_impl(const std::vector<array>& outputs, bool sync, int attempts) {
+  std::vector<Claimed> tape = claim(outputs);
+  std::exception_ptr inline_error;    // the first error of a node run here
+  std::shared_ptr<ErrorSlot> errors;  // of the nodes given to workers (sync only, made on need)
+  // Every claimed position must be handed off, even after a failure (the stream would stop
+  // there otherwise): nodes after a failed one still run, and those that need it fail.
+  for (auto& entry : tape) {
+    Claimed c = std::move(entry);  // the tape must not keep intermediates alive
+    if (sync) {
+      bool ran;
+      try {
+        ran = scheduler::run_inline_if_next(c.stream, c.position,
+                                            [&c] { run_node(c.node, c.keep_graph); });
+      } catch (...) {
+        if (!inline_error) {
+          inline_error = std::current_exception();
+        }
+        ran = true;
+      }
+      if (ran) {
+        continue;
+      }
+      if (!errors) {
+        errors = std::make_shared<ErrorSlot>();
+      }
+    }
+    scheduler::submit(c.stream, c.position,
+                      [node = std::move(c.node), keep = c.keep_graph, errors]() mutable {
+                        if (!errors) {
+                          run_node(node, keep);  // async: the stream keeps the error
+                          return;
+                        }
+                        try {
+                          run_node(node, keep);
+                        } catch (...) {
+                          errors->set(std::current_exception());
+                        }
+                      });
   }
   if (!sync) {
     return;
   }
   for (auto& o : outputs) {
     o.wait();
+  }
+  if (inline_error) {
+    std::rethrow_exception(inline_error);
+  }
+  if (auto e = errors ? errors->get() : nullptr) {
+    std::rethrow_exception(e);
+  }
+  for (auto& o : outputs) {
     if (o.status() != array::Status::available) {
-      if (o.has_primitive()) {
-        scheduler::synchronize(o.primitive().stream());  // rethrows the task's error
+      // Claimed by another evaluation that failed: try once more here, to report the error.
+      if (attempts > 0) {
+        eval_impl(outputs, sync, attempts - 1);
+        return;
       }
       throw std::runtime_error("[eval] An output could not be evaluated.");
     }
@@ -144,8 +228,8 @@ void eval_impl(std::vector<array> outputs, bool sync) {
 
 }  // namespace
 
-void eval(std::vector<array> outputs) { eval_impl(std::move(outputs), true); }
+void eval(std::vector<array> outputs) { eval_impl(outputs, true, 1); }
 
-void async_eval(std::vector<array> outputs) { eval_impl(std::move(outputs), false); }
+void async_eval(std::vector<array> outputs) { eval_impl(outputs, false, 0); }
 
 }  // namespace mlx::core

@@ -1,6 +1,8 @@
 #include "mlx/runtime/scheduler.h"
 
+#include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <memory>
@@ -15,6 +17,11 @@
 namespace mlx::core::scheduler {
 
 namespace {
+
+// Positions of a stream run one at a time and in order: position p runs once p - 1 completed,
+// on the worker (when it was submitted) or on the thread that reserved it (inline). No other
+// lock is needed to keep a stream's tasks exclusive.
+constexpr auto kIdleExit = std::chrono::seconds(2);
 
 class StreamWorker {
  public:
@@ -33,42 +40,54 @@ class StreamWorker {
     }
   }
 
-  void enqueue(Task task, const std::function<void(Event)>& on_event) {
-    std::unique_lock<std::mutex> lock(mutex_);
-    if (!thread_.joinable()) {
-      thread_ = std::thread([this] { loop(); });
-    }
-    progress_.wait(lock, [this] { return submitted_ - completed_ < kMaxInFlight; });
-    on_event(Event(stream_, ++submitted_));
-    queue_.emplace_back(submitted_, std::move(task));
-    lock.unlock();
-    task_ready_.notify_one();
-  }
+  const Stream& stream() const { return stream_; }
 
-  bool is_idle() {
+  uint64_t reserve() {
     std::lock_guard<std::mutex> lock(mutex_);
-    return submitted_ == completed_;
+    return ++reserved_;
   }
 
-  // Runs the task on the caller as the stream's next position; the event marks it.
-  Event run_inline(const Task& task) {
-    std::lock_guard<std::mutex> exec(exec_mutex_);
-    uint64_t value;
+  bool run_inline_if_next(uint64_t position, const Task& task) {
     {
       std::lock_guard<std::mutex> lock(mutex_);
-      value = ++submitted_;
+      if (completed_ + 1 != position) {
+        return false;
+      }
     }
+    // Completes the position even when the task throws.
     struct Complete {
       StreamWorker* w;
-      uint64_t value;
+      uint64_t position;
       ~Complete() {
-        w->device_->end_task(value);
+        w->device_->end_task(position);
         w->complete_one();
       }
-    } complete{this, value};
+    } complete{this, position};
     device_->begin_task();
     task();
-    return Event(stream_, value);
+    return true;
+  }
+
+  void submit(uint64_t position, Task task) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    if (!running_) {
+      if (thread_.joinable()) {
+        thread_.join();  // stopped (not idle): it needs mutex_ no more
+      }
+      running_ = true;
+      thread_ = std::thread([this] { loop(); });
+    }
+    // Waits outside any graph lock: the positions before this one are all handed off or
+    // running, so the worker can always catch up.
+    progress_.wait(lock, [&] { return position - completed_ <= kMaxInFlight; });
+    // Usually positions arrive in order; a thread that reserved earlier may submit later.
+    auto at = queue_.end();
+    while (at != queue_.begin() && std::prev(at)->first > position) {
+      --at;
+    }
+    queue_.emplace(at, position, std::move(task));
+    lock.unlock();
+    task_ready_.notify_one();
   }
 
   // The host part of tasks up to `value` ran, and their device work is done.
@@ -113,7 +132,8 @@ class StreamWorker {
   void synchronize() {
     {
       std::unique_lock<std::mutex> lock(mutex_);
-      progress_.wait(lock, [&] { return completed_ >= submitted_; });
+      uint64_t target = reserved_;
+      progress_.wait(lock, [&] { return completed_ >= target; });
       if (error_) {
         auto e = error_;
         error_ = nullptr;
@@ -123,13 +143,6 @@ class StreamWorker {
     device_->synchronize();
   }
 
-  void record_error(std::exception_ptr e) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (!error_) {
-      error_ = e;
-    }
-  }
-
  private:
   void loop() {
     for (;;) {
@@ -137,27 +150,44 @@ class StreamWorker {
       uint64_t value;
       {
         std::unique_lock<std::mutex> lock(mutex_);
-        task_ready_.wait(lock, [this] { return stop_ || !queue_.empty(); });
-        if (queue_.empty()) {
+        auto ready = [this] {
+          return stop_ || (!queue_.empty() && queue_.front().first == completed_ + 1);
+        };
+        // An idle worker ends (threads that made streams of their own may be gone); submit
+        // starts a new one.
+        if (!task_ready_.wait_for(lock, kIdleExit, ready) && queue_.empty()) {
+          running_ = false;
+          thread_.detach();  // nothing joins it: it touches no member after this
           return;
+        }
+        if (!ready()) {
+          continue;  // waiting for a position that another thread still has to hand off
+        }
+        if (queue_.empty() || queue_.front().first != completed_ + 1) {
+          running_ = false;
+          return;  // stopping
         }
         value = queue_.front().first;
         task = std::move(queue_.front().second);
         queue_.pop_front();
       }
-      {
-        std::lock_guard<std::mutex> exec(exec_mutex_);
-        try {
-          device_->begin_task();
-          task();
-        } catch (...) {
-          record_error(std::current_exception());
-        }
-        device_->end_task(value);
-        // Release what the task captured before the next task looks at use counts.
-        task = nullptr;
+      try {
+        device_->begin_task();
+        task();
+      } catch (...) {
+        record_error(std::current_exception());
       }
+      device_->end_task(value);
+      // Release what the task captured before the next task looks at use counts.
+      task = nullptr;
       complete_one();
+    }
+  }
+
+  void record_error(std::exception_ptr e) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!error_) {
+      error_ = e;
     }
   }
 
@@ -167,6 +197,7 @@ class StreamWorker {
       ++completed_;
     }
     progress_.notify_all();
+    task_ready_.notify_one();  // the next position may be queued already
   }
 
   void wait_host(uint64_t value) {
@@ -184,21 +215,26 @@ class StreamWorker {
   std::unique_ptr<DeviceStream> device_;
   std::atomic<uint64_t> device_done_{0};  // every task up to here is done, device work included
   std::mutex mutex_;
-  std::mutex exec_mutex_;  // held while a task runs, on the worker or inline
   std::condition_variable task_ready_;
   std::condition_variable progress_;
-  std::deque<std::pair<uint64_t, Task>> queue_;  // (position, task)
-  uint64_t submitted_ = 0;
+  std::deque<std::pair<uint64_t, Task>> queue_;  // (position, task), sorted by position
+  uint64_t reserved_ = 0;
   uint64_t completed_ = 0;
   std::exception_ptr error_;
   bool stop_ = false;
+  bool running_ = false;  // thread_ is running loop()
   std::thread thread_;
 };
 
+// Workers by stream index, read without a lock (every eval looks its streams up): fixed chunks
+// that are never moved, published with release stores.
+constexpr int kChunkSize = 1024;
+constexpr int kChunks = 1024;
+
 struct Registry {
-  std::mutex mutex;
-  std::vector<Stream> streams;
-  std::vector<std::unique_ptr<StreamWorker>> workers;
+  std::mutex mutex;  // serializes stream creation
+  std::atomic<int> count{0};
+  std::atomic<std::atomic<StreamWorker*>*> chunks[kChunks] = {};
 };
 
 Registry& registry() {
@@ -209,11 +245,15 @@ Registry& registry() {
 
 StreamWorker& worker(int index) {
   auto& r = registry();
-  std::lock_guard<std::mutex> lock(r.mutex);
-  if (index < 0 || index >= static_cast<int>(r.workers.size())) {
-    throw std::invalid_argument(msg("[scheduler] Unknown stream index ", index, "."));
+  if (index >= 0 && index < kChunkSize * kChunks) {
+    auto* chunk = r.chunks[index / kChunkSize].load(std::memory_order_acquire);
+    if (chunk != nullptr) {
+      if (auto* w = chunk[index % kChunkSize].load(std::memory_order_acquire)) {
+        return *w;
+      }
+    }
   }
-  return *r.workers[index];
+  throw std::invalid_argument(msg("[scheduler] Unknown stream index ", index, "."));
 }
 
 }  // namespace
@@ -221,29 +261,36 @@ StreamWorker& worker(int index) {
 Stream new_stream(Device d) {
   auto& r = registry();
   std::lock_guard<std::mutex> lock(r.mutex);
-  Stream s(static_cast<int>(r.streams.size()), d);
-  r.streams.push_back(s);
-  r.workers.push_back(std::make_unique<StreamWorker>(s));
+  int index = r.count.load(std::memory_order_relaxed);
+  if (index >= kChunkSize * kChunks) {
+    throw std::runtime_error(msg("[new_stream] Too many streams (", index, ")."));
+  }
+  auto& slot = r.chunks[index / kChunkSize];
+  if (slot.load(std::memory_order_relaxed) == nullptr) {
+    auto* chunk = new std::atomic<StreamWorker*>[kChunkSize];
+    for (int i = 0; i < kChunkSize; ++i) {
+      chunk[i].store(nullptr, std::memory_order_relaxed);
+    }
+    slot.store(chunk, std::memory_order_release);
+  }
+  Stream s(index, d);
+  slot.load(std::memory_order_relaxed)[index % kChunkSize].store(new StreamWorker(s),
+                                                                 std::memory_order_release);
+  r.count.store(index + 1, std::memory_order_release);
   return s;
 }
 
-Stream get_stream(int index) {
-  auto& r = registry();
-  std::lock_guard<std::mutex> lock(r.mutex);
-  return r.streams.at(index);
-}
+Stream get_stream(int index) { return worker(index).stream(); }
 
-int num_streams() {
-  auto& r = registry();
-  std::lock_guard<std::mutex> lock(r.mutex);
-  return static_cast<int>(r.streams.size());
-}
+int num_streams() { return registry().count.load(std::memory_order_acquire); }
 
-void enqueue(const Stream& s, Task task, const std::function<void(Event)>& on_event) {
-  worker(s.index).enqueue(std::move(task), on_event);
+uint64_t reserve(const Stream& s) { return worker(s.index).reserve(); }
+bool run_inline_if_next(const Stream& s, uint64_t position, const Task& task) {
+  return worker(s.index).run_inline_if_next(position, task);
 }
-bool is_idle(const Stream& s) { return worker(s.index).is_idle(); }
-Event run_inline(const Stream& s, const Task& task) { return worker(s.index).run_inline(task); }
+void submit(const Stream& s, uint64_t position, Task task) {
+  worker(s.index).submit(position, std::move(task));
+}
 void synchronize(const Stream& s) { worker(s.index).synchronize(); }
 
 void synchronize_all() {

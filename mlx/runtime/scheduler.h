@@ -1,6 +1,9 @@
-// Streams and their workers. Each stream owns one worker thread that runs its tasks in order
-// (a GPU stream's tasks issue device work through its DeviceStream); an Event is a position in
-// a stream's sequence of tasks, reached when its host part ran and its device work is done.
+// Streams and their workers. A stream's work is a sequence of positions (1, 2, ...) that run
+// one at a time, in order: on the stream's worker thread, or on the thread that evaluates when
+// the stream has caught up with it (a GPU stream's tasks issue device work through its
+// DeviceStream). An Event is a position, reached when its host part ran and its device work is
+// done. Positions are reserved first (while eval holds the graph claimed, so stream order
+// follows claim order) and each reserved position is then either run inline or submitted.
 #pragma once
 
 #include <cstdint>
@@ -14,23 +17,26 @@ namespace mlx::core::scheduler {
 
 using Task = std::function<void()>;
 
-// Most tasks a stream may have queued; submitting more blocks until the worker catches up,
-// so a long lazy loop cannot pile up unbounded work (and memory).
+// Most positions a stream's worker may lag behind a submitted task; submitting further ahead
+// blocks until the worker catches up, so a long lazy loop cannot pile up unbounded work.
 inline constexpr uint64_t kMaxInFlight = 4096;
 
 Stream new_stream(Device d);
 Stream get_stream(int index);
 int num_streams();
 
-// Queues `task` on the stream's worker. `on_event` receives the event that will signal the
-// task's completion before the task can start.
-void enqueue(const Stream& s, Task task, const std::function<void(Event)>& on_event);
-// True when the stream has no queued or running task: work may then run on the caller.
-bool is_idle(const Stream& s);
-// Runs `task` on the calling thread as the stream's next task (ordered after anything the
-// stream is running); the event marks its completion, device work included.
-Event run_inline(const Stream& s, const Task& task);
-// Waits for every queued task of the stream; rethrows the first error one raised.
+// Reserves the stream's next position. Every reserved position must then be given to exactly
+// one of run_inline_if_next or submit (or the stream stops there).
+uint64_t reserve(const Stream& s);
+// Runs `task` as the stream's `position` on the calling thread when every earlier position has
+// completed, and returns true; returns false (nothing run) otherwise. The task's exceptions
+// propagate (the position completes anyway).
+bool run_inline_if_next(const Stream& s, uint64_t position, const Task& task);
+// Hands the task at `position` to the stream's worker (blocking while it is more than
+// kMaxInFlight positions ahead of the worker). Exceptions of the task are kept for
+// synchronize.
+void submit(const Stream& s, uint64_t position, Task task);
+// Waits for every position reserved so far; rethrows the first error a submitted task raised.
 void synchronize(const Stream& s);
 void synchronize_all();
 

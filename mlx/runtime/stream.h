@@ -1,5 +1,6 @@
 #pragma once
 
+#include <cstdint>
 #include <ostream>
 #include <variant>
 
@@ -17,10 +18,20 @@ inline bool operator==(const Stream& a, const Stream& b) { return a.index == b.i
 inline bool operator!=(const Stream& a, const Stream& b) { return a.index != b.index; }
 std::ostream& operator<<(std::ostream& os, const Stream& s);
 
-// Default stream of a device for the calling thread.
+// Default stream of a device for the calling thread: each thread has its own (set_default_stream
+// replaces it for that thread).
 Stream default_stream(Device d);
 void set_default_stream(Stream s);
 Stream new_stream(Device d);
+// A stream that stands for a separate stream in each thread that uses it, created the first
+// time that thread uses it (MLX's new_thread_local_stream).
+struct ThreadLocalStream {
+  Device device;
+  uint64_t id;
+};
+ThreadLocalStream new_thread_local_stream(Device d);
+// The calling thread's stream of `s`.
+Stream stream_from_thread_local_stream(const ThreadLocalStream& s);
 // Blocks until everything submitted to the stream (or to every stream) has finished.
 void synchronize(Stream s);
 void synchronize();

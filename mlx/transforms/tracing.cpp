@@ -1,29 +1,29 @@
-#include <atomic>
-
 #include "mlx/transforms/transforms.h"
 
 namespace mlx::core::detail {
 
 namespace {
-std::atomic<int> tracing_depth{0};
-std::atomic<int> shapeless_depth{0};
+// Per thread: a function is traced on the thread that transforms it, and another thread's ops
+// (built or evaluated meanwhile) are not part of that trace.
+thread_local int tracing_depth = 0;
+thread_local int shapeless_depth = 0;
 }  // namespace
 
-bool in_tracing() { return tracing_depth.load(std::memory_order_relaxed) > 0; }
+bool in_tracing() { return tracing_depth > 0; }
 
-TracingScope::TracingScope() { tracing_depth.fetch_add(1, std::memory_order_relaxed); }
-TracingScope::~TracingScope() { tracing_depth.fetch_sub(1, std::memory_order_relaxed); }
+TracingScope::TracingScope() { ++tracing_depth; }
+TracingScope::~TracingScope() { --tracing_depth; }
 
 ShapelessScope::ShapelessScope(bool active) : active_(active) {
   if (active_) {
-    shapeless_depth.fetch_add(1, std::memory_order_relaxed);
+    ++shapeless_depth;
   }
 }
 ShapelessScope::~ShapelessScope() {
   if (active_) {
-    shapeless_depth.fetch_sub(1, std::memory_order_relaxed);
+    --shapeless_depth;
   }
 }
-bool in_shapeless_tracing() { return shapeless_depth.load(std::memory_order_relaxed) > 0; }
+bool in_shapeless_tracing() { return shapeless_depth > 0; }
 
 }  // namespace mlx::core::detail

@@ -479,11 +479,8 @@ void eval_releasing_gil(std::vector<array> arrays, bool check_signals) {
     return;  // nothing to compute or wait for: skip the GIL round trip and the lock
   }
   {
+    // Other Python threads run meanwhile, and may evaluate (overlapping graphs too).
     nb::gil_scoped_release release;
-    // The core cannot yet evaluate one lazy graph from two threads at once (both would run its
-    // nodes), so Python threads take turns; each evaluation still uses every core.
-    static std::mutex mutex;
-    std::lock_guard<std::mutex> lock(mutex);
     eval(std::move(arrays));
   }
   // A Ctrl-C that came during the evaluation raises KeyboardInterrupt now.

@@ -7,10 +7,8 @@
 #include <nanobind/stl/variant.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <cstdint>
 #include <fstream>
-#include <map>
 #include <memory>
 #include <sstream>
 #include <thread>
@@ -31,32 +29,6 @@ std::string repr(const T& v) {
   os << v;
   return os.str();
 }
-
-// A stream per thread on one device (mx.new_thread_local_stream): each thread that uses it gets
-// its own stream, created on first use.
-class ThreadLocalStream {
- public:
-  explicit ThreadLocalStream(Device d) : device_(d), id_(next_id()) {}
-  // This thread's stream (created on its first use; thread-local storage, so a new thread
-  // never inherits the stream of one that ended).
-  Stream get() const {
-    thread_local std::map<uint64_t, Stream> streams;
-    auto it = streams.find(id_);
-    if (it == streams.end()) {
-      it = streams.emplace(id_, new_stream(device_)).first;
-    }
-    return it->second;
-  }
-  const Device& device() const { return device_; }
-
- private:
-  static uint64_t next_id() {
-    static std::atomic<uint64_t> counter{0};
-    return counter++;
-  }
-  Device device_;
-  uint64_t id_;
-};
 
 std::string cpu_name() {
   std::ifstream info("/proc/cpuinfo");
@@ -121,13 +93,15 @@ void init_device(nb::module_& m) {
   nb::class_<ThreadLocalStream>(m, "ThreadLocalStream",
                                 "A stream that stands for a separate stream in each thread that "
                                 "uses it (see :func:`new_thread_local_stream`).")
-      .def_prop_ro("device", &ThreadLocalStream::device)
-      .def("__repr__", [](const ThreadLocalStream& t) {
-        return "ThreadLocalStream(" + repr(t.device()) + ")";
-      });
+      .def_ro("device", &ThreadLocalStream::device)
+      .def("__repr__",
+           [](const ThreadLocalStream& t) { return "ThreadLocalStream(" + repr(t.device) + ")"; });
   nb::class_<Stream>(m, "Stream", "An ordered queue of operations on a device.")
       // Anywhere a Stream is accepted, a ThreadLocalStream stands for the calling thread's one.
-      .def("__init__", [](Stream* self, const ThreadLocalStream& t) { new (self) Stream(t.get()); })
+      .def("__init__",
+           [](Stream* self, const ThreadLocalStream& t) {
+             new (self) Stream(stream_from_thread_local_stream(t));
+           })
       .def_ro("device", &Stream::device)
       .def_ro("index", &Stream::index)
       .def("__repr__", &repr<Stream>)
@@ -164,7 +138,8 @@ void init_device(nb::module_& m) {
       },
       nb::arg("s"), "Context manager that runs the block's operations on a stream or device.");
   m.def(
-      "new_thread_local_stream", [](const Device& d) { return ThreadLocalStream(d); }, "device"_a,
+      "new_thread_local_stream", [](const Device& d) { return new_thread_local_stream(d); },
+      "device"_a,
       "new_thread_local_stream(device)\n\nA stream on ``device`` that gives each thread its own "
       "stream, created the first time that thread uses it. Pass it as ``stream=`` anywhere a "
       "stream is accepted.\n\nReturns:\n    ThreadLocalStream");

@@ -4,14 +4,13 @@ import array as pyarray
 import ctypes
 import gc
 import hashlib
-import signal
-import threading
 import weakref
 
 import numpy as np
 import pytest
 
 import mlx.core as mx
+import threadutil
 
 # Every dtype NumPy can hold, with its buffer format.
 NUMPY_DTYPES = {
@@ -484,30 +483,11 @@ def test_out_of_memory_is_memory_error():
 def test_ctrl_c_during_eval_raises_keyboard_interrupt():
     """SIGINT while the main thread evaluates (with the GIL released) is not lost: it raises
     KeyboardInterrupt, at the latest when that evaluation returns, and arrays work after."""
-    if threading.current_thread() is not threading.main_thread():
-        pytest.skip("signals are handled on the main thread")
-    main = threading.main_thread().ident
-    started = threading.Event()
-
-    def interrupt():
-        started.wait()
-        signal.pthread_kill(main, signal.SIGINT)
-
     def long_graph():
         x = mx.zeros((1 << 20,))
         for _ in range(50):
             x = mx.exp(x) * 0.5
         return x
 
-    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
-    sender = threading.Thread(target=interrupt)
-    sender.start()
-    try:
-        with pytest.raises(KeyboardInterrupt):
-            started.set()
-            for _ in range(10000):  # the signal lands during one of these evaluations
-                mx.eval(long_graph())
-    finally:
-        sender.join()
-        signal.signal(signal.SIGINT, previous)
+    threadutil.interrupt_during(lambda: mx.eval(long_graph()))
     assert mx.sum(mx.zeros((4,)) + 1).item() == 4

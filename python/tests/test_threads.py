@@ -5,29 +5,13 @@ import threading
 import numpy as np
 
 import mlx.core as mx
+import threadutil
 
 THREADS = 8
 
 
 def run_threads(target, n=THREADS):
-    """Runs target(i) on n threads; re-raises the first failure."""
-    errors = []
-    barrier = threading.Barrier(n)
-
-    def body(i):
-        try:
-            barrier.wait()
-            target(i)
-        except BaseException as e:  # noqa: BLE001 - reported below
-            errors.append(e)
-
-    threads = [threading.Thread(target=body, args=(i,)) for i in range(n)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    if errors:
-        raise errors[0]
+    threadutil.run_threads(target, n)
 
 
 def test_independent_graphs_per_thread():

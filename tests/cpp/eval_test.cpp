@@ -96,19 +96,6 @@ TEST(Eval, ConcurrentThreads) {
   EXPECT_EQ(ok.load(), 4);
 }
 
-namespace {
-// A primitive whose kernel fails, to check that errors surface from eval and from workers.
-class Failing : public UnaryPrimitive {
- public:
-  using UnaryPrimitive::UnaryPrimitive;
-  void eval_cpu(const std::vector<array>&, array&) override {
-    throw std::runtime_error("[Failing] kernel error");
-  }
-  void eval_gpu(const std::vector<array>& in, array& out) override { eval_cpu(in, out); }
-  const char* name() const override { return "Failing"; }
-};
-}  // namespace
-
 TEST(Eval, KernelErrorsPropagate) {
   array in = array({1.0f});
   array bad({1}, float32, std::make_shared<Failing>(default_stream(Device::cpu)), {in});

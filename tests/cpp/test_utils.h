@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "mlx/mlx.h"
+#include "mlx/primitives/primitive.h"
 
 namespace mlx::core::test {
 
@@ -85,5 +86,16 @@ inline constexpr Dtype kAllDtypes[] = {bool_,   uint8,   uint16,   uint32,   uin
                                        int8,    int16,   int32,    int64,    float16,
                                        float32, float64, bfloat16, complex64};
 inline constexpr Dtype kFloatDtypes[] = {float16, bfloat16, float32, float64};
+
+// A primitive whose kernel always fails, to check that errors surface from eval and workers.
+class Failing : public UnaryPrimitive {
+ public:
+  using UnaryPrimitive::UnaryPrimitive;
+  void eval_cpu(const std::vector<array>&, array&) override {
+    throw std::runtime_error("[Failing] kernel error");
+  }
+  void eval_gpu(const std::vector<array>& in, array& out) override { eval_cpu(in, out); }
+  const char* name() const override { return "Failing"; }
+};
 
 }  // namespace mlx::core::test

@@ -5,6 +5,7 @@
 #include <lapacke.h>
 
 #include <algorithm>
+#include <cmath>
 #include <complex>
 #include <cstring>
 #include <optional>
@@ -105,7 +106,8 @@ void for_each_matrix(int64_t count, int64_t bytes_per_matrix, F&& f, W&& what) {
   });
   for (int64_t i = 0; i < count; ++i) {
     if (info[i] < 0) {
-      throw std::runtime_error(msg("LAPACK argument ", -info[i], " was invalid."));
+      throw std::runtime_error(msg("LAPACK argument ", -info[i],
+                                   " was invalid (the matrix may hold NaN or infinite values)."));
     }
     if (info[i] > 0) {
       throw std::invalid_argument(what(info[i]));
@@ -322,6 +324,11 @@ void Eig::eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs
         batch_count(in), int64_t(n) * n * sizeof(T),
         [&](int64_t i) {
           std::vector<T> a(in.data<T>() + i * n * n, in.data<T>() + (i + 1) * n * n);
+          // LAPACK's balancing step corrupts the heap on infinite entries (NaN is rejected
+          // by LAPACKE): refuse both.
+          if (!std::all_of(a.begin(), a.end(), [](T x) { return std::isfinite(x); })) {
+            return -1;
+          }
           std::vector<T> wr(n), wi(n), vr(compute_vectors_ ? size_t(n) * n : 1);
           int info = Lapack<T>::geev(compute_vectors_ ? 'V' : 'N', n, a.data(), wr.data(),
                                      wi.data(), vr.data());
@@ -381,6 +388,9 @@ void LUF::eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs
           std::vector<int> ipiv(k);
           // info > 0 only flags an exactly zero U[info-1, info-1]; the factors stay valid.
           int info = Lapack<T>::getrf(m, n, outputs[0].data<T>() + i * m * n, ipiv.data());
+          if (info < 0) {
+            return info;  // rejected (e.g. NaN entries): ipiv was not written
+          }
           uint32_t* piv = outputs[1].data<uint32_t>() + i * k;
           uint32_t* p = outputs[2].data<uint32_t>() + i * m;
           std::vector<uint32_t> rows(m);
