@@ -167,7 +167,7 @@ class ScaledDotProductAttentionVJP : public Primitive {
 // Attention of inputs {q, k, v, mask?, sinks?} as a composite of ops (matmul, softmax, where):
 // what the rules differentiate in forward mode, and the GPU's path until its fused kernels
 // exist.
-array attention_composite(const std::vector<array>& inputs, float scale, bool causal,
-                          bool has_mask, bool has_sinks, Stream s);
+array attention_composite(const std::vector<array>& inputs, float scale, bool causal, bool has_mask,
+                          bool has_sinks, Stream s);
 
 }  // namespace mlx::core::fast

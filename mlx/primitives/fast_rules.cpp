@@ -723,8 +723,8 @@ Rules ScaledDotProductAttentionVJP::vmap(const std::vector<array>& inputs,
   return {out, out_axes};
 }
 
-array attention_composite(const std::vector<array>& inputs, float scale, bool causal,
-                          bool has_mask, bool has_sinks, Stream s) {
+array attention_composite(const std::vector<array>& inputs, float scale, bool causal, bool has_mask,
+                          bool has_sinks, Stream s) {
   return attention_reference(inputs, AttnSpec{scale, causal, has_mask, has_sinks, s})[0];
 }
 
