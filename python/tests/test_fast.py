@@ -161,3 +161,18 @@ def test_sdpa_errors():
     with pytest.raises(ValueError):
         mx.fast.scaled_dot_product_attention(q, mx.zeros((1, 3, 3, 4)), mx.zeros((1, 3, 3, 4)),
                                              scale=1.0)
+
+
+def test_attention_rows_do_not_depend_on_their_neighbours():
+    # A prompt evaluated in chunks (a KV cache) must give the same bits as evaluated whole:
+    # a query row's result may not depend on which other rows share its kernel tile.
+    rng = np.random.default_rng(0)
+    for tq, tk, (hq, hk) in [(4, 4, (2, 1)), (17, 64, (8, 2)), (70, 64, (1, 1)), (70, 73, (8, 2))]:
+        q = mx.array(rng.standard_normal((1, hq, tq, 16)).astype(np.float32))
+        k = mx.array(rng.standard_normal((1, hk, tk, 16)).astype(np.float32))
+        v = mx.array(rng.standard_normal((1, hk, tk, 16)).astype(np.float32))
+        whole = mx.fast.scaled_dot_product_attention(q, k, v, scale=0.25, mask="causal", stream=mx.cpu)
+        for split in (1, tq // 2, tq - 1):
+            part = mx.fast.scaled_dot_product_attention(
+                q[:, :, split:], k, v, scale=0.25, mask="causal", stream=mx.cpu)
+            np.testing.assert_array_equal(np.array(whole[:, :, split:]), np.array(part))

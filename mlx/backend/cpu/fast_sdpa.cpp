@@ -169,7 +169,10 @@ class Attention {
     }
     exp_inplace(s, bk);
     Acc correction = std::exp(m - m_new);
-    l = l * correction + detail::lane_sum(s, bk, [](Acc v) { return v; });
+    // Summed up to the row's own last visible key, not the tile's: which rows share a tile must
+    // not change how a row's sum is associated.
+    int64_t visible = std::clamp<int64_t>(std::min(row.limit + 1, t_kv_) - j0, 0, bk);
+    l = l * correction + detail::lane_sum(s, visible, [](Acc v) { return v; });
     if (correction != Acc(1)) {
       for (int64_t c = 0; c < dvp; ++c) {
         o[c] *= correction;

@@ -99,22 +99,19 @@ template <typename Acc, int MR, int NC>
 inline void tile_pv(int64_t K, const Acc* A, int64_t lda, const Acc* B, int64_t ldb, Acc* C,
                     int64_t ldc) {
   if constexpr (std::is_same_v<Acc, float>) {
-    // Accumulators in vector registers: MR rows x NC / 8 vectors. Few rows give few
-    // independent sums, so then even and odd k go to separate sets (FMA latency).
+    // Accumulators in vector registers: MR rows x NC / 8 vectors. The k order is the same for
+    // every MR, so a row's result does not depend on which rows share its tile: a prompt
+    // evaluated in chunks gives the same bits as evaluated whole (as Apple MLX does).
     constexpr int NV = NC / simd::kWidth;
-    constexpr int NS = MR <= 2 ? 2 : 1;
-    simd::VecF acc[NS][MR][NV];
+    simd::VecF acc[MR][NV];
 #pragma GCC unroll 8
     for (int r = 0; r < MR; ++r) {
 #pragma GCC unroll 4
       for (int v = 0; v < NV; ++v) {
-        acc[0][r][v] = simd::load(C + r * ldc + v * simd::kWidth);
-        if constexpr (NS == 2) {
-          acc[1][r][v] = simd::VecF(0.0f);
-        }
+        acc[r][v] = simd::load(C + r * ldc + v * simd::kWidth);
       }
     }
-    auto step = [&](int set, int64_t k) {
+    for (int64_t k = 0; k < K; ++k) {
       simd::VecF b[NV];
 #pragma GCC unroll 4
       for (int v = 0; v < NV; ++v) {
@@ -125,29 +122,15 @@ inline void tile_pv(int64_t K, const Acc* A, int64_t lda, const Acc* B, int64_t 
         simd::VecF a = simd::broadcast(A[r * lda + k]);
 #pragma GCC unroll 4
         for (int v = 0; v < NV; ++v) {
-          acc[set][r][v] = simd::fma(a, b[v], acc[set][r][v]);
+          acc[r][v] = simd::fma(a, b[v], acc[r][v]);
         }
       }
-    };
-    int64_t k = 0;
-    for (; k + NS <= K; k += NS) {
-#pragma GCC unroll 2
-      for (int set = 0; set < NS; ++set) {
-        step(set, k + set);
-      }
-    }
-    for (; k < K; ++k) {
-      step(0, k);
     }
 #pragma GCC unroll 8
     for (int r = 0; r < MR; ++r) {
 #pragma GCC unroll 4
       for (int v = 0; v < NV; ++v) {
-        simd::VecF sum = acc[0][r][v];
-        if constexpr (NS == 2) {
-          sum = sum + acc[1][r][v];
-        }
-        simd::store(C + r * ldc + v * simd::kWidth, sum);
+        simd::store(C + r * ldc + v * simd::kWidth, acc[r][v]);
       }
     }
   } else {
