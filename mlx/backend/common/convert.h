@@ -35,6 +35,9 @@ inline To cast_value(From x) {
 
 template <typename From, typename To>
 void convert_row(const From* src, int64_t src_stride, To* dst, int64_t dst_stride, int64_t n) {
+  if (n <= 0) {
+    return;  // the pointers of an empty row may be null
+  }
   if (src_stride == 1 && dst_stride == 1) {
     if constexpr (std::is_same_v<From, To>) {
       std::memcpy(dst, src, n * sizeof(To));
