@@ -69,6 +69,11 @@ class Scatter : public UnaryPrimitive {
   const std::vector<int>& axes() const { return axes_; }
   // The public op, for error messages.
   const char* op_name() const;
+  // The shape of one update slice: the trailing dimensions of `updates` (one per dimension of
+  // the array scattered into).
+  static Shape update_slice(const array& a, const array& updates) {
+    return Shape(updates.shape().end() - a.ndim(), updates.shape().end());
+  }
 
  private:
   ScatterReduce reduce_;

@@ -215,10 +215,9 @@ void Scatter::eval_cpu(const std::vector<array>& inputs, array& out) {
   const array& a = inputs[0];
   const array& upd = inputs.back();
   const char* name = op_name();
-  int nd_index = upd.ndim() - a.ndim();
-  Shape slice(upd.shape().begin() + nd_index, upd.shape().end());
+  Shape slice = update_slice(a, upd);
   int64_t n_idx = 1;
-  for (int d = 0; d < nd_index; ++d) {
+  for (int d = 0; d < upd.ndim() - a.ndim(); ++d) {
     n_idx *= upd.shape(d);
   }
   copy_to_contiguous(a, out);

@@ -113,8 +113,7 @@ void Scatter::eval_gpu(const std::vector<array>& inputs, array& out) {
   const array& a = inputs[0];
   const array& upd = inputs.back();
   const char* name = op_name();
-  int nd_index = upd.ndim() - a.ndim();
-  Shape slice(upd.shape().begin() + nd_index, upd.shape().end());
+  Shape slice = update_slice(a, upd);
   copy_to_contiguous(a, out);
   std::vector<array> indices(inputs.begin() + 1, inputs.end() - 1);
   int64_t n_idx = indices.empty() ? 1 : static_cast<int64_t>(indices[0].size());
