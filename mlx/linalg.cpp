@@ -16,17 +16,13 @@ namespace mlx::core::linalg {
 
 namespace {
 
-// The factorizations run on the CPU: no stream means the CPU's default stream.
-Stream cpu_stream(StreamOrDevice s, const char* op) {
+// No stream means the CPU's default stream, where Apple MLX programs run these (it has no GPU
+// factorizations and they pass mx.cpu). A GPU stream is taken as given.
+Stream linalg_stream(StreamOrDevice s) {
   if (std::holds_alternative<std::monostate>(s)) {
     return default_stream(Device(Device::cpu));
   }
-  Stream st = to_stream(s);
-  if (st.device.type != Device::cpu) {
-    throw std::invalid_argument(
-        msg("[", op, "] This op is only supported on the CPU; pass a CPU stream or device."));
-  }
-  return st;
+  return to_stream(s);
 }
 
 // Checks a (batch of) matrix input and returns it row-contiguous.
@@ -230,27 +226,27 @@ array cross(const array& a, const array& b, int axis, StreamOrDevice s) {
 }
 
 array inv(const array& a, StreamOrDevice s) {
-  Stream st = cpu_stream(s, "linalg::inv");
+  Stream st = linalg_stream(s);
   array x = matrix_input(a, "linalg::inv", true, st);
   return array(x.shape(), x.dtype(), std::make_shared<Inverse>(st, Inverse::Kind::General, false),
                {x});
 }
 
 array tri_inv(const array& a, bool upper, StreamOrDevice s) {
-  Stream st = cpu_stream(s, "linalg::tri_inv");
+  Stream st = linalg_stream(s);
   array x = matrix_input(a, "linalg::tri_inv", true, st);
   return array(x.shape(), x.dtype(),
                std::make_shared<Inverse>(st, Inverse::Kind::Triangular, upper), {x});
 }
 
 array cholesky(const array& a, bool upper, StreamOrDevice s) {
-  Stream st = cpu_stream(s, "linalg::cholesky");
+  Stream st = linalg_stream(s);
   array x = matrix_input(a, "linalg::cholesky", true, st);
   return array(x.shape(), x.dtype(), std::make_shared<Cholesky>(st, upper), {x});
 }
 
 array cholesky_inv(const array& a, bool upper, StreamOrDevice s) {
-  Stream st = cpu_stream(s, "linalg::cholesky_inv");
+  Stream st = linalg_stream(s);
   array x = matrix_input(a, "linalg::cholesky_inv", true, st);
   // potri reads one triangle only; keep the factor's other triangle out of the vjp.
   x = upper ? triu(x, 0, st) : tril(x, 0, st);
@@ -259,7 +255,7 @@ array cholesky_inv(const array& a, bool upper, StreamOrDevice s) {
 }
 
 array pinv(const array& a, StreamOrDevice s) {
-  Stream st = cpu_stream(s, "linalg::pinv");
+  Stream st = linalg_stream(s);
   array x = matrix_input(a, "linalg::pinv", false, st);
   int m = x.shape(-2), n = x.shape(-1), k = std::min(m, n);
   auto usv = svd(x, true, st);
@@ -280,7 +276,7 @@ array pinv(const array& a, StreamOrDevice s) {
 }
 
 array solve(const array& a, const array& b, StreamOrDevice s) {
-  Stream st = cpu_stream(s, "linalg::solve");
+  Stream st = linalg_stream(s);
   array x = matrix_input(a, "linalg::solve", true, st);
   if (b.ndim() < 1) {
     throw std::invalid_argument("[linalg::solve] b must have at least one dimension.");
@@ -308,7 +304,7 @@ array solve(const array& a, const array& b, StreamOrDevice s) {
 }
 
 array solve_triangular(const array& a, const array& b, bool upper, StreamOrDevice s) {
-  Stream st = cpu_stream(s, "linalg::solve_triangular");
+  Stream st = linalg_stream(s);
   matrix_input(a, "linalg::solve_triangular", true, st);
   bool vec = b.ndim() == 1;
   array y = vec ? expand_dims(b, -1, st) : b;
@@ -321,7 +317,7 @@ array solve_triangular(const array& a, const array& b, bool upper, StreamOrDevic
 }
 
 std::pair<array, array> qr(const array& a, StreamOrDevice s) {
-  Stream st = cpu_stream(s, "linalg::qr");
+  Stream st = linalg_stream(s);
   array x = matrix_input(a, "linalg::qr", false, st);
   int m = x.shape(-2), n = x.shape(-1), k = std::min(m, n);
   auto out = array::make_arrays({with_last(x.shape(), {m, k}, 2), with_last(x.shape(), {k, n}, 2)},
@@ -330,7 +326,7 @@ std::pair<array, array> qr(const array& a, StreamOrDevice s) {
 }
 
 std::vector<array> svd(const array& a, bool compute_uv, StreamOrDevice s) {
-  Stream st = cpu_stream(s, "linalg::svd");
+  Stream st = linalg_stream(s);
   array x = matrix_input(a, "linalg::svd", false, st);
   int m = x.shape(-2), n = x.shape(-1), k = std::min(m, n);
   Shape s_shape = with_last(x.shape(), {k}, 2);
@@ -347,7 +343,7 @@ namespace {
 
 std::vector<array> eigh_impl(const array& a, const std::string& uplo, bool vectors,
                              StreamOrDevice s, const char* op) {
-  Stream st = cpu_stream(s, op);
+  Stream st = linalg_stream(s);
   if (uplo != "L" && uplo != "U") {
     throw std::invalid_argument(msg("[", op, "] UPLO must be 'L' or 'U'; got '", uplo, "'."));
   }
@@ -361,7 +357,7 @@ std::vector<array> eigh_impl(const array& a, const std::string& uplo, bool vecto
 }
 
 std::vector<array> eig_impl(const array& a, bool vectors, StreamOrDevice s, const char* op) {
-  Stream st = cpu_stream(s, op);
+  Stream st = linalg_stream(s);
   array x = matrix_input(a, op, true, st);
   Shape w_shape(x.shape().begin(), x.shape().end() - 1);
   auto prim = std::make_shared<Eig>(st, vectors);
@@ -372,7 +368,7 @@ std::vector<array> eig_impl(const array& a, bool vectors, StreamOrDevice s, cons
 }
 
 std::vector<array> luf(const array& a, StreamOrDevice s, const char* op) {
-  Stream st = cpu_stream(s, op);
+  Stream st = linalg_stream(s);
   array x = matrix_input(a, op, false, st);
   int m = x.shape(-2), n = x.shape(-1), k = std::min(m, n);
   return array::make_arrays({x.shape(), with_last(x.shape(), {k}, 2), with_last(x.shape(), {m}, 2)},

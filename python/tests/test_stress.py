@@ -336,7 +336,7 @@ def test_out_of_memory_raises_and_recovers():
     finally:
         mx.set_memory_limit(old)
     mx.clear_cache()
-    assert active_memory_settled() == before
+    assert active_memory_settled() <= before  # nothing the failures allocated stays
     # The same program continues once memory is there.
     assert mx.sum(mx.exp(mx.zeros((1 << 22,)))).item() == 1 << 22
     count("out-of-memory errors recovered", 3)

@@ -27,6 +27,17 @@ __device__ __forceinline__ T down(C x) {
 __device__ __forceinline__ float erfinv_f(float a) { return erfinvf(a); }
 __device__ __forceinline__ double erfinv_f(double a) { return erfinv(a); }
 
+// cuda::std::acosh swaps the two sides of its cut (z < -1 with imaginary part +0 or -0);
+// log(z + sqrt(z + 1) sqrt(z - 1)) has the C99 cut, as the host's std::acosh.
+template <typename T>
+__device__ T acosh_of(T x) {
+  if constexpr (is_complex_v<T>) {
+    return cuda::std::log(x + cuda::std::sqrt(x + T(1)) * cuda::std::sqrt(x - T(1)));
+  } else {
+    return ::acosh(x);
+  }
+}
+
 // Float-domain functions; complex where cuda::std has them.
 #define MLX_CU_FLOAT_FN(NAME, EXPR)       \
   struct NAME {                           \
@@ -64,7 +75,7 @@ MLX_CU_FLOAT_FN(Sinh, sinh(x))
 MLX_CU_FLOAT_FN(Cosh, cosh(x))
 MLX_CU_FLOAT_FN(Tanh, tanh(x))
 MLX_CU_FLOAT_FN(ArcSinh, ::asinh(x))
-MLX_CU_FLOAT_FN(ArcCosh, ::acosh(x))
+MLX_CU_FLOAT_FN(ArcCosh, acosh_of(x))
 MLX_CU_FLOAT_FN(ArcTanh, ::atanh(x))
 MLX_CU_FLOAT_FN(Erf, ::erf(x))
 MLX_CU_FLOAT_FN(ErfInv, erfinv_f(x))

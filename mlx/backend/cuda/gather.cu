@@ -19,8 +19,8 @@ __global__ void gather_kernel(const T* src, T* out, IndexArrays ix, SliceBox box
        i += int64_t(gridDim.x) * blockDim.x) {
     int64_t p = i / box.size;
     int64_t s = i - p * box.size;
-    int64_t off = index_offset(ix, p, op, err);
-    out[i] = off < 0 ? T{} : src[off + box_offset(box, s)];
+    int64_t off;
+    out[i] = index_offset(ix, p, op, err, off) ? src[off + box_offset(box, s)] : T{};
   }
 }
 

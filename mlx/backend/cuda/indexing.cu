@@ -73,7 +73,8 @@ __global__ void check_indices_kernel(IndexArrays ix, int64_t count, const char* 
                                      IndexErrorRecord* err) {
   for (int64_t p = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; p < count;
        p += int64_t(gridDim.x) * blockDim.x) {
-    index_offset(ix, p, op, err);
+    int64_t off;
+    index_offset(ix, p, op, err, off);
   }
 }
 

@@ -83,17 +83,18 @@ IndexArrays make_index_arrays(const std::vector<array>& indices, const std::vect
 // and scatters that move no elements but must still check their indices).
 void check_indices(const IndexArrays& ix, int64_t count, const char* op, IndexErrorRecord* err);
 
-// The element offset addressed by index position p (row-major over the index shape), or -1
-// after reporting a bad index.
-__device__ __forceinline__ int64_t index_offset(const IndexArrays& ix, int64_t p, const char* op,
-                                                IndexErrorRecord* err) {
+// Sets `off` to the element offset addressed by index position p (row-major over the index
+// shape) and returns true, or reports a bad index and returns false. The offset may be negative:
+// a view with negative strides addresses elements before its first one.
+__device__ __forceinline__ bool index_offset(const IndexArrays& ix, int64_t p, const char* op,
+                                             IndexErrorRecord* err, int64_t& off) {
   int64_t coord[kMaxDims];
   for (int d = ix.ndim - 1; d >= 0; --d) {
     int64_t q = p / ix.shape[d];
     coord[d] = p - q * ix.shape[d];
     p = q;
   }
-  int64_t off = 0;
+  off = 0;
   bool bad = false;
   for (int k = 0; k < ix.count; ++k) {
     int64_t e = 0;
@@ -105,7 +106,7 @@ __device__ __forceinline__ int64_t index_offset(const IndexArrays& ix, int64_t p
     bad |= v < 0;
     off += v * ix.axis_stride[k];
   }
-  return bad ? -1 : off;
+  return !bad;
 }
 
 // A slice box (shape and strides of the array it lives in) for offsets within one slice.

@@ -10,6 +10,7 @@
 #include "mlx/backend/cuda/copy.cuh"
 #include "mlx/backend/cuda/elementwise.cuh"
 #include "mlx/backend/cuda/elementwise_ops.cuh"
+#include "mlx/backend/cuda/gemm.h"
 #include "mlx/primitives/linalg.h"
 #include "mlx/utils.h"
 
@@ -318,16 +319,24 @@ void products(const array& a_in, const array& b_in, array& out, float alpha, flo
 
 }  // namespace
 
-void Matmul::eval_gpu(const std::vector<array>& inputs, array& out) {
-  cu::allocate(out);
+namespace cu {
+
+void gemm(const array& a, const array& b, array& out) {
   if (out.size() == 0) {
     return;
   }
-  if (inputs[0].shape(-1) == 0) {
-    MLX_CUDA_CHECK(cudaMemsetAsync(out.gpu_data<char>(), 0, out.nbytes(), cu::stream()));
+  if (a.shape(-1) == 0) {
+    MLX_CUDA_CHECK(cudaMemsetAsync(out.gpu_data<char>(), 0, out.nbytes(), stream()));
     return;
   }
-  products(inputs[0], inputs[1], out, 1.0f, 0.0f);
+  products(a, b, out, 1.0f, 0.0f);
+}
+
+}  // namespace cu
+
+void Matmul::eval_gpu(const std::vector<array>& inputs, array& out) {
+  cu::allocate(out);
+  cu::gemm(inputs[0], inputs[1], out);
 }
 
 void AddMM::eval_gpu(const std::vector<array>& inputs, array& out) {

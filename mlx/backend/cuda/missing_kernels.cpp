@@ -35,10 +35,5 @@ MLX_NO_GPU_KERNEL(fast::ScaledDotProductAttention)
 MLX_NO_GPU_KERNEL(fast::ScaledDotProductAttentionVJP)
 MLX_NO_GPU_KERNEL(Convolution)
 MLX_NO_GPU_KERNEL(FFT)
-MLX_NO_GPU_KERNEL(QuantizedMatmul)
-MLX_NO_GPU_KERNEL(GatherMM)
-MLX_NO_GPU_KERNEL(SegmentedMM)
-MLX_NO_GPU_KERNEL(Hadamard)
-MLX_NO_GPU_KERNEL(GatherQMM)
 
 }  // namespace mlx::core

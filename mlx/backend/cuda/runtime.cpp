@@ -4,8 +4,10 @@
 // and a training step pays no event per op.
 #include "mlx/backend/cuda/runtime.h"
 
+#include <algorithm>
 #include <atomic>
 #include <deque>
+#include <exception>
 #include <memory>
 #include <vector>
 
@@ -133,8 +135,8 @@ class CudaStream : public DeviceStream {
     }
     MLX_CUDA_CHECK(err);
     retire(value);
-    // A pending index error is raised by the wait that follows, not lost here.
-    return !has_index_error(device_);
+    // A pending or raised index error is raised by the wait that follows, not lost here.
+    return !has_index_error(device_) && !failed(value);
   }
 
   void wait(uint64_t value) override {
@@ -147,7 +149,7 @@ class CudaStream : public DeviceStream {
       MLX_CUDA_CHECK(cudaStreamSynchronize(stream_));
     }
     retire(value);
-    raise_index_errors(device_);
+    raise_errors(value);
   }
 
   bool wait_on_device(DeviceStream& producer, uint64_t value) override {
@@ -162,10 +164,52 @@ class CudaStream : public DeviceStream {
   void synchronize() override {
     use_device(device_);
     MLX_CUDA_CHECK(cudaStreamSynchronize(stream_));
-    raise_index_errors(device_);
+    raise_errors(issued_.load(std::memory_order_acquire));
   }
 
  private:
+  // Work whose wait raised an index error: the tasks in (after, upto] ran with it, and which of
+  // them found the bad index is not known, so every later wait for one of them raises it again
+  // (as a failed CPU node fails each time it is evaluated), not only the first.
+  struct Failure {
+    uint64_t after;
+    uint64_t upto;
+    std::exception_ptr error;
+  };
+
+  std::exception_ptr failure_of(uint64_t value) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (auto& f : failures_) {
+      if (value > f.after && value <= f.upto) {
+        return f.error;
+      }
+    }
+    return nullptr;
+  }
+  bool failed(uint64_t value) { return failure_of(value) != nullptr; }
+
+  // After the work up to `value` is done: raises an index error recorded by it (remembering
+  // the tasks it fails) or one raised before for it; else notes the work as clean.
+  void raise_errors(uint64_t value) {
+    if (auto e = failure_of(value)) {
+      std::rethrow_exception(e);
+    }
+    try {
+      raise_index_errors(device_);
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      failures_.push_back(
+          Failure{clean_, issued_.load(std::memory_order_acquire), std::current_exception()});
+      if (failures_.size() > kMaxFailures) {
+        failures_.pop_front();
+      }
+      throw;
+    }
+    std::lock_guard<std::mutex> lock(mutex_);
+    clean_ = std::max(clean_, value);
+  }
+
+  static constexpr size_t kMaxFailures = 16;
   struct Marker {
     uint64_t value;  // every task up to here was issued before the event was recorded
     cudaEvent_t event;
@@ -222,6 +266,8 @@ class CudaStream : public DeviceStream {
   std::mutex mutex_;
   std::deque<Marker> markers_;
   std::vector<cudaEvent_t> free_events_;
+  uint64_t clean_ = 0;  // the tasks up to here finished without an index error
+  std::deque<Failure> failures_;
 };
 
 }  // namespace

@@ -40,8 +40,8 @@ __global__ void scatter_kernel(const T* upd, T* out, IndexArrays ix, SliceBox bo
        i += int64_t(gridDim.x) * blockDim.x) {
     int64_t p = i / box.size;
     // The second pass of an assignment finds the same indices: report them once.
-    int64_t off = index_offset(ix, p, op, claim || owner == nullptr ? err : nullptr);
-    if (off >= 0) {
+    int64_t off;
+    if (index_offset(ix, p, op, claim || owner == nullptr ? err : nullptr, off)) {
       apply<Op>(out, off + box_offset(box, i - p * box.size), upd[i], i, owner, claim);
     }
   }
