@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <initializer_list>
+#include <exception>
 #include <memory>
 #include <mutex>
 #include <stdexcept>
@@ -180,9 +181,16 @@ class array {
     unscheduled,  // has a primitive that has not been submitted
     scheduled,    // submitted to a stream; data arrives when its event signals
     available,    // data can be read
+    failed,       // its kernel, or an input's, raised error(): evaluating it raises that again
   };
   Status status() const { return desc_->status.load(std::memory_order_acquire); }
   void set_status(Status s) const { desc_->status.store(s, std::memory_order_release); }
+  // Marks the array failed with `e` (kept for every later evaluation that needs it).
+  void set_failed(std::exception_ptr e) const {
+    desc_->error = std::move(e);
+    set_status(Status::failed);
+  }
+  const std::exception_ptr& error() const { return desc_->error; }
   // Evaluated, and any device work that produces it is done.
   bool is_available() const;
   // Blocks until the data is there (device work included).
@@ -255,6 +263,7 @@ class array {
     std::shared_ptr<Primitive> primitive;
     std::atomic<Status> status{Status::unscheduled};
     Event event;
+    std::exception_ptr error;  // set (before the status) when failed
     std::shared_ptr<Data> data;
     int64_t offset = 0;  // bytes from the buffer start to the first element
     size_t data_size = 0;

@@ -69,15 +69,11 @@ std::vector<array> build_tape(const std::vector<array>& outputs) {
   return tape;
 }
 
-void reset_outputs(std::vector<array>& outs) {
-  for (auto& o : outs) {
-    o.set_status(array::Status::unscheduled);
-  }
-}
-
 // Runs one node; afterwards the node forgets its inputs so they can be freed (unless a
-// transform traced it and walks its graph afterwards). On failure the outputs go back to
-// unscheduled so that a later eval can retry.
+// transform traced it and walks its graph afterwards). On failure the outputs are marked
+// failed with the error, which every later evaluation that needs them raises again. They are
+// never claimed again: a consumer claimed before the failure may still be about to wait for
+// them, and a new claim would give it a wait forward in time (a deadlock across streams).
 void run_node(array& node, bool keep_graph) {
   Primitive& prim = node.primitive();
   auto& inputs = node.inputs();
@@ -85,6 +81,9 @@ void run_node(array& node, bool keep_graph) {
   try {
     for (auto& in : inputs) {
       in.wait(prim.stream());
+      if (in.status() == array::Status::failed) {
+        std::rethrow_exception(in.error());
+      }
       if (in.status() != array::Status::available) {
         throw std::runtime_error(
             msg("[eval] An input of ", prim.name(), " could not be evaluated."));
@@ -98,7 +97,12 @@ void run_node(array& node, bool keep_graph) {
     }
   } catch (...) {
     allocator::set_current_op(nullptr);
-    reset_outputs(outs);
+    for (auto& o : outs) {
+      o.set_failed(std::current_exception());
+    }
+    if (!keep_graph) {
+      node.detach();
+    }
     throw;
   }
   allocator::set_current_op(nullptr);
@@ -163,7 +167,7 @@ struct ErrorSlot {
   }
 };
 
-void eval_impl(const std::vector<array>& outputs, bool sync, int attempts) {
+void eval_impl(const std::vector<array>& outputs, bool sync) {
   std::vector<Claimed> tape = claim(outputs);
   std::exception_ptr inline_error;    // the first error of a node run here
   std::shared_ptr<ErrorSlot> errors;  // of the nodes given to workers (sync only, made on need)
@@ -215,12 +219,10 @@ void eval_impl(const std::vector<array>& outputs, bool sync, int attempts) {
     std::rethrow_exception(e);
   }
   for (auto& o : outputs) {
+    if (o.status() == array::Status::failed) {
+      std::rethrow_exception(o.error());  // failed here before, or in another evaluation
+    }
     if (o.status() != array::Status::available) {
-      // Claimed by another evaluation that failed: try once more here, to report the error.
-      if (attempts > 0) {
-        eval_impl(outputs, sync, attempts - 1);
-        return;
-      }
       throw std::runtime_error("[eval] An output could not be evaluated.");
     }
   }
@@ -228,8 +230,8 @@ void eval_impl(const std::vector<array>& outputs, bool sync, int attempts) {
 
 }  // namespace
 
-void eval(std::vector<array> outputs) { eval_impl(outputs, true, 1); }
+void eval(std::vector<array> outputs) { eval_impl(outputs, true); }
 
-void async_eval(std::vector<array> outputs) { eval_impl(outputs, false, 0); }
+void async_eval(std::vector<array> outputs) { eval_impl(outputs, false); }
 
 }  // namespace mlx::core

@@ -486,9 +486,9 @@ def test_addmm_and_batched_matmul(dtype):
     check(grads(lambda x, y: x @ y, (0, 1)), a, b, rtol=5e-2, atol=5e-2)
 
 
-@pytest.mark.parametrize("dtype", [mx.float32, mx.float16])
+@pytest.mark.parametrize("dtype", [mx.float32, mx.float16, mx.bfloat16])
 def test_convolutions(dtype):
-    rt = 2e-2 if dtype == mx.float16 else 1e-4
+    rt = {mx.float16: 2e-2, mx.bfloat16: 8e-2}.get(dtype, 1e-4)
     x1 = sample((2, 20, 6), dtype, 1)
     w1 = sample((8, 3, 6), dtype, 2)
     check(lambda a, b, stream: mx.conv1d(a, b, stride=2, padding=1, stream=stream), x1, w1, rtol=rt, atol=rt)
@@ -501,6 +501,18 @@ def test_convolutions(dtype):
     check(lambda a, b, stream: mx.conv_transpose2d(a, b, stride=2, padding=1, stream=stream),
           x2, sample((5, 3, 3, 4), dtype, 6), rtol=rt, atol=rt)
     check(grads(lambda a, b: mx.conv2d(a, b, padding=1), (0, 1)), x2, w2, rtol=5e-2, atol=5e-2)
+    # Depthwise (the direct kernel), a true convolution (flipped kernel) with input dilation,
+    # 3-D, and non-contiguous operands.
+    check(lambda a, b, stream: mx.conv2d(a, b, groups=4, padding=2, stream=stream),
+          x2, sample((4, 5, 5, 1), dtype, 7), rtol=rt, atol=rt)
+    check(lambda a, b, stream: mx.conv_general(a, b, stride=2, padding=([1, 0], [2, 1]),
+                                               input_dilation=(2, 1), flip=True, stream=stream),
+          x2, w2, rtol=rt, atol=rt)
+    x3 = sample((1, 5, 6, 7, 3), dtype, 8)
+    check(lambda a, b, stream: mx.conv3d(a, b, stride=(1, 2, 1), padding=1, stream=stream),
+          x3, sample((4, 3, 2, 3, 3), dtype, 9), rtol=rt, atol=rt)
+    check(lambda a, b, stream: mx.conv2d(a, b, padding=1, stream=stream),
+          x2[:, ::-1, ::2], w2.transpose(0, 2, 1, 3), rtol=rt, atol=rt)
 
 
 def test_ffts():
@@ -510,6 +522,20 @@ def test_ffts():
         check(lambda t, stream: getattr(mx.fft, name)(t, stream=stream), arg, rtol=1e-4, atol=1e-4)
     check(lambda t, stream: mx.fft.irfft(t, n=30, stream=stream), mx.fft.rfft(r), rtol=1e-4, atol=1e-4)
     check(lambda t, stream: mx.fft.fft(t, n=17, axis=0, stream=stream), x, rtol=1e-4, atol=1e-4)
+    tol = dict(rtol=1e-4, atol=1e-3)
+    z = sample((3, 8, 31), mx.complex64)
+    for axis in (0, 1, 2):  # axes that are not last take the copies around cuFFT
+        for v in (z, z[:, ::-2], z.transpose(2, 0, 1)):
+            check(lambda t, stream: mx.fft.fft(t, axis=axis, stream=stream), v, **tol)
+            check(lambda t, stream: mx.fft.ifft(t, axis=axis, stream=stream), v, **tol)
+    w = sample((5, 29), mx.float32)
+    for n in (1, 2, 29, 64):
+        check(lambda t, stream: mx.fft.rfft(t, n=n, stream=stream), w, **tol)
+        check(lambda t, stream: mx.fft.irfft(t, n=n, stream=stream), mx.fft.rfft(w, n=n), **tol)
+    check(lambda t, stream: mx.fft.rfft(t, axis=0, stream=stream), w.T[::-1], **tol)
+    check(lambda t, stream: mx.fft.irfft2(t, stream=stream), mx.fft.rfft2(w), **tol)
+    big = sample((4, 4096), mx.complex64)
+    check(lambda t, stream: mx.fft.fft(t, stream=stream), big, rtol=1e-4, atol=1e-2)
 
 
 QMODES = [("affine", 32, 2), ("affine", 64, 3), ("affine", 128, 4), ("affine", 64, 5),
@@ -527,18 +553,25 @@ def quantized(w, mode, group_size, bits):
 @pytest.mark.parametrize("dtype", [mx.float32, mx.float16, mx.bfloat16])
 def test_quantized_matmul(mode, group_size, bits, dtype):
     w = sample((96, 256), dtype, 1)
-    tol = dict(rtol=1e-4, atol=1e-4) if dtype == mx.float32 else dict(rtol=2e-2, atol=5e-2)
     q = dict(group_size=group_size, bits=bits, mode=mode)
+
+    def compare(fn, x):
+        # Half precision: the GPU multiplies W decoded into x's dtype (the CPU decodes into
+        # float32), so errors scale with the outputs: 1% of the largest.
+        tol = dict(rtol=1e-4, atol=1e-4)
+        if dtype != mx.float32:
+            ref = fn(x, stream=mx.cpu).astype(mx.float32)
+            tol = dict(rtol=2e-2, atol=1e-2 * mx.abs(ref).max().item())
+        check(fn, x, **tol)
+
+    wq, scales, biases = quantized(w, mode, group_size, bits)
     # 1 and 8 rows take the matrix-vector kernel, 9 and 2 x 17 the decoded product.
     for rows in [(1, 256), (8, 256), (9, 256), (2, 17, 256)]:
-        x = sample(rows, dtype, 2)
-        wq, scales, biases = quantized(w, mode, group_size, bits)
-        check(lambda a, stream: mx.quantized_matmul(a, wq, scales, biases, transpose=True, **q,
-                                                    stream=stream), x, **tol)
-    x = sample((5, 96), dtype, 3)
-    wq, scales, biases = quantized(w, mode, group_size, bits)  # used as (96, 256): x @ W
-    check(lambda a, stream: mx.quantized_matmul(a, wq, scales, biases, transpose=False, **q,
-                                                stream=stream), x, **tol)
+        compare(lambda a, stream: mx.quantized_matmul(a, wq, scales, biases, transpose=True, **q,
+                                                      stream=stream), sample(rows, dtype, 2))
+    # The same codes used as (96, 256): x @ W.
+    compare(lambda a, stream: mx.quantized_matmul(a, wq, scales, biases, transpose=False, **q,
+                                                  stream=stream), sample((5, 96), dtype, 3))
     check(lambda a, stream: mx.dequantize(a, scales, biases, **q, stream=stream), wq)
 
 

@@ -130,7 +130,7 @@ TEST(Concurrency, SharedFailureReachesEveryThread) {
       }
     });
     EXPECT_EQ(failed.load(), 6);
-    EXPECT_EQ(lazy.status(), array::Status::unscheduled);
+    EXPECT_EQ(lazy.status(), array::Status::failed);
   }
   // The stream still runs new work.
   array fine = add(array(1.0f), array(2.0f), cpu);
@@ -175,5 +175,29 @@ TEST(Concurrency, ThreadLocalStreams) {
     for (int u = 0; u < t; ++u) {
       EXPECT_NE(indices[t], indices[u]);
     }
+  }
+}
+
+// The failed node's consumer on another stream, claimed by several threads: a failed node is
+// never claimed again, so no consumer claimed before the failure waits for a later claim (a
+// deadlock between the two streams' workers before).
+TEST(Concurrency, SharedFailureAcrossStreams) {
+  const Stream cpu = default_stream(Device::cpu);
+  const Stream other = new_stream(Device::cpu);
+  for (int round = 0; round < 10; ++round) {
+    array in = array({1.0f, 2.0f});
+    array bad({2}, float32, std::make_shared<Failing>(cpu), {in});
+    array lazy = exp(bad, other);
+    std::atomic<int> failed{0};
+    run_threads(6, [&](int t) {
+      array mine = add(lazy, array(static_cast<float>(t)), cpu);
+      try {
+        eval(mine);
+      } catch (const std::runtime_error&) {
+        failed++;
+      }
+    });
+    EXPECT_EQ(failed.load(), 6);
+    EXPECT_THROW(eval(lazy), std::runtime_error);  // raised again, not recomputed
   }
 }

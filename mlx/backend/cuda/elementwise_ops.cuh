@@ -27,12 +27,26 @@ __device__ __forceinline__ T down(C x) {
 __device__ __forceinline__ float erfinv_f(float a) { return erfinvf(a); }
 __device__ __forceinline__ double erfinv_f(double a) { return erfinv(a); }
 
-// cuda::std::acosh swaps the two sides of its cut (z < -1 with imaginary part +0 or -0);
-// log(z + sqrt(z + 1) sqrt(z - 1)) has the C99 cut, as the host's std::acosh.
+// cuda::std::acosh puts the two sides of its cut the wrong way round (z < -1 with imaginary part
+// +0 or -0), so complex acosh is log(z + sqrt(z + 1) sqrt(z - 1)) with a square root and a
+// logarithm whose signs follow the imaginary part's zero (C99 Annex G), as the host's.
+__device__ inline complex_t c99_sqrt(complex_t z) {
+  const float a = z.real(), b = z.imag();
+  const float t = sqrtf((fabsf(a) + hypotf(a, b)) * 0.5f);
+  if (t == 0.0f) {
+    return complex_t(0.0f, b);
+  }
+  if (a >= 0.0f) {
+    return complex_t(t, b / (2.0f * t));
+  }
+  return complex_t(fabsf(b) / (2.0f * t), copysignf(t, b));
+}
+
 template <typename T>
 __device__ T acosh_of(T x) {
   if constexpr (is_complex_v<T>) {
-    return cuda::std::log(x + cuda::std::sqrt(x + T(1)) * cuda::std::sqrt(x - T(1)));
+    complex_t w = x + c99_sqrt(x + T(1)) * c99_sqrt(x - T(1));
+    return complex_t(logf(hypotf(w.real(), w.imag())), atan2f(w.imag(), w.real()));
   } else {
     return ::acosh(x);
   }

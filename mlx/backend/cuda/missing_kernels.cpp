@@ -33,7 +33,8 @@ MLX_NO_GPU_KERNEL(Eig)
 MLX_NO_GPU_KERNEL(LUF)
 MLX_NO_GPU_KERNEL(fast::ScaledDotProductAttention)
 MLX_NO_GPU_KERNEL(fast::ScaledDotProductAttentionVJP)
-MLX_NO_GPU_KERNEL(Convolution)
+#ifndef MLX_CUDA_HAS_CUFFT
 MLX_NO_GPU_KERNEL(FFT)
+#endif
 
 }  // namespace mlx::core

@@ -47,37 +47,45 @@ const float* device_tables(int device) {
   return tables[device];
 }
 
-// One stored matrix (rows x cols, quantized along cols) as the kernels read it.
+// One stored matrix (rows x cols, quantized along cols) as the kernels read it; affine scales
+// and biases have the kernel's element type T.
 struct QuantMatrix {
   const uint32_t* w;
-  const float* scales;       // affine: float32 per group
-  const float* biases;       // affine: float32 per group
+  const void* scales;          // affine: T per group
+  const void* biases;          // affine: T per group
   const uint8_t* scale_codes;  // microscaled: E8M0 / E4M3 per group
-  const float* values;       // microscaled: the value of each element code
+  const float* values;         // microscaled: the value of each element code
   const float* scale_values;   // microscaled: the value of each scale code
-  const float* global;       // nvfp4: the optional global scale (float32), else null
+  const float* global;         // nvfp4: the optional global scale (float32), else null
   int64_t rows, cols, groups;  // groups per row
   int group_size;
 };
 
-__device__ __forceinline__ float group_scale(const QuantMatrix& m, int64_t g) {
-  if (m.scales) {
-    return m.scales[g];
+// The words of one chunk (32 codes fill Bits words), in 16-byte loads where Bits allows (the
+// chunk then starts 16-byte aligned: rows hold whole chunks).
+template <int Bits>
+__device__ __forceinline__ void load_chunk(const uint32_t* src, uint32_t words[Bits]) {
+  if constexpr (Bits % 4 == 0) {
+#pragma unroll
+    for (int i = 0; i < Bits / 4; ++i) {
+      uint4 u = reinterpret_cast<const uint4*>(src)[i];
+      words[4 * i] = u.x;
+      words[4 * i + 1] = u.y;
+      words[4 * i + 2] = u.z;
+      words[4 * i + 3] = u.w;
+    }
+  } else {
+#pragma unroll
+    for (int i = 0; i < Bits; ++i) {
+      words[i] = src[i];
+    }
   }
-  float s = m.scale_values[m.scale_codes[g]];
-  return m.global ? s * (*m.global / kNvfp4GlobalDivisor) : s;
 }
 
-// The 32 values of chunk `c` (codes 32c .. 32c + 31) of row r.
-template <int Bits>
-__device__ __forceinline__ void chunk_values(const QuantMatrix& m, int64_t r, int64_t c,
-                                             float v[32]) {
-  const uint32_t* src = m.w + r * (m.cols * Bits / 32) + c * Bits;
-  uint32_t words[Bits];
-#pragma unroll
-  for (int i = 0; i < Bits; ++i) {
-    words[i] = src[i];
-  }
+// The 32 values of chunk `c` (codes 32c .. 32c + 31) of row r, from its loaded words.
+template <typename T, int Bits>
+__device__ __forceinline__ void chunk_values(const QuantMatrix& m, const uint32_t words[Bits],
+                                             int64_t r, int64_t c, float v[32]) {
   constexpr uint32_t mask = (1u << Bits) - 1;
 #pragma unroll
   for (int i = 0; i < 32; ++i) {
@@ -94,13 +102,19 @@ __device__ __forceinline__ void chunk_values(const QuantMatrix& m, int64_t r, in
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     if (h < halves) {
-      const float s = group_scale(m, g + h);
-      const float b = m.biases ? m.biases[g + h] : 0.0f;
+      float s, b = 0.0f;
+      if (m.scales) {
+        s = static_cast<float>(static_cast<const T*>(m.scales)[g + h]);
+        b = static_cast<float>(static_cast<const T*>(m.biases)[g + h]);
+      } else {
+        s = m.scale_values[m.scale_codes[g + h]];
+        s = m.global ? s * (*m.global / kNvfp4GlobalDivisor) : s;
+      }
       const int lo = h * 32 / halves, hi = (h + 1) * 32 / halves;
 #pragma unroll
       for (int i = 0; i < 32; ++i) {
         if (i >= lo && i < hi) {
-          v[i] = v[i] * s + b;
+          v[i] = fmaf(v[i], s, b);
         }
       }
     }
@@ -123,6 +137,8 @@ __device__ __forceinline__ void load32(const T* p, float out[32]) {
 }
 
 constexpr int kMatvecRows = 8;
+// Chunks a lane loads before it computes: enough bytes in flight to cover memory latency.
+constexpr int kChunksInFlight = 4;
 
 // out (M, N) = x (M, K) @ W.T for M <= kMatvecRows: warp n reads row n of W once.
 template <typename T, int Bits>
@@ -132,22 +148,37 @@ __global__ void qmv_kernel(const T* x, QuantMatrix m, T* out, int M) {
   if (n >= m.rows) {
     return;  // the whole warp
   }
-  const int64_t K = m.cols;
+  const int64_t K = m.cols, chunks = K / 32;
+  const uint32_t* row = m.w + n * (K * Bits / 32);
   float acc[kMatvecRows] = {};
-  for (int64_t c = lane; c < K / 32; c += 32) {
-    float v[32];
-    chunk_values<Bits>(m, n, c, v);
+  for (int64_t c0 = lane; c0 < chunks; c0 += 32 * kChunksInFlight) {
+    uint32_t words[kChunksInFlight][Bits];
 #pragma unroll
-    for (int r = 0; r < kMatvecRows; ++r) {
-      if (r < M) {
-        float xs[32];
-        load32(x + r * K + c * 32, xs);
-        float s = 0.0f;
+    for (int u = 0; u < kChunksInFlight; ++u) {
+      const int64_t c = c0 + 32 * u;
+      if (c < chunks) {
+        load_chunk<Bits>(row + c * Bits, words[u]);
+      }
+    }
 #pragma unroll
-        for (int i = 0; i < 32; ++i) {
-          s = fmaf(xs[i], v[i], s);
+    for (int u = 0; u < kChunksInFlight; ++u) {
+      const int64_t c = c0 + 32 * u;
+      if (c < chunks) {
+        float v[32];
+        chunk_values<T, Bits>(m, words[u], n, c, v);
+#pragma unroll
+        for (int r = 0; r < kMatvecRows; ++r) {
+          if (r < M) {
+            float xs[32];
+            load32(x + r * K + c * 32, xs);
+            float s = 0.0f;
+#pragma unroll
+            for (int i = 0; i < 32; ++i) {
+              s = fmaf(xs[i], v[i], s);
+            }
+            acc[r] += s;
+          }
         }
-        acc[r] += s;
       }
     }
   }
@@ -166,19 +197,29 @@ __global__ void qmv_kernel(const T* x, QuantMatrix m, T* out, int M) {
   }
 }
 
-// dst (rows, cols) = the decoded stored matrix, one chunk of 32 codes per thread step.
+// dst (rows, cols) = the decoded stored matrix, one chunk of 32 codes per thread step, written
+// in 16-byte stores.
 template <typename T, int Bits>
 __global__ void dequantize_kernel(QuantMatrix m, T* dst) {
   const int64_t chunks_per_row = m.cols / 32, total = m.rows * chunks_per_row;
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < total;
        i += int64_t(gridDim.x) * blockDim.x) {
     const int64_t r = i / chunks_per_row, c = i - r * chunks_per_row;
+    uint32_t words[Bits];
+    load_chunk<Bits>(m.w + r * (m.cols * Bits / 32) + c * Bits, words);
     float v[32];
-    chunk_values<Bits>(m, r, c, v);
-    T* d = dst + r * m.cols + c * 32;
+    chunk_values<T, Bits>(m, words, r, c, v);
+    constexpr int per = 16 / sizeof(T);
+    uint4* d = reinterpret_cast<uint4*>(dst + r * m.cols + c * 32);
 #pragma unroll
-    for (int k = 0; k < 32; ++k) {
-      d[k] = cast_to<T>(v[k]);
+    for (int k = 0; k < 32 / per; ++k) {
+      uint4 u;
+      T* e = reinterpret_cast<T*>(&u);
+#pragma unroll
+      for (int j = 0; j < per; ++j) {
+        e[j] = cast_to<T>(v[k * per + j]);
+      }
+      d[k] = u;
     }
   }
 }
@@ -221,7 +262,7 @@ array dense_as(const array& in, Dtype dtype) {
 class StoredMatrices {
  public:
   StoredMatrices(const std::vector<array>& inputs, QuantMode mode, size_t extras_end, int bits,
-                 int group_size)
+                 int group_size, Dtype dtype)
       : w_(dense_as(inputs[1], uint32)), bits_(bits) {
     const array& w = inputs[1];
     rows_ = w.shape(-2);
@@ -231,8 +272,8 @@ class StoredMatrices {
     base_.cols = cols_;
     base_.groups = cols_ / group_size;
     if (mode == QuantMode::affine) {
-      scales_ = dense_as(inputs[2], float32);
-      biases_ = dense_as(inputs[3], float32);
+      scales_ = dense_as(inputs[2], dtype);
+      biases_ = dense_as(inputs[3], dtype);
     } else {
       scales_ = dense_as(inputs[2], uint8);
       const float* tables = device_tables(current().device);
@@ -249,8 +290,8 @@ class StoredMatrices {
     const int64_t words = rows_ * cols_ * bits_ / 32, groups = rows_ * base_.groups;
     m.w = w_.gpu_data<uint32_t>() + index * words;
     if (biases_) {
-      m.scales = scales_->gpu_data<float>() + index * groups;
-      m.biases = biases_->gpu_data<float>() + index * groups;
+      m.scales = scales_->gpu_data<char>() + index * groups * scales_->itemsize();
+      m.biases = biases_->gpu_data<char>() + index * groups * biases_->itemsize();
     } else {
       m.scale_codes = scales_->gpu_data<uint8_t>() + index * groups;
       m.global = global_ ? global_->gpu_data<float>() : nullptr;
@@ -321,7 +362,7 @@ void QuantizedMatmul::eval_gpu(const std::vector<array>& inputs, array& out) {
   if (out.size() == 0) {
     return;
   }
-  StoredMatrices st(inputs, mode_, inputs.size(), bits_, group_size_);
+  StoredMatrices st(inputs, mode_, inputs.size(), bits_, group_size_, out.dtype());
   array x = dense_as(inputs[0], out.dtype());
   quantized_product(st, 0, bits_, transpose_, x, out);
 }
@@ -340,7 +381,7 @@ void GatherQMM::eval_gpu(const std::vector<array>& inputs, array& out) {
   if (out.size() == 0) {
     return;
   }
-  StoredMatrices st(inputs, mode_, n_in - 2, bits_, group_size_);
+  StoredMatrices st(inputs, mode_, n_in - 2, bits_, group_size_, out.dtype());
   array x = dense_as(inputs[0], out.dtype());
   cu::grouped_products(x, lhs, rhs, w.shape(0), out,
                        [&](int64_t e, const array& rows, array& res) {
