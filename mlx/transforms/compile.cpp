@@ -12,6 +12,7 @@
 #include "mlx/primitives/primitive.h"
 #include "mlx/primitives/shape.h"
 #include "mlx/transforms/compile_program.h"
+#include "mlx/transforms/fuse.h"
 #include "mlx/transforms/graph.h"
 #include "mlx/transforms/transforms.h"
 #include "mlx/utils.h"
@@ -128,7 +129,11 @@ class CompiledFunction {
         outputs.push_back(*s);
       }
     }
-    return detail::build_program(placeholders, outputs, options_.shapeless);
+    detail::Program program = detail::build_program(placeholders, outputs, options_.shapeless);
+    if (detail::fusion_enabled()) {
+      program = detail::fuse_elementwise(program, options_.shapeless);
+    }
+    return program;
   }
 
   ArrayFn fun_;

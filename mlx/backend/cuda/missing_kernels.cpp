@@ -40,5 +40,6 @@ MLX_NO_GPU_KERNEL(GatherMM)
 MLX_NO_GPU_KERNEL(SegmentedMM)
 MLX_NO_GPU_KERNEL(Hadamard)
 MLX_NO_GPU_KERNEL(GatherQMM)
+MLX_NO_GPU_KERNEL(Compiled)
 
 }  // namespace mlx::core

@@ -1,0 +1,482 @@
+// The CPU kernel of a fused region: a blocked interpreter. The output is walked in blocks of
+// kBlock elements (row-major); per block every op runs over the block with the same scalar
+// functors (and float32 SIMD kernels) as the unfused kernels, its operands read straight from
+// dense inputs or from block-sized scratch that stays in cache. Outputs are written once and
+// intermediates never reach memory. A value whose operands are all broadcast scalars is
+// computed once per block. (A generated-C++ backend was measured against this one:
+// benchmarks/bench_compile.py prints both.)
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "mlx/backend/common/convert.h"
+#include "mlx/backend/common/elementwise_types.h"
+#include "mlx/backend/common/layout.h"
+#include "mlx/backend/cpu/elementwise_functors.h"
+#include "mlx/backend/cpu/thread_pool.h"
+#include "mlx/backend/cpu/unary_bulk.h"
+#include "mlx/primitives/compiled.h"
+
+namespace mlx::core {
+
+namespace {
+
+using namespace cpu;
+
+constexpr int64_t kBlock = 1024;
+constexpr int64_t kSlotBytes = kBlock * 8;  // the widest element (complex64, 64-bit types)
+
+using UnaryFn = void (*)(const void* in, void* out, int64_t n);
+// `as` / `bs`: the operand is one broadcast scalar.
+using BinaryFn = void (*)(const void* a, bool as, const void* b, bool bs, void* out, int64_t n);
+using SelectFn = void (*)(const void* c, bool cs, const void* x, bool xs, const void* y, bool ys,
+                          void* out, int64_t n);
+using PowerIntFn = void (*)(const void* a, int k, void* out, int64_t n);
+
+template <typename In, typename Out, typename Op>
+void unary_kernel(const void* in, void* out, int64_t n) {
+  const In* s = static_cast<const In*>(in);
+  Out* d = static_cast<Out*>(out);
+  Op op;
+  for (int64_t i = 0; i < n; ++i) {
+    d[i] = op(s[i]);
+  }
+}
+
+template <void (*F)(const float*, float*, int64_t)>
+void bulk_unary_kernel(const void* in, void* out, int64_t n) {
+  F(static_cast<const float*>(in), static_cast<float*>(out), n);
+}
+
+template <typename T, typename Op>
+void binary_kernel(const void* a, bool as, const void* b, bool bs, void* out, int64_t n) {
+  using Out = decltype(Op{}(T{}, T{}));
+  const T* x = static_cast<const T*>(a);
+  const T* y = static_cast<const T*>(b);
+  Out* d = static_cast<Out*>(out);
+  Op op;
+  if (as && bs) {
+    d[0] = op(x[0], y[0]);
+  } else if (as) {
+    T s = x[0];
+    for (int64_t i = 0; i < n; ++i)
+      d[i] = op(s, y[i]);
+  } else if (bs) {
+    T s = y[0];
+    for (int64_t i = 0; i < n; ++i)
+      d[i] = op(x[i], s);
+  } else {
+    for (int64_t i = 0; i < n; ++i)
+      d[i] = op(x[i], y[i]);
+  }
+}
+
+template <typename T>
+void power_int_kernel(const void* a, int k, void* out, int64_t n) {
+  const T* x = static_cast<const T*>(a);
+  T* d = static_cast<T*>(out);
+  fn::PowerByInteger op{k};
+  for (int64_t i = 0; i < n; ++i)
+    d[i] = op(x[i]);
+}
+
+template <typename T>
+void select_kernel(const void* c, bool cs, const void* x, bool xs, const void* y, bool ys,
+                   void* out, int64_t n) {
+  const bool* pc = static_cast<const bool*>(c);
+  const T* px = static_cast<const T*>(x);
+  const T* py = static_cast<const T*>(y);
+  T* d = static_cast<T*>(out);
+  const int64_t sc = !cs, sx = !xs, sy = !ys;
+  for (int64_t i = 0; i < n; ++i)
+    d[i] = pc[i * sc] ? px[i * sx] : py[i * sy];
+}
+
+// An op with its kernels chosen for its dtypes.
+struct Resolved {
+  FusedOp::Kind kind;
+  UnaryFn vec = nullptr;     // unary over a dense block
+  UnaryFn scalar = nullptr;  // unary over one broadcast scalar (the functor, as unfused)
+  BinaryFn binary = nullptr;
+  PowerIntFn power_int = nullptr;  // Power by a scalar small integer (floating bases)
+  SelectFn select = nullptr;
+  Dtype from = float32, to = float32;  // cast; `from` is also a binary op's operand dtype
+  bool is_power = false;
+};
+
+template <typename Op, TypeClass kClass>
+void pick_same_type(Resolved& r, Dtype dt, const char* name) {
+  r.scalar = dispatch_class<kClass>(
+      dt, name, [&]<typename T>() -> UnaryFn { return &unary_kernel<T, T, Op>; });
+  r.vec = r.scalar;
+  if constexpr (has_bulk_kernel_v<Op>) {
+    if (dt == float32) {
+      r.vec = &bulk_unary_kernel<bulk_kernel<Op>()>;
+    }
+  }
+}
+
+template <typename Op>
+UnaryFn pick_predicate(Dtype dt, const char* name) {
+  return dispatch_all(dt, name, [&]<typename T>() -> UnaryFn { return &unary_kernel<T, bool, Op>; });
+}
+
+void pick_unary(Resolved& r, UnaryOp op, Dtype dt) {
+  const char* n = unary_op_name(op);
+  switch (op) {
+#define SAME(OP, CLASS)                                   \
+  case UnaryOp::OP:                                       \
+    pick_same_type<fn::OP, TypeClass::CLASS>(r, dt, n); \
+    return;
+    MLX_UNARY_SAME_TYPE_OPS(SAME)
+#undef SAME
+    case UnaryOp::Real:
+      r.scalar = &unary_kernel<complex64_t, float, fn::Real>;
+      break;
+    case UnaryOp::Imag:
+      r.scalar = &unary_kernel<complex64_t, float, fn::Imag>;
+      break;
+#define PREDICATE(OP)                         \
+  case UnaryOp::OP:                           \
+    r.scalar = pick_predicate<fn::OP>(dt, n); \
+    break;
+      PREDICATE(LogicalNot)
+      PREDICATE(IsNaN)
+      PREDICATE(IsInf)
+      PREDICATE(IsPosInf)
+      PREDICATE(IsNegInf)
+      PREDICATE(IsFinite)
+#undef PREDICATE
+  }
+  r.vec = r.scalar;
+}
+
+void pick_binary(Resolved& r, BinaryOp op, Dtype dt) {
+  const char* n = binary_op_name(op);
+  switch (op) {
+#define CASE(OP, CLASS)                                                                 \
+  case BinaryOp::OP:                                                                    \
+    r.binary = dispatch_class<TypeClass::CLASS>(                                        \
+        dt, n, [&]<typename T>() -> BinaryFn { return &binary_kernel<T, fn::OP>; }); \
+    break;
+    MLX_BINARY_OP_TYPES(CASE)
+#undef CASE
+  }
+  if (op == BinaryOp::Power && is_floating_point(dt)) {
+    r.is_power = true;
+    r.power_int = dispatch_float(dt, n, [&]<typename T>() -> PowerIntFn {
+      return &power_int_kernel<T>;
+    });
+  }
+}
+
+std::vector<Resolved> resolve(const Compiled& c) {
+  std::vector<Resolved> out;
+  for (auto& op : c.ops()) {
+    Resolved r;
+    r.kind = op.kind;
+    Dtype in = c.value_dtype(op.args[0]);
+    switch (op.kind) {
+      case FusedOp::Kind::unary:
+        pick_unary(r, static_cast<UnaryOp>(op.code), in);
+        break;
+      case FusedOp::Kind::binary:
+        r.from = in;
+        pick_binary(r, static_cast<BinaryOp>(op.code), in);
+        break;
+      case FusedOp::Kind::select:
+        r.select = dispatch_by_size(size_of(op.dtype), "where",
+                                    [&]<typename T>() -> SelectFn { return &select_kernel<T>; });
+        break;
+      case FusedOp::Kind::cast:
+        r.from = in;
+        r.to = op.dtype;
+        break;
+    }
+    out.push_back(r);
+  }
+  return out;
+}
+
+// How a block of an input is read.
+struct InputAccess {
+  enum class Mode { scalar, dense, gather } mode;
+  const char* base;
+  int64_t itemsize;
+  Layout<2> layout;  // gather: the input's strides (broadcast to the output) and the output's
+};
+
+InputAccess access_of(const array& in, const Shape& shape) {
+  InputAccess a;
+  a.base = in.data<char>();
+  a.itemsize = static_cast<int64_t>(in.itemsize());
+  if (in.data_size() == 1) {
+    a.mode = InputAccess::Mode::scalar;
+  } else if (in.shape() == shape && in.flags().row_contiguous && in.data_size() == in.size()) {
+    a.mode = InputAccess::Mode::dense;
+  } else {
+    a.mode = InputAccess::Mode::gather;
+    Strides s(shape.size(), 0);
+    const int pad = static_cast<int>(shape.size()) - in.ndim();
+    for (int d = 0; d < in.ndim(); ++d) {
+      s[pad + d] = in.shape(d) == 1 ? 0 : in.strides(d);
+    }
+    a.layout = collapse_dims<2>(shape, {s, row_major_strides(shape)});
+  }
+  return a;
+}
+
+// Copies elements [start, start + n) (row-major over the output) of a strided input.
+template <typename T>
+void gather_block(const InputAccess& a, int64_t start, int64_t n, void* dst_) {
+  const auto& shape = a.layout.shape;
+  const auto& st = a.layout.strides[0];
+  const int nd = static_cast<int>(shape.size());
+  std::vector<int64_t> idx(nd, 0);
+  int64_t rem = start, off = 0;
+  for (int d = nd - 1; d >= 0; --d) {
+    idx[d] = rem % shape[d];
+    rem /= shape[d];
+    off += idx[d] * st[d];
+  }
+  const T* src = reinterpret_cast<const T*>(a.base);
+  T* dst = static_cast<T*>(dst_);
+  const int64_t inner = st[nd - 1];
+  int64_t done = 0;
+  while (done < n) {
+    int64_t len = std::min(n - done, shape[nd - 1] - idx[nd - 1]);
+    const T* s = src + off;
+    if (inner == 0) {
+      std::fill(dst + done, dst + done + len, s[0]);
+    } else {
+      for (int64_t i = 0; i < len; ++i)
+        dst[done + i] = s[i * inner];
+    }
+    done += len;
+    off += len * inner;
+    idx[nd - 1] += len;
+    for (int d = nd - 1; d > 0 && idx[d] == shape[d]; --d) {
+      off -= idx[d] * st[d];
+      idx[d] = 0;
+      ++idx[d - 1];
+      off += st[d - 1];
+    }
+  }
+}
+
+void fill_block(const void* value, int64_t itemsize, void* dst, int64_t n) {
+  dispatch_by_size(static_cast<int>(itemsize), "Compiled", [&]<typename T>() {
+    T v;
+    std::memcpy(&v, value, sizeof(T));
+    std::fill(static_cast<T*>(dst), static_cast<T*>(dst) + n, v);
+  });
+}
+
+// Everything a block needs, fixed for one evaluation.
+struct Plan {
+  std::vector<InputAccess> inputs;
+  std::vector<Resolved> ops;
+  std::vector<int64_t> itemsize;  // per value
+  std::vector<char*> out_base;    // per value: the output it is written to, or nullptr
+  std::vector<int> slot;          // per op result that is not an output: its scratch slot
+  int num_slots = 0;
+};
+
+// Scratch slots by liveness: an op's result takes a slot freed by a value whose last reader
+// ran before it (never one of its own operands: casts change the element width).
+void assign_slots(const Compiled& c, Plan& plan) {
+  const int nin = c.num_inputs();
+  const int nv = nin + static_cast<int>(c.ops().size());
+  std::vector<int> last(nv, -1);
+  for (size_t i = 0; i < c.ops().size(); ++i) {
+    for (int a = 0; a < c.ops()[i].num_args(); ++a) {
+      last[c.ops()[i].args[a]] = static_cast<int>(i);
+    }
+  }
+  plan.slot.assign(nv, -1);
+  std::vector<int> free_slots;
+  for (size_t i = 0; i < c.ops().size(); ++i) {
+    int v = nin + static_cast<int>(i);
+    if (!plan.out_base[v]) {
+      if (free_slots.empty()) {
+        plan.slot[v] = plan.num_slots++;
+      } else {
+        plan.slot[v] = free_slots.back();
+        free_slots.pop_back();
+      }
+    }
+    for (int a = 0; a < c.ops()[i].num_args(); ++a) {
+      int u = c.ops()[i].args[a];
+      if (last[u] == static_cast<int>(i) && plan.slot[u] >= 0) {
+        free_slots.push_back(plan.slot[u]);
+      }
+    }
+  }
+}
+
+void run_op(const Resolved& r, const FusedOp& op, const std::vector<const void*>& ptr,
+            const std::vector<char>& is_scalar, void* dst, int64_t n) {
+  const void* a = ptr[op.args[0]];
+  bool as = is_scalar[op.args[0]];
+  switch (r.kind) {
+    case FusedOp::Kind::unary:
+      (as ? r.scalar : r.vec)(a, dst, as ? 1 : n);
+      return;
+    case FusedOp::Kind::cast:
+      convert_elements(a, r.from, dst, r.to, as ? 1 : n);
+      return;
+    case FusedOp::Kind::binary: {
+      const void* b = ptr[op.args[1]];
+      bool bs = is_scalar[op.args[1]];
+      if (r.is_power && bs && !as) {
+        double k;
+        convert_elements(b, r.from, &k, float64, 1);
+        int e;
+        if (fn::small_integer_exponent(k, e)) {
+          r.power_int(a, e, dst, n);
+          return;
+        }
+      }
+      r.binary(a, as, b, bs, dst, (as && bs) ? 1 : n);
+      return;
+    }
+    case FusedOp::Kind::select: {
+      int c = op.args[0], x = op.args[1], y = op.args[2];
+      bool all = is_scalar[c] && is_scalar[x] && is_scalar[y];
+      r.select(ptr[c], is_scalar[c], ptr[x], is_scalar[x], ptr[y], is_scalar[y], dst,
+               all ? 1 : n);
+      return;
+    }
+  }
+}
+
+void run_blocks(const Compiled& c, const Plan& plan, int64_t b0, int64_t b1, int64_t total) {
+  const int nin = c.num_inputs();
+  const int nv = nin + static_cast<int>(c.ops().size());
+  std::vector<uint64_t> scratch(static_cast<size_t>(plan.num_slots + nin) * kSlotBytes / 8);
+  std::vector<uint64_t> scalars(static_cast<size_t>(nv) * 2);  // 16 bytes per value
+  std::vector<const void*> ptr(nv);
+  std::vector<char> is_scalar(nv, 0);
+  char* scratch_base = reinterpret_cast<char*>(scratch.data());
+  for (int i = 0; i < nin; ++i) {
+    if (plan.inputs[i].mode == InputAccess::Mode::scalar) {
+      ptr[i] = plan.inputs[i].base;
+      is_scalar[i] = 1;
+    }
+  }
+  for (int64_t blk = b0; blk < b1; ++blk) {
+    const int64_t start = blk * kBlock;
+    const int64_t n = std::min(kBlock, total - start);
+    for (int i = 0; i < nin; ++i) {
+      const InputAccess& a = plan.inputs[i];
+      if (a.mode == InputAccess::Mode::dense) {
+        ptr[i] = a.base + start * a.itemsize;
+      } else if (a.mode == InputAccess::Mode::gather) {
+        char* dst = scratch_base + static_cast<size_t>(plan.num_slots + i) * kSlotBytes;
+        dispatch_by_size(static_cast<int>(a.itemsize), "Compiled",
+                         [&]<typename T>() { gather_block<T>(a, start, n, dst); });
+        ptr[i] = dst;
+      }
+    }
+    for (size_t k = 0; k < c.ops().size(); ++k) {
+      const FusedOp& op = c.ops()[k];
+      const int v = nin + static_cast<int>(k);
+      bool scalar = true;
+      for (int a = 0; a < op.num_args(); ++a) {
+        scalar = scalar && is_scalar[op.args[a]];
+      }
+      void* dst;
+      if (scalar) {
+        dst = &scalars[static_cast<size_t>(v) * 2];
+      } else if (plan.out_base[v]) {
+        dst = plan.out_base[v] + start * plan.itemsize[v];
+      } else {
+        dst = scratch_base + static_cast<size_t>(plan.slot[v]) * kSlotBytes;
+      }
+      run_op(plan.ops[k], op, ptr, is_scalar, dst, n);
+      ptr[v] = dst;
+      is_scalar[v] = scalar;
+      if (scalar && plan.out_base[v]) {
+        fill_block(dst, plan.itemsize[v], plan.out_base[v] + start * plan.itemsize[v], n);
+      }
+    }
+  }
+}
+
+// Output k may take over input i's buffer: same bytes per element, dense in the output's
+// layout, held by nothing else, and read by no op after the one that writes output k (a
+// block is read before it is overwritten).
+int donor_for(const Compiled& c, const std::vector<array>& inputs, const array& out, int value,
+              std::vector<char>& taken) {
+  const int nin = c.num_inputs();
+  for (int i = 0; i < nin; ++i) {
+    const array& in = inputs[i];
+    if (taken[i] || !in.is_donatable() || in.itemsize() != out.itemsize() ||
+        in.shape() != out.shape() || !in.flags().row_contiguous) {
+      continue;
+    }
+    bool read_later = false;
+    for (size_t k = value - nin + 1; k < c.ops().size() && !read_later; ++k) {
+      for (int a = 0; a < c.ops()[k].num_args(); ++a) {
+        read_later = read_later || c.ops()[k].args[a] == i;
+      }
+    }
+    bool twice = false;
+    for (int j = 0; j < nin; ++j) {
+      twice = twice || (j != i && inputs[j].id() == in.id());
+    }
+    if (!read_later && !twice) {
+      taken[i] = 1;
+      return i;
+    }
+  }
+  return -1;
+}
+
+}  // namespace
+
+void Compiled::eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) {
+  const Shape& shape = outputs[0].shape();
+  const int64_t total = static_cast<int64_t>(outputs[0].size());
+  const int nin = num_inputs();
+  const int nv = nin + static_cast<int>(ops_.size());
+  Plan plan;
+  plan.itemsize.resize(nv);
+  for (int v = 0; v < nv; ++v) {
+    plan.itemsize[v] = static_cast<int64_t>(size_of(value_dtype(v)));
+  }
+  plan.out_base.assign(nv, nullptr);
+  std::vector<char> taken(nin, 0);
+  for (size_t k = 0; k < outputs.size(); ++k) {
+    array& out = outputs[k];
+    int donor = total > 0 ? donor_for(*this, inputs, out, outputs_[k], taken) : -1;
+    if (donor >= 0) {
+      out.copy_shared_buffer(inputs[donor]);
+    } else {
+      out.set_data(allocator::malloc(out.nbytes()));
+    }
+    plan.out_base[outputs_[k]] = out.data<char>();
+  }
+  if (total == 0) {
+    return;
+  }
+  for (int i = 0; i < nin; ++i) {
+    plan.inputs.push_back(access_of(inputs[i], shape));
+  }
+  plan.ops = resolve(*this);
+  assign_slots(*this, plan);
+  int64_t bytes_per_elem = 0;
+  for (int v = 0; v < nv; ++v) {
+    bytes_per_elem += (v < nin && plan.inputs[v].mode == InputAccess::Mode::scalar) ||
+                              (v >= nin && !plan.out_base[v])
+                          ? 0
+                          : plan.itemsize[v];
+  }
+  const int64_t blocks = (total + kBlock - 1) / kBlock;
+  const int64_t grain =
+      std::max<int64_t>(1, kParallelBytes / (kBlock * std::max<int64_t>(bytes_per_elem, 1)));
+  parallel_for(blocks, grain,
+               [&](int64_t b0, int64_t b1) { run_blocks(*this, plan, b0, b1, total); });
+}
+
+}  // namespace mlx::core

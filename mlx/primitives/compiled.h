@@ -1,0 +1,67 @@
+// A fused elementwise region (what compile's fusion pass builds): a straight-line program of
+// elementwise ops over the primitive's inputs, evaluated by one kernel per backend. The IR
+// contract (docs/ARCHITECTURE.md, "Fused regions") is what the backends generate code from.
+#pragma once
+
+#include <string>
+
+#include "mlx/primitives/elementwise.h"
+#include "mlx/primitives/primitive.h"
+
+namespace mlx::core {
+
+// One op of a fused region. Values are numbered: 0 .. num_inputs - 1 are the primitive's
+// inputs, num_inputs + i is the result of op i. An op broadcasts its operands (NumPy rules)
+// to the region's shape, the shape of every output.
+struct FusedOp {
+  enum class Kind : uint8_t { unary, binary, select, cast };
+  Kind kind;
+  int code = 0;   // the UnaryOp / BinaryOp value (unary, binary)
+  Dtype dtype;    // the result's dtype
+  int args[3] = {-1, -1, -1};  // operand values (unary, cast: 1; binary: 2; select: cond, x, y)
+
+  int num_args() const { return kind == Kind::binary ? 2 : kind == Kind::select ? 3 : 1; }
+  bool operator==(const FusedOp& o) const {
+    return kind == o.kind && code == o.code && dtype == o.dtype && args[0] == o.args[0] &&
+           args[1] == o.args[1] && args[2] == o.args[2];
+  }
+};
+
+class Compiled : public Primitive {
+ public:
+  // `outputs` are op result values (each at most once), in the order of the primitive's outputs.
+  Compiled(Stream stream, std::vector<Dtype> input_dtypes, std::vector<FusedOp> ops,
+           std::vector<int> outputs);
+  MLX_DECLARE_EVAL
+  const char* name() const override { return "Compiled"; }
+  void print(std::ostream& os) override;
+  bool is_equivalent(const Primitive& other) const override;
+  // Every output has the shape all inputs broadcast to. Throws when an output of the unfused
+  // ops would be smaller for these inputs (see uniform()).
+  std::vector<Shape> output_shapes(const std::vector<array>& inputs) override;
+  MLX_DECLARE_TRANSFORM_RULES
+
+  // Whether, for these input shapes, each output of the unfused ops has the broadcast shape of
+  // all inputs (then the fused kernel computes them all over that one shape).
+  bool uniform(const std::vector<array>& inputs) const;
+  // The region as a graph of ordinary elementwise primitives (the transforms use it, and a
+  // shapeless replay whose shapes are not uniform).
+  std::vector<array> expand(const std::vector<array>& inputs) const;
+  // C-like listing of the ops, one line per op ("v3 = Exp(v0)"): the debug print.
+  std::string code() const;
+
+  const std::vector<Dtype>& input_dtypes() const { return input_dtypes_; }
+  const std::vector<FusedOp>& ops() const { return ops_; }
+  const std::vector<int>& output_values() const { return outputs_; }
+  int num_inputs() const { return static_cast<int>(input_dtypes_.size()); }
+  Dtype value_dtype(int v) const {
+    return v < num_inputs() ? input_dtypes_[v] : ops_[v - num_inputs()].dtype;
+  }
+
+ private:
+  std::vector<Dtype> input_dtypes_;
+  std::vector<FusedOp> ops_;
+  std::vector<int> outputs_;
+};
+
+}  // namespace mlx::core
