@@ -14,6 +14,8 @@
 
 #include "mlx/ops.h"
 #include "mlx/runtime/eval.h"
+#include "mlx/runtime/kernel_counter.h"
+#include "mlx/transforms/fuse.h"
 #include "mlx/utils.h"
 #include "python/src/bindings.h"
 #include "python/src/convert.h"
@@ -551,5 +553,22 @@ void init_transforms(nb::module_& m) {
       .def("vmap", &CustomFunction::set_vmap, nb::arg("f"));
   m.def("disable_compile", &disable_compile, "Makes compiled functions run uncompiled.");
   m.def("enable_compile", &enable_compile, "Undoes disable_compile.");
+  m.def(
+      "_kernel_counts",
+      [](bool enable, bool reset) {
+        auto counts = detail::kernel_counts(reset);
+        detail::set_kernel_counting(enable);
+        nb::dict d;
+        for (auto& [name, n] : counts) {
+          d[nb::str(name.c_str())] = n;
+        }
+        return d;
+      },
+      nb::arg("enable") = true, nb::arg("reset") = true,
+      "Debugging: the primitives eval ran since the last call, by name (views included), then "
+      "keeps counting while enable is true.");
+  m.def("_set_fusion", &detail::set_fusion_enabled, nb::arg("enabled"),
+        "Debugging and benchmarks: whether compile fuses elementwise regions (traces made "
+        "afterwards).");
   init_compile(m);
 }
