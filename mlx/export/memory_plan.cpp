@@ -149,9 +149,9 @@ enum class OutputKind { view, donating, fresh };
 
 OutputKind output_kind(const Primitive& prim) {
   static const std::unordered_set<std::string> views = {
-      "Broadcast", "DynamicBroadcast", "Transpose", "Slice",        "AsStrided",
-      "Diagonal",  "StopGradient",     "Depends",   "SqueezeAxes",  "ExpandAxes",
-      "Reshape",   "Copy",             "View",      "CustomTransforms"};
+      "Broadcast",    "DynamicBroadcast", "Transpose",   "Slice",      "AsStrided", "Diagonal",
+      "StopGradient", "Depends",          "SqueezeAxes", "ExpandAxes", "Reshape",   "Copy",
+      "View",         "CustomTransforms"};
   static const std::unordered_set<std::string> donating = {"Compiled"};
   std::string name = prim.name();
   if (views.count(name)) {
@@ -167,8 +167,7 @@ OutputKind output_kind(const Primitive& prim) {
 std::string describe(const Program& p, int s) {
   std::ostringstream os;
   auto& st = p.steps[s];
-  os << st.primitive->name() << " " << st.shapes[0] << " " << st.dtypes[0] << " (step " << s
-     << ")";
+  os << st.primitive->name() << " " << st.shapes[0] << " " << st.dtypes[0] << " (step " << s << ")";
   return os.str();
 }
 
@@ -197,11 +196,11 @@ MemoryPlan simulate_memory(const Program& p, const std::vector<array>& inputs,
   std::unordered_set<const void*> seen;
   for (size_t i = 0; i < inputs.size() && i < p.num_inputs; ++i) {
     const array& a = inputs[i];
-    const void* key = a.buffer_size() ? static_cast<const void*>(a.data<char>() - a.offset())
-                                      : nullptr;
+    const void* key =
+        a.buffer_size() ? static_cast<const void*>(a.data<char>() - a.offset()) : nullptr;
     if (!key || seen.insert(key).second) {
-      plan.input_bytes += a.buffer_size() ? a.buffer_size()
-                                          : allocator::CachingAllocator::round_size(a.nbytes());
+      plan.input_bytes +=
+          a.buffer_size() ? a.buffer_size() : allocator::CachingAllocator::round_size(a.nbytes());
     }
     nbytes[i] = a.nbytes();
     scalar[i] = a.size() == 1;

@@ -20,8 +20,8 @@ Compiled::Compiled(Stream stream, std::vector<Dtype> input_dtypes, std::vector<F
   for (size_t i = 0; i < ops_.size(); ++i) {
     for (int a = 0; a < ops_[i].num_args(); ++a) {
       if (ops_[i].args[a] < 0 || ops_[i].args[a] >= n + static_cast<int>(i)) {
-        throw std::invalid_argument(
-            msg("[Compiled] Op ", i, " reads value ", ops_[i].args[a], ", not computed before it."));
+        throw std::invalid_argument(msg("[Compiled] Op ", i, " reads value ", ops_[i].args[a],
+                                        ", not computed before it."));
       }
     }
   }

@@ -16,8 +16,8 @@ namespace mlx::core {
 struct FusedOp {
   enum class Kind : uint8_t { unary, binary, select, cast };
   Kind kind;
-  int code = 0;   // the UnaryOp / BinaryOp value (unary, binary)
-  Dtype dtype;    // the result's dtype
+  int code = 0;                // the UnaryOp / BinaryOp value (unary, binary)
+  Dtype dtype;                 // the result's dtype
   int args[3] = {-1, -1, -1};  // operand values (unary, cast: 1; binary: 2; select: cond, x, y)
 
   int num_args() const { return kind == Kind::binary ? 2 : kind == Kind::select ? 3 : 1; }

@@ -104,8 +104,8 @@ struct MemoryPlan {
   uint64_t allocated_bytes = 0;
   // (step, the step whose buffer it writes in place)
   std::vector<std::pair<std::string, std::string>> reused_in_place;
-  std::string peak_step;                   // the step that runs at the peak
-  std::vector<std::string> live_at_peak;   // steps whose outputs are alive then, largest first
+  std::string peak_step;                  // the step that runs at the peak
+  std::vector<std::string> live_at_peak;  // steps whose outputs are alive then, largest first
   std::vector<uint64_t> live_bytes_at_peak;
 };
 MemoryPlan memory_plan(const ArrayFn& compiled, const std::vector<array>& args);

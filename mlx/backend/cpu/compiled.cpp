@@ -5,6 +5,8 @@
 // intermediates never reach memory. A value whose operands are all broadcast scalars is
 // computed once per block. (A generated-C++ backend was measured against this one:
 // benchmarks/bench_compile.py prints both.)
+#include "mlx/primitives/compiled.h"
+
 #include <algorithm>
 #include <cstring>
 #include <vector>
@@ -15,7 +17,6 @@
 #include "mlx/backend/cpu/elementwise_functors.h"
 #include "mlx/backend/cpu/thread_pool.h"
 #include "mlx/backend/cpu/unary_bulk.h"
-#include "mlx/primitives/compiled.h"
 
 namespace mlx::core {
 
@@ -118,14 +119,15 @@ void pick_same_type(Resolved& r, Dtype dt, const char* name) {
 
 template <typename Op>
 UnaryFn pick_predicate(Dtype dt, const char* name) {
-  return dispatch_all(dt, name, [&]<typename T>() -> UnaryFn { return &unary_kernel<T, bool, Op>; });
+  return dispatch_all(dt, name,
+                      [&]<typename T>() -> UnaryFn { return &unary_kernel<T, bool, Op>; });
 }
 
 void pick_unary(Resolved& r, UnaryOp op, Dtype dt) {
   const char* n = unary_op_name(op);
   switch (op) {
-#define SAME(OP, CLASS)                                   \
-  case UnaryOp::OP:                                       \
+#define SAME(OP, CLASS)                                 \
+  case UnaryOp::OP:                                     \
     pick_same_type<fn::OP, TypeClass::CLASS>(r, dt, n); \
     return;
     MLX_UNARY_SAME_TYPE_OPS(SAME)
@@ -154,9 +156,9 @@ void pick_unary(Resolved& r, UnaryOp op, Dtype dt) {
 void pick_binary(Resolved& r, BinaryOp op, Dtype dt) {
   const char* n = binary_op_name(op);
   switch (op) {
-#define CASE(OP, CLASS)                                                                 \
-  case BinaryOp::OP:                                                                    \
-    r.binary = dispatch_class<TypeClass::CLASS>(                                        \
+#define CASE(OP, CLASS)                                                              \
+  case BinaryOp::OP:                                                                 \
+    r.binary = dispatch_class<TypeClass::CLASS>(                                     \
         dt, n, [&]<typename T>() -> BinaryFn { return &binary_kernel<T, fn::OP>; }); \
     break;
     MLX_BINARY_OP_TYPES(CASE)
@@ -164,9 +166,8 @@ void pick_binary(Resolved& r, BinaryOp op, Dtype dt) {
   }
   if (op == BinaryOp::Power && is_floating_point(dt)) {
     r.is_power = true;
-    r.power_int = dispatch_float(dt, n, [&]<typename T>() -> PowerIntFn {
-      return &power_int_kernel<T>;
-    });
+    r.power_int =
+        dispatch_float(dt, n, [&]<typename T>() -> PowerIntFn { return &power_int_kernel<T>; });
   }
 }
 
@@ -307,8 +308,9 @@ void assign_slots(const Compiled& c, Plan& plan) {
     }
     for (int a = 0; a < c.ops()[i].num_args(); ++a) {
       int u = c.ops()[i].args[a];
-      if (last[u] == static_cast<int>(i) && plan.slot[u] >= 0) {
-        free_slots.push_back(plan.slot[u]);
+      if (last[u] == static_cast<int>(i) && plan.slot[u] >= 0 &&
+          std::find(free_slots.begin(), free_slots.end(), plan.slot[u]) == free_slots.end()) {
+        free_slots.push_back(plan.slot[u]);  // once, though an op may read it twice
       }
     }
   }
@@ -343,8 +345,7 @@ void run_op(const Resolved& r, const FusedOp& op, const std::vector<const void*>
     case FusedOp::Kind::select: {
       int c = op.args[0], x = op.args[1], y = op.args[2];
       bool all = is_scalar[c] && is_scalar[x] && is_scalar[y];
-      r.select(ptr[c], is_scalar[c], ptr[x], is_scalar[x], ptr[y], is_scalar[y], dst,
-               all ? 1 : n);
+      r.select(ptr[c], is_scalar[c], ptr[x], is_scalar[x], ptr[y], is_scalar[y], dst, all ? 1 : n);
       return;
     }
   }

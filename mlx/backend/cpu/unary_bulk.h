@@ -46,7 +46,6 @@ constexpr auto bulk_kernel() {
 #undef BULK
 }
 
-
 // Whether Op has a bulk kernel.
 template <typename Op>
 inline constexpr bool has_bulk_kernel_v =
