@@ -363,16 +363,7 @@ def test_memory_plan_predicts_the_lm_training_step(rng):
     mx.eval(model.parameters())
     opt = optim.AdamW(learning_rate=1e-3, weight_decay=0.1)
     opt.init(model.trainable_parameters())
-    loss_and_grad = nn.value_and_grad(
-        model, lambda m, x, y: nn.losses.cross_entropy(m(x), y, reduction="mean"))
-    state = [model.state, opt.state, mx.random.state]
-
-    @partial(mx.compile, inputs=state, outputs=state)
-    def step(x, y):
-        loss, grads = loss_and_grad(model, x, y)
-        grads, _ = optim.clip_grad_norm(grads, 1.0)
-        opt.update(model, grads)
-        return loss
+    step, state = train_lm.make_train_step(model, opt)
 
     x = mx.random.randint(0, 65, (8, 64))
     y = mx.random.randint(0, 65, (8, 64))
