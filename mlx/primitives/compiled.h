@@ -64,4 +64,20 @@ class Compiled : public Primitive {
   std::vector<int> outputs_;
 };
 
+namespace detail {
+// The CPU backend's generated kernels (backend/cpu/compiled_jit.h): counts for tests and
+// benchmarks, and a wait for the ones being built.
+struct FusedKernelStats {
+  int64_t built = 0;        // compiled by this process
+  int64_t from_disk = 0;    // loaded from the on-disk cache
+  int64_t memory_hits = 0;  // evaluations that ran a loaded kernel
+  int64_t interpreted = 0;  // evaluations that ran the interpreter
+  int64_t failed = 0;       // compiler failures (those regions stay interpreted)
+};
+FusedKernelStats fused_kernel_stats();
+void wait_for_fused_kernels();
+// Generated kernels on (the default unless MLX_COMPILE_JIT=0) or off (the interpreter runs).
+void set_fused_kernel_generation(bool enabled);
+}  // namespace detail
+
 }  // namespace mlx::core

@@ -94,14 +94,33 @@ def same(a, b):
     np.testing.assert_array_equal(x, y)
 
 
+def interpreted_and_generated(f, *args):
+    """f's results through the fused-region interpreter, then through generated kernels (built
+    first; regions without a generated form stay interpreted)."""
+    mx._set_fused_kernel_generation(False)
+    try:
+        interpreted = f(*args)
+        mx.eval(interpreted)
+    finally:
+        mx._set_fused_kernel_generation(True)
+    mx.eval(f(*args))
+    mx._fused_kernel_stats(True)
+    return interpreted, f(*args)
+
+
 def unfused_and_fused(fun, *args):
     """(uncompiled, compiled) results; the compiled one runs fewer elementwise kernels (one per
-    region instead of one per op)."""
+    region instead of one per op), and its interpreter and generated kernels agree exactly."""
     ref = fun(*args)
     unfused = sum(elementwise(counts(lambda: fun(*args))).values())
-    fused = sum(elementwise(warm_counts(mx.compile(fun), *args)).values())
+    compiled = mx.compile(fun)
+    fused = sum(elementwise(warm_counts(compiled, *args)).values())
     assert fused <= 1 or fused < unfused, (fused, unfused)
-    return ref, mx.compile(fun)(*args)
+    interpreted, generated = interpreted_and_generated(compiled, *args)
+    for a, b in zip(*(r if isinstance(r, (list, tuple)) else [r]
+                      for r in (interpreted, generated))):
+        same(a, b)
+    return ref, generated
 
 
 @pytest.mark.parametrize("name", UNARY)
@@ -285,6 +304,23 @@ def test_residual_dropout_attention_is_one_elementwise_kernel(rng):
     del drop
 
 
+def test_generated_kernels_are_cached_in_memory_and_on_disk(rng, tmp_path):
+    code = ("import mlx.core as mx\n"
+            "f = mx.compile(lambda x, y: mx.exp(x) * y + 1.0)\n"
+            "for n in (3, 1000, 4099):\n"
+            "    mx.eval(f(mx.ones((n,)), mx.ones((n,))))\n"
+            "    mx._fused_kernel_stats(True)\n"
+            "    mx.eval(f(mx.ones((n,)), mx.ones((n,))))\n"
+            "print(mx._fused_kernel_stats(True))\n")
+    env = dict(os.environ, MLX_KERNEL_CACHE=str(tmp_path))
+    runs = [eval(subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                                text=True, check=True).stdout) for _ in range(2)]
+    # One kernel for every shape; the second process finds it on disk.
+    assert runs[0]["built"] == 1 and runs[0]["from_disk"] == 0 and runs[0]["memory_hits"] >= 3
+    assert runs[1]["built"] == 0 and runs[1]["from_disk"] == 1 and runs[1]["interpreted"] == 0
+    assert len([p for p in os.listdir(tmp_path) if p.endswith(".so")]) == 1
+
+
 def test_disable_compile_and_debug_print(rng, tmp_path):
     x = sample(mx.float32, (16, 16), rng)
     f = mx.compile(lambda x: mx.exp(x) * 2 + 1)
@@ -377,3 +413,30 @@ def test_memory_plan_predicts_the_lm_training_step(rng):
     mx.eval(step(x, y), state)
     peak = mx.get_peak_memory() - others
     assert abs(plan["peak_bytes"] - peak) <= 0.1 * peak, (plan["peak_bytes"], peak)
+
+
+GENERATED_UNARY = ["exp", "expm1", "log", "log1p", "log2", "log10", "sin", "cos", "tan", "tanh",
+                   "sigmoid", "erf", "erfinv", "_gelu", "_gelu_grad", "sinh", "cosh", "arctan",
+                   "arcsin", "arccos", "arcsinh", "arccosh", "arctanh", "sqrt", "rsqrt",
+                   "negative", "square", "abs"]
+GENERATED_BINARY = ["add", "subtract", "multiply", "divide", "maximum", "minimum"]
+
+
+@pytest.mark.parametrize("name", GENERATED_UNARY + GENERATED_BINARY)
+def test_generated_kernels_equal_unfused_ops(name, rng):
+    op = getattr(mx, name)
+    special = np.array([0.0, -0.0, np.nan, np.inf, -np.inf, 1e-40, -3.5, 0.5, 2.0, 90.0],
+                       dtype=np.float32)
+    x = mx.array(np.concatenate([special, rng.standard_normal(1013).astype(np.float32) * 3]))
+    if name in {"arccosh"}:
+        x = mx.abs(x) + 1
+    y = mx.array(rng.standard_normal(x.size).astype(np.float32))
+    y = mx.where(mx.arange(x.size) % 7 == 0, mx.array(np.nan), y)
+    binary = name in GENERATED_BINARY
+    fun = (lambda x, y: op(x * 1.0, y)) if binary else (lambda x, y: op(x * 1.0) + y * 0.0)
+    ref = op(x, y) if binary else op(x) + y * 0.0
+    compiled = mx.compile(fun)
+    interpreted, generated = interpreted_and_generated(compiled, x, y)
+    assert mx._fused_kernel_stats()["failed"] == 0
+    same(ref, interpreted)
+    same(ref, generated)

@@ -14,6 +14,7 @@
 #include "mlx/backend/common/convert.h"
 #include "mlx/backend/common/elementwise_types.h"
 #include "mlx/backend/common/layout.h"
+#include "mlx/backend/cpu/compiled_jit.h"
 #include "mlx/backend/cpu/elementwise_functors.h"
 #include "mlx/backend/cpu/thread_pool.h"
 #include "mlx/backend/cpu/unary_bulk.h"
@@ -404,6 +405,43 @@ void run_blocks(const Compiled& c, const Plan& plan, int64_t b0, int64_t b1, int
   }
 }
 
+// Blocks through a generated kernel: inputs as for the interpreter, every value in registers.
+void run_blocks_generated(BlockKernel kernel, const Compiled& c, const Plan& plan, int64_t b0,
+                          int64_t b1, int64_t total) {
+  const int nin = c.num_inputs();
+  const auto& outs = c.output_values();
+  std::vector<const void*> in(nin);
+  std::vector<void*> out(outs.size());
+  std::vector<uint64_t> scratch;
+  for (int i = 0; i < nin; ++i) {
+    if (plan.inputs[i].mode == InputAccess::Mode::scalar) {
+      in[i] = plan.inputs[i].base;
+    } else if (plan.inputs[i].mode == InputAccess::Mode::gather) {
+      scratch.resize(static_cast<size_t>(nin) * kSlotBytes / 8);
+    }
+  }
+  char* scratch_base = reinterpret_cast<char*>(scratch.data());
+  for (int64_t blk = b0; blk < b1; ++blk) {
+    const int64_t start = blk * kBlock;
+    const int64_t n = std::min(kBlock, total - start);
+    for (int i = 0; i < nin; ++i) {
+      const InputAccess& a = plan.inputs[i];
+      if (a.mode == InputAccess::Mode::dense) {
+        in[i] = a.base + start * a.itemsize;
+      } else if (a.mode == InputAccess::Mode::gather) {
+        char* dst = scratch_base + static_cast<size_t>(i) * kSlotBytes;
+        dispatch_by_size(static_cast<int>(a.itemsize), "Compiled",
+                         [&]<typename T>() { gather_block<T>(a, start, n, dst); });
+        in[i] = dst;
+      }
+    }
+    for (size_t j = 0; j < outs.size(); ++j) {
+      out[j] = plan.out_base[outs[j]] + start * plan.itemsize[outs[j]];
+    }
+    kernel(in.data(), out.data(), n);
+  }
+}
+
 // Output k may take over input i's buffer: same bytes per element, dense in the output's
 // layout, held by nothing else, and read by no op after the one that writes output k (a
 // block is read before it is overwritten).
@@ -476,6 +514,16 @@ void Compiled::eval_cpu(const std::vector<array>& inputs, std::vector<array>& ou
   const int64_t blocks = (total + kBlock - 1) / kBlock;
   const int64_t grain =
       std::max<int64_t>(1, kParallelBytes / (kBlock * std::max<int64_t>(bytes_per_elem, 1)));
+  std::vector<char> scalars(nin);
+  for (int i = 0; i < nin; ++i) {
+    scalars[i] = plan.inputs[i].mode == InputAccess::Mode::scalar;
+  }
+  if (BlockKernel kernel = jit_kernel(*this, scalars)) {
+    parallel_for(blocks, grain, [&](int64_t b0, int64_t b1) {
+      run_blocks_generated(kernel, *this, plan, b0, b1, total);
+    });
+    return;
+  }
   parallel_for(blocks, grain,
                [&](int64_t b0, int64_t b1) { run_blocks(*this, plan, b0, b1, total); });
 }
