@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <memory>
 #include <vector>
 
 #include "mlx/backend/common/convert.h"
@@ -26,7 +27,6 @@ namespace {
 using namespace cpu;
 
 constexpr int64_t kBlock = 1024;
-constexpr int64_t kSlotBytes = kBlock * 8;  // the widest element (complex64, 64-bit types)
 
 using UnaryFn = void (*)(const void* in, void* out, int64_t n);
 // `as` / `bs`: the operand is one broadcast scalar.
@@ -282,6 +282,25 @@ struct Plan {
   std::vector<char*> out_base;    // per value: the output it is written to, or nullptr
   std::vector<int> slot;          // per op result that is not an output: its scratch slot
   int num_slots = 0;
+  std::vector<int> gather_slot;  // per input: its scratch slot when gathered, else -1
+  // Bytes between slots: a block of the widest element plus a cache line, so that the slots
+  // do not all map to the same cache sets (a multiple of 4 KB would).
+  int64_t slot_bytes = 0;
+};
+
+// Uninitialized, cache-line aligned scratch of a plan's slots (one per thread task).
+class Scratch {
+ public:
+  explicit Scratch(const Plan& plan)
+      : bytes_(plan.slot_bytes), data_(new char[plan.slot_bytes * plan.num_slots + 64]) {}
+  char* slot(int k) const {
+    auto base = (reinterpret_cast<uintptr_t>(data_.get()) + 63) & ~uintptr_t(63);
+    return reinterpret_cast<char*>(base) + static_cast<size_t>(k) * bytes_;
+  }
+
+ private:
+  int64_t bytes_;
+  std::unique_ptr<char[]> data_;
 };
 
 // Scratch slots by liveness: an op's result takes a slot freed by a value whose last reader
@@ -313,6 +332,46 @@ void assign_slots(const Compiled& c, Plan& plan) {
           std::find(free_slots.begin(), free_slots.end(), plan.slot[u]) == free_slots.end()) {
         free_slots.push_back(plan.slot[u]);  // once, though an op may read it twice
       }
+    }
+  }
+}
+
+// Gathered inputs get slots after the ops' (the kernels read them while the ops run).
+void assign_gather_slots(const Compiled& c, Plan& plan) {
+  int64_t widest = 1;
+  for (int64_t size : plan.itemsize) {
+    widest = std::max(widest, size);
+  }
+  plan.slot_bytes = (kBlock * widest + 63) / 64 * 64 + 64;
+  plan.gather_slot.assign(c.num_inputs(), -1);
+  for (int i = 0; i < c.num_inputs(); ++i) {
+    if (plan.inputs[i].mode == InputAccess::Mode::gather) {
+      plan.gather_slot[i] = plan.num_slots++;
+    }
+  }
+}
+
+// Points in[i] at input i's block [start, start + n): in place when dense, gathered into its
+// slot when strided (scalars were set once).
+void read_inputs(const Plan& plan, const Scratch& scratch, int64_t start, int64_t n, int64_t total,
+                 std::vector<const void*>& in) {
+  for (size_t i = 0; i < plan.inputs.size(); ++i) {
+    const InputAccess& a = plan.inputs[i];
+    if (a.mode == InputAccess::Mode::dense) {
+      in[i] = a.base + start * a.itemsize;
+      // The next block, ahead of the ops: they read one input a page at a time, which the
+      // hardware prefetchers do not follow from one page to the next.
+      const int64_t end = std::min(start + 2 * n, total) * a.itemsize;
+      for (int64_t off = (start + n) * a.itemsize; off < end; off += 64) {
+        __builtin_prefetch(a.base + off);
+      }
+    } else if (a.mode == InputAccess::Mode::gather) {
+      char* dst = scratch.slot(plan.gather_slot[i]);
+      dispatch_by_size(static_cast<int>(a.itemsize), "Compiled",
+                       [&]<typename T>() { gather_block<T>(a, start, n, dst); });
+      in[i] = dst;
+    } else {
+      in[i] = a.base;
     }
   }
 }
@@ -355,31 +414,17 @@ void run_op(const Resolved& r, const FusedOp& op, const std::vector<const void*>
 void run_blocks(const Compiled& c, const Plan& plan, int64_t b0, int64_t b1, int64_t total) {
   const int nin = c.num_inputs();
   const int nv = nin + static_cast<int>(c.ops().size());
-  std::vector<uint64_t> scratch(static_cast<size_t>(plan.num_slots + nin) * kSlotBytes / 8);
+  Scratch scratch(plan);
   std::vector<uint64_t> scalars(static_cast<size_t>(nv) * 2);  // 16 bytes per value
   std::vector<const void*> ptr(nv);
   std::vector<char> is_scalar(nv, 0);
-  char* scratch_base = reinterpret_cast<char*>(scratch.data());
   for (int i = 0; i < nin; ++i) {
-    if (plan.inputs[i].mode == InputAccess::Mode::scalar) {
-      ptr[i] = plan.inputs[i].base;
-      is_scalar[i] = 1;
-    }
+    is_scalar[i] = plan.inputs[i].mode == InputAccess::Mode::scalar;
   }
   for (int64_t blk = b0; blk < b1; ++blk) {
     const int64_t start = blk * kBlock;
     const int64_t n = std::min(kBlock, total - start);
-    for (int i = 0; i < nin; ++i) {
-      const InputAccess& a = plan.inputs[i];
-      if (a.mode == InputAccess::Mode::dense) {
-        ptr[i] = a.base + start * a.itemsize;
-      } else if (a.mode == InputAccess::Mode::gather) {
-        char* dst = scratch_base + static_cast<size_t>(plan.num_slots + i) * kSlotBytes;
-        dispatch_by_size(static_cast<int>(a.itemsize), "Compiled",
-                         [&]<typename T>() { gather_block<T>(a, start, n, dst); });
-        ptr[i] = dst;
-      }
-    }
+    read_inputs(plan, scratch, start, n, total, ptr);
     for (size_t k = 0; k < c.ops().size(); ++k) {
       const FusedOp& op = c.ops()[k];
       const int v = nin + static_cast<int>(k);
@@ -393,7 +438,7 @@ void run_blocks(const Compiled& c, const Plan& plan, int64_t b0, int64_t b1, int
       } else if (plan.out_base[v]) {
         dst = plan.out_base[v] + start * plan.itemsize[v];
       } else {
-        dst = scratch_base + static_cast<size_t>(plan.slot[v]) * kSlotBytes;
+        dst = scratch.slot(plan.slot[v]);
       }
       run_op(plan.ops[k], op, ptr, is_scalar, dst, n);
       ptr[v] = dst;
@@ -408,33 +453,14 @@ void run_blocks(const Compiled& c, const Plan& plan, int64_t b0, int64_t b1, int
 // Blocks through a generated kernel: inputs as for the interpreter, every value in registers.
 void run_blocks_generated(BlockKernel kernel, const Compiled& c, const Plan& plan, int64_t b0,
                           int64_t b1, int64_t total) {
-  const int nin = c.num_inputs();
   const auto& outs = c.output_values();
-  std::vector<const void*> in(nin);
+  Scratch scratch(plan);
+  std::vector<const void*> in(c.num_inputs());
   std::vector<void*> out(outs.size());
-  std::vector<uint64_t> scratch;
-  for (int i = 0; i < nin; ++i) {
-    if (plan.inputs[i].mode == InputAccess::Mode::scalar) {
-      in[i] = plan.inputs[i].base;
-    } else if (plan.inputs[i].mode == InputAccess::Mode::gather) {
-      scratch.resize(static_cast<size_t>(nin) * kSlotBytes / 8);
-    }
-  }
-  char* scratch_base = reinterpret_cast<char*>(scratch.data());
   for (int64_t blk = b0; blk < b1; ++blk) {
     const int64_t start = blk * kBlock;
     const int64_t n = std::min(kBlock, total - start);
-    for (int i = 0; i < nin; ++i) {
-      const InputAccess& a = plan.inputs[i];
-      if (a.mode == InputAccess::Mode::dense) {
-        in[i] = a.base + start * a.itemsize;
-      } else if (a.mode == InputAccess::Mode::gather) {
-        char* dst = scratch_base + static_cast<size_t>(i) * kSlotBytes;
-        dispatch_by_size(static_cast<int>(a.itemsize), "Compiled",
-                         [&]<typename T>() { gather_block<T>(a, start, n, dst); });
-        in[i] = dst;
-      }
-    }
+    read_inputs(plan, scratch, start, n, total, in);
     for (size_t j = 0; j < outs.size(); ++j) {
       out[j] = plan.out_base[outs[j]] + start * plan.itemsize[outs[j]];
     }
@@ -504,6 +530,7 @@ void Compiled::eval_cpu(const std::vector<array>& inputs, std::vector<array>& ou
   }
   plan.ops = resolve(*this);
   assign_slots(*this, plan);
+  assign_gather_slots(*this, plan);
   int64_t bytes_per_elem = 0;
   for (int v = 0; v < nv; ++v) {
     bytes_per_elem += (v < nin && plan.inputs[v].mode == InputAccess::Mode::scalar) ||

@@ -347,8 +347,9 @@ class Jit {
       f << prelude() << k.source;
     }
     const char* cxx = std::getenv("MLX_JIT_CXX");
-    std::string cmd = std::string(cxx ? cxx : MLX_JIT_CXX) + " " + MLX_JIT_FLAGS + " -I" +
-                      MLX_JIT_SOURCE_DIR + " " + src + " -o " + tmp + " 2>&1";
+    // At the lowest priority: the compiler must not slow down the work it is building for.
+    std::string cmd = "nice -n 19 " + std::string(cxx ? cxx : MLX_JIT_CXX) + " " + MLX_JIT_FLAGS +
+                      " -I" + MLX_JIT_SOURCE_DIR + " " + src + " -o " + tmp + " 2>&1";
     if (debug_) {
       std::cerr << "[compile] building " << k.name << ":\n" << k.source;
     }
