@@ -5,17 +5,19 @@
 
 #include "mlx/ops/creation.h"
 #include "mlx/ops/graph.h"
+#include "mlx/primitives/reduction.h"
 #include "mlx/primitives/shape.h"
 #include "mlx/utils.h"
 
 namespace mlx::core {
 
 Compiled::Compiled(Stream stream, std::vector<Dtype> input_dtypes, std::vector<FusedOp> ops,
-                   std::vector<int> outputs)
+                   std::vector<int> outputs, FusedReduction reduction)
     : Primitive(stream),
       input_dtypes_(std::move(input_dtypes)),
       ops_(std::move(ops)),
-      outputs_(std::move(outputs)) {
+      outputs_(std::move(outputs)),
+      reduction_(std::move(reduction)) {
   const int n = num_inputs();
   for (size_t i = 0; i < ops_.size(); ++i) {
     for (int a = 0; a < ops_[i].num_args(); ++a) {
@@ -30,11 +32,17 @@ Compiled::Compiled(Stream stream, std::vector<Dtype> input_dtypes, std::vector<F
       throw std::invalid_argument(msg("[Compiled] Output value ", o, " is not an op result."));
     }
   }
+  if (has_reduction() &&
+      (reduction_.value < n || reduction_.value >= n + static_cast<int>(ops_.size()) ||
+       reduction_.axes.empty())) {
+    throw std::invalid_argument("[Compiled] The reduction must reduce an op result over axes.");
+  }
 }
 
 bool Compiled::is_equivalent(const Primitive& other) const {
   auto* o = dynamic_cast<const Compiled*>(&other);
-  return o && o->input_dtypes_ == input_dtypes_ && o->ops_ == ops_ && o->outputs_ == outputs_;
+  return o && o->input_dtypes_ == input_dtypes_ && o->ops_ == ops_ && o->outputs_ == outputs_ &&
+         o->reduction_ == reduction_;
 }
 
 namespace {
@@ -73,7 +81,7 @@ bool Compiled::uniform(const std::vector<array>& inputs) const {
       return false;
     }
   }
-  return true;
+  return !has_reduction() || shapes[reduction_.value] == full;
 }
 
 std::vector<Shape> Compiled::output_shapes(const std::vector<array>& inputs) {
@@ -81,7 +89,15 @@ std::vector<Shape> Compiled::output_shapes(const std::vector<array>& inputs) {
     throw std::invalid_argument(
         "[Compiled] The outputs of the fused region do not share one shape for these inputs.");
   }
-  return std::vector<Shape>(outputs_.size(), full_shape(inputs));
+  Shape full = full_shape(inputs);
+  std::vector<Shape> out(outputs_.size(), full);
+  if (has_reduction()) {
+    for (int a : reduction_.axes) {
+      full[a] = 1;
+    }
+    out.push_back(full);
+  }
+  return out;
 }
 
 std::vector<array> Compiled::expand(const std::vector<array>& inputs) const {
@@ -125,6 +141,17 @@ std::vector<array> Compiled::expand(const std::vector<array>& inputs) const {
   for (int o : outputs_) {
     outs.push_back(values[o]);
   }
+  if (has_reduction()) {
+    const array& v = values[reduction_.value];
+    Shape shape = v.shape();
+    for (int a : reduction_.axes) {
+      shape[a] = 1;
+    }
+    auto type = static_cast<Reduce::ReduceType>(reduction_.type);
+    outs.emplace_back(std::move(shape), v.dtype(),
+                      std::make_shared<Reduce>(stream(), type, reduction_.axes),
+                      std::vector<array>{v});
+  }
   return outs;
 }
 
@@ -156,6 +183,10 @@ std::string Compiled::code() const {
   os << "  out";
   for (int o : outputs_) {
     os << " v" << o;
+  }
+  if (has_reduction()) {
+    os << " " << Reduce(stream(), static_cast<Reduce::ReduceType>(reduction_.type), {}).name()
+       << "(v" << reduction_.value << ", axes " << Shape(reduction_.axes) << ")";
   }
   os << "\n";
   return os.str();

@@ -27,11 +27,24 @@ struct FusedOp {
   }
 };
 
+// A reduction attached to a region (its epilogue): the region's last output is
+// Reduce(type, axes) of `value`, computed as the value is, never stored at the region's shape.
+// `axes` are the trailing axes of the region's shape (a row reduction), sorted.
+struct FusedReduction {
+  int type = -1;  // a Reduce::ReduceType (Sum, Max or Min); -1: none
+  int value = -1;
+  std::vector<int> axes;
+  bool operator==(const FusedReduction& o) const {
+    return type == o.type && value == o.value && axes == o.axes;
+  }
+};
+
 class Compiled : public Primitive {
  public:
-  // `outputs` are op result values (each at most once), in the order of the primitive's outputs.
+  // `outputs` are op result values (each at most once), in the order of the primitive's outputs;
+  // with a reduction, its result follows them.
   Compiled(Stream stream, std::vector<Dtype> input_dtypes, std::vector<FusedOp> ops,
-           std::vector<int> outputs);
+           std::vector<int> outputs, FusedReduction reduction = {});
   MLX_DECLARE_EVAL
   const char* name() const override { return "Compiled"; }
   void print(std::ostream& os) override;
@@ -53,6 +66,8 @@ class Compiled : public Primitive {
   const std::vector<Dtype>& input_dtypes() const { return input_dtypes_; }
   const std::vector<FusedOp>& ops() const { return ops_; }
   const std::vector<int>& output_values() const { return outputs_; }
+  const FusedReduction& reduction() const { return reduction_; }
+  bool has_reduction() const { return reduction_.type >= 0; }
   int num_inputs() const { return static_cast<int>(input_dtypes_.size()); }
   Dtype value_dtype(int v) const {
     return v < num_inputs() ? input_dtypes_[v] : ops_[v - num_inputs()].dtype;
@@ -62,6 +77,7 @@ class Compiled : public Primitive {
   std::vector<Dtype> input_dtypes_;
   std::vector<FusedOp> ops_;
   std::vector<int> outputs_;
+  FusedReduction reduction_;
 };
 
 namespace detail {

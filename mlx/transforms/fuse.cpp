@@ -1,5 +1,6 @@
 #include "mlx/transforms/fuse.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <iostream>
@@ -8,6 +9,7 @@
 #include <stdexcept>
 
 #include "mlx/primitives/compiled.h"
+#include "mlx/primitives/reduction.h"
 #include "mlx/primitives/shape.h"
 #include "mlx/primitives/transform.h"
 #include "mlx/utils.h"
@@ -56,9 +58,10 @@ std::optional<FusedOp> fused_op_of(const ProgramStep& step) {
 }
 
 struct Region {
-  std::vector<int> members;  // step indices, ascending
+  std::vector<int> members;  // step indices, ascending (the reduction step included)
   Shape shape;
   Stream stream;
+  int reduction = -1;  // the Reduce step attached as the region's epilogue
 };
 
 class Fuser {
@@ -78,6 +81,9 @@ class Fuser {
   Program run() {
     for (size_t s = 0; s < p_.steps.size(); ++s) {
       place(static_cast<int>(s));
+    }
+    for (size_t s = 0; s < p_.steps.size(); ++s) {
+      attach_reduction(static_cast<int>(s));
     }
     return emit();
   }
@@ -260,6 +266,42 @@ class Fuser {
     join(static_cast<int>(regions_.size()) - 1, s);
   }
 
+  // A float32 Sum / Max / Min over the trailing axes of a region value joins the region as its
+  // epilogue (one per region): the value is reduced as it is computed. Regions only read values
+  // placed before, so no member reads the reduction's result.
+  void attach_reduction(int s) {
+    const ProgramStep& st = p_.steps[s];
+    auto* reduce = dynamic_cast<Reduce*>(st.primitive.get());
+    if (!reduce || !fuse_on(st.primitive->stream()) || st.dtypes[0] != float32) {
+      return;
+    }
+    auto type = reduce->type();
+    if (type != Reduce::Sum && type != Reduce::Max && type != Reduce::Min) {
+      return;
+    }
+    int v = st.inputs[0];
+    int prod = producer_[v];
+    if (prod < 0 || region_of_[prod] < 0 || dtype_of(v) != float32) {
+      return;
+    }
+    Region& reg = regions_[region_of_[prod]];
+    std::vector<int> axes = reduce->axes();
+    std::sort(axes.begin(), axes.end());
+    const int nd = static_cast<int>(reg.shape.size());
+    for (size_t k = 0; k < axes.size(); ++k) {
+      if (axes[k] != nd - static_cast<int>(axes.size()) + static_cast<int>(k)) {
+        return;  // not a row reduction
+      }
+    }
+    if (reg.reduction >= 0 || reg.shape != shape_of(v) || axes.empty()) {
+      return;
+    }
+    reg.reduction = s;
+    region_of_[s] = region_of_[prod];
+    operands_[s] = st.inputs;
+    reg.members.insert(std::upper_bound(reg.members.begin(), reg.members.end(), s), s);
+  }
+
   Program emit();
 
   const Program& p_;
@@ -273,7 +315,7 @@ class Fuser {
 };
 
 Program Fuser::emit() {
-  // Regions of one op stay ordinary steps reading their own inputs.
+  // Regions of one op (and no reduction) stay ordinary steps reading their own inputs.
   for (auto& reg : regions_) {
     if (reg.members.size() == 1) {
       region_of_[reg.members[0]] = -1;
@@ -395,9 +437,13 @@ Program Fuser::emit() {
         }
       }
     }
+    const Region& reg = regions_[region_of_[members[0]]];
     std::vector<FusedOp> ops;
     std::vector<int> outputs, produced;
     for (int s : members) {
+      if (s == reg.reduction) {
+        continue;
+      }
       FusedOp op = *fused_op_of(p_.steps[s]);
       for (size_t a = 0; a < operands_[s].size(); ++a) {
         op.args[a] = local[operands_[s][a]];
@@ -410,9 +456,17 @@ Program Fuser::emit() {
         produced.push_back(v);
       }
     }
-    const Region& reg = regions_[region_of_[members[0]]];
+    FusedReduction reduction;
+    if (reg.reduction >= 0) {
+      auto& r = static_cast<Reduce&>(*p_.steps[reg.reduction].primitive);
+      reduction.type = r.type();
+      reduction.value = local[p_.steps[reg.reduction].inputs[0]];
+      reduction.axes = r.axes();
+      std::sort(reduction.axes.begin(), reduction.axes.end());
+      produced.push_back(p_.steps[reg.reduction].first_output);
+    }
     auto prim = std::make_shared<Compiled>(reg.stream, std::move(in_dtypes), std::move(ops),
-                                           std::move(outputs));
+                                           std::move(outputs), std::move(reduction));
     if (debug) {
       std::cerr << "[compile] fused region of " << prim->ops().size() << " ops over shape "
                 << reg.shape << " (" << prim->num_inputs() << " inputs, "

@@ -440,3 +440,44 @@ def test_generated_kernels_equal_unfused_ops(name, rng):
     assert mx._fused_kernel_stats()["failed"] == 0
     same(ref, interpreted)
     same(ref, generated)
+
+
+REDUCTIONS = {
+    "sum(x * y)": lambda x, y: mx.sum(x * y),
+    "row dot": lambda x, y: mx.sum(x * y, axis=-1),
+    "rms norm": lambda x, y: x * mx.rsqrt(mx.mean(x * x, axis=-1, keepdims=True) + 1e-5),
+    "softmax": lambda x, y: (lambda e: e / mx.sum(e, axis=-1, keepdims=True))(
+        mx.exp(x - mx.max(x, axis=-1, keepdims=True))),
+    "mse loss": lambda x, y: mx.mean(mx.square(x - y)),
+    "max abs error": lambda x, y: mx.max(mx.abs(x - y), axis=(1, 2)),
+    "min over rows": lambda x, y: mx.min(mx.exp(x) - y, axis=-1, keepdims=True),
+}
+
+
+@pytest.mark.parametrize("name", list(REDUCTIONS))
+def test_reductions_with_fused_prologues(name, rng):
+    fun = REDUCTIONS[name]
+    for shape in [(3, 5, 1031), (2, 1, 7), (4, 3, 1)]:
+        x, y = sample(mx.float32, shape, rng), sample(mx.float32, shape, rng)
+        ref = fun(x, y)
+        compiled = mx.compile(fun)
+        c = warm_counts(compiled, x, y)
+        # The elementwise prologue and its reduction run as one kernel: no op of the prologue
+        # runs alone (rows of one element need no reduction at all).
+        if shape[-1] > 1:
+            assert c.get("Compiled", 0) >= 1 and "Sum" not in c and "Square" not in c, c
+        interpreted, generated = interpreted_and_generated(compiled, x, y)
+        for got in (interpreted, generated):
+            np.testing.assert_allclose(np.array(got), np.array(ref), rtol=2e-5, atol=1e-5)
+    g = mx.grad(lambda x, y: mx.sum(fun(x, y)))
+    np.testing.assert_allclose(np.array(mx.compile(g)(x, y)), np.array(g(x, y)), rtol=1e-5,
+                               atol=1e-6)
+
+
+def test_reduction_with_nan_and_shapeless(rng):
+    f = mx.compile(lambda x: mx.max(x * 2, axis=-1), shapeless=True)
+    x = mx.array([[1.0, np.nan, 3.0], [1.0, 2.0, -3.0]])
+    np.testing.assert_array_equal(np.isnan(np.array(f(x))), [True, False])
+    for shape in [(5, 9), (2, 4000)]:
+        x = sample(mx.float32, shape, rng)
+        np.testing.assert_allclose(np.array(f(x)), np.array(mx.max(x * 2, axis=-1)))

@@ -8,7 +8,9 @@
 #include "mlx/primitives/compiled.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <vector>
 
@@ -19,6 +21,8 @@
 #include "mlx/backend/cpu/elementwise_functors.h"
 #include "mlx/backend/cpu/thread_pool.h"
 #include "mlx/backend/cpu/unary_bulk.h"
+#include "mlx/primitives/reduction.h"
+#include "mlx/utils.h"
 
 namespace mlx::core {
 
@@ -314,6 +318,9 @@ void assign_slots(const Compiled& c, Plan& plan) {
       last[c.ops()[i].args[a]] = static_cast<int>(i);
     }
   }
+  if (c.has_reduction()) {
+    last[c.reduction().value] = nv;  // read after the ops, by the reduction
+  }
   plan.slot.assign(nv, -1);
   std::vector<int> free_slots;
   for (size_t i = 0; i < c.ops().size(); ++i) {
@@ -411,62 +418,131 @@ void run_op(const Resolved& r, const FusedOp& op, const std::vector<const void*>
   }
 }
 
-void run_blocks(const Compiled& c, const Plan& plan, int64_t b0, int64_t b1, int64_t total) {
-  const int nin = c.num_inputs();
-  const int nv = nin + static_cast<int>(c.ops().size());
-  Scratch scratch(plan);
-  std::vector<uint64_t> scalars(static_cast<size_t>(nv) * 2);  // 16 bytes per value
-  std::vector<const void*> ptr(nv);
-  std::vector<char> is_scalar(nv, 0);
-  for (int i = 0; i < nin; ++i) {
-    is_scalar[i] = plan.inputs[i].mode == InputAccess::Mode::scalar;
+// Computes blocks of a region on one thread: through a generated kernel when there is one,
+// else op by op over scratch.
+class BlockRunner {
+ public:
+  BlockRunner(const Compiled& c, const Plan& plan, BlockKernel kernel)
+      : c_(c), plan_(plan), kernel_(kernel), scratch_(plan) {
+    const int nin = c.num_inputs();
+    const int nv = nin + static_cast<int>(c.ops().size());
+    scalars_.resize(static_cast<size_t>(nv) * 2);  // 16 bytes per value
+    ptr_.resize(nv);
+    is_scalar_.assign(nv, 0);
+    for (int i = 0; i < nin; ++i) {
+      is_scalar_[i] = plan.inputs[i].mode == InputAccess::Mode::scalar;
+    }
+    for (int o : c.output_values()) {
+      kernel_outputs_.push_back(o);
+    }
+    if (c.has_reduction() && !plan.out_base[c.reduction().value]) {
+      kernel_outputs_.push_back(c.reduction().value);
+    }
+    out_.resize(kernel_outputs_.size());
   }
-  for (int64_t blk = b0; blk < b1; ++blk) {
-    const int64_t start = blk * kBlock;
-    const int64_t n = std::min(kBlock, total - start);
-    read_inputs(plan, scratch, start, n, total, ptr);
-    for (size_t k = 0; k < c.ops().size(); ++k) {
-      const FusedOp& op = c.ops()[k];
+
+  // Computes elements [start, start + n) (n <= kBlock) and returns the block of the value
+  // the reduction reads (nullptr without one).
+  const void* run(int64_t start, int64_t n, int64_t total) {
+    read_inputs(plan_, scratch_, start, n, total, ptr_);
+    if (kernel_) {
+      for (size_t j = 0; j < kernel_outputs_.size(); ++j) {
+        int v = kernel_outputs_[j];
+        out_[j] = plan_.out_base[v] ? plan_.out_base[v] + start * plan_.itemsize[v]
+                                    : scratch_.slot(plan_.slot[v]);
+      }
+      kernel_(ptr_.data(), out_.data(), n);
+      if (!c_.has_reduction()) {
+        return nullptr;
+      }
+      int v = c_.reduction().value;
+      return plan_.out_base[v] ? plan_.out_base[v] + start * plan_.itemsize[v]
+                               : scratch_.slot(plan_.slot[v]);
+    }
+    const int nin = c_.num_inputs();
+    for (size_t k = 0; k < c_.ops().size(); ++k) {
+      const FusedOp& op = c_.ops()[k];
       const int v = nin + static_cast<int>(k);
       bool scalar = true;
       for (int a = 0; a < op.num_args(); ++a) {
-        scalar = scalar && is_scalar[op.args[a]];
+        scalar = scalar && is_scalar_[op.args[a]];
       }
       void* dst;
       if (scalar) {
-        dst = &scalars[static_cast<size_t>(v) * 2];
-      } else if (plan.out_base[v]) {
-        dst = plan.out_base[v] + start * plan.itemsize[v];
+        dst = &scalars_[static_cast<size_t>(v) * 2];
+      } else if (plan_.out_base[v]) {
+        dst = plan_.out_base[v] + start * plan_.itemsize[v];
       } else {
-        dst = scratch.slot(plan.slot[v]);
+        dst = scratch_.slot(plan_.slot[v]);
       }
-      run_op(plan.ops[k], op, ptr, is_scalar, dst, n);
-      ptr[v] = dst;
-      is_scalar[v] = scalar;
-      if (scalar && plan.out_base[v]) {
-        fill_block(dst, plan.itemsize[v], plan.out_base[v] + start * plan.itemsize[v], n);
+      run_op(plan_.ops[k], op, ptr_, is_scalar_, dst, n);
+      ptr_[v] = dst;
+      is_scalar_[v] = scalar;
+      if (scalar && plan_.out_base[v]) {
+        fill_block(dst, plan_.itemsize[v], plan_.out_base[v] + start * plan_.itemsize[v], n);
       }
     }
+    if (!c_.has_reduction()) {
+      return nullptr;
+    }
+    int v = c_.reduction().value;
+    if (is_scalar_[v] && !plan_.out_base[v]) {
+      fill_block(ptr_[v], plan_.itemsize[v], scratch_.slot(plan_.slot[v]), n);
+      return scratch_.slot(plan_.slot[v]);
+    }
+    return is_scalar_[v] ? plan_.out_base[v] + start * plan_.itemsize[v] : ptr_[v];
   }
-}
 
-// Blocks through a generated kernel: inputs as for the interpreter, every value in registers.
-void run_blocks_generated(BlockKernel kernel, const Compiled& c, const Plan& plan, int64_t b0,
-                          int64_t b1, int64_t total) {
-  const auto& outs = c.output_values();
-  Scratch scratch(plan);
-  std::vector<const void*> in(c.num_inputs());
-  std::vector<void*> out(outs.size());
-  for (int64_t blk = b0; blk < b1; ++blk) {
-    const int64_t start = blk * kBlock;
-    const int64_t n = std::min(kBlock, total - start);
-    read_inputs(plan, scratch, start, n, total, in);
-    for (size_t j = 0; j < outs.size(); ++j) {
-      out[j] = plan.out_base[outs[j]] + start * plan.itemsize[outs[j]];
+ private:
+  const Compiled& c_;
+  const Plan& plan_;
+  BlockKernel kernel_;
+  Scratch scratch_;
+  std::vector<uint64_t> scalars_;
+  std::vector<const void*> ptr_;
+  std::vector<char> is_scalar_;
+  std::vector<int> kernel_outputs_;
+  std::vector<void*> out_;
+};
+
+// The reduction's accumulator: float32 values, a double sum (more accurate than the unfused
+// kernels' float partial sums), NaN-propagating max / min as the functors.
+struct Accumulator {
+  int type;
+  double acc;
+  explicit Accumulator(int t)
+      : type(t),
+        acc(t == Reduce::Sum ? 0.0
+                             : (t == Reduce::Max ? -std::numeric_limits<double>::infinity()
+                                                 : std::numeric_limits<double>::infinity())) {}
+  void add(const float* x, int64_t n) {
+    if (type == Reduce::Sum) {
+      float part[8] = {};
+      int64_t i = 0;
+      for (; i + 8 <= n; i += 8)
+        for (int l = 0; l < 8; ++l)
+          part[l] += x[i + l];
+      double s = 0;
+      for (int l = 0; l < 8; ++l)
+        s += part[l];
+      for (; i < n; ++i)
+        s += x[i];
+      acc += s;
+    } else {
+      for (int64_t i = 0; i < n; ++i)
+        combine(x[i]);
     }
-    kernel(in.data(), out.data(), n);
   }
-}
+  void combine(double v) {
+    if (type == Reduce::Sum) {
+      acc += v;
+    } else if (std::isnan(acc) || std::isnan(v)) {
+      acc = std::numeric_limits<double>::quiet_NaN();
+    } else {
+      acc = type == Reduce::Max ? std::max(acc, v) : std::min(acc, v);
+    }
+  }
+};
 
 // Output k may take over input i's buffer: same bytes per element, dense in the output's
 // layout, held by nothing else, and read by no op after the one that writes output k (a
@@ -501,8 +577,21 @@ int donor_for(const Compiled& c, const std::vector<array>& inputs, const array& 
 }  // namespace
 
 void Compiled::eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) {
-  const Shape& shape = outputs[0].shape();
-  const int64_t total = static_cast<int64_t>(outputs[0].size());
+  std::vector<Shape> input_shapes;
+  for (auto& in : inputs) {
+    input_shapes.push_back(in.shape());
+  }
+  const Shape shape =
+      outputs_.empty() ? broadcast_shapes(input_shapes, "Compiled") : outputs[0].shape();
+  const int64_t total = static_cast<int64_t>(shape_size(shape));
+  array reduced = has_reduction() ? outputs.back() : array(0.0f);
+  if (has_reduction()) {
+    reduced.set_data(allocator::malloc(reduced.nbytes()));
+    if (total == 0) {
+      std::fill(reduced.data<float>(), reduced.data<float>() + reduced.size(),
+                static_cast<float>(Accumulator(reduction_.type).acc));
+    }
+  }
   const int nin = num_inputs();
   const int nv = nin + static_cast<int>(ops_.size());
   Plan plan;
@@ -512,7 +601,7 @@ void Compiled::eval_cpu(const std::vector<array>& inputs, std::vector<array>& ou
   }
   plan.out_base.assign(nv, nullptr);
   std::vector<char> taken(nin, 0);
-  for (size_t k = 0; k < outputs.size(); ++k) {
+  for (size_t k = 0; k < outputs_.size(); ++k) {
     array& out = outputs[k];
     int donor = total > 0 ? donor_for(*this, inputs, out, outputs_[k], taken) : -1;
     if (donor >= 0) {
@@ -522,7 +611,7 @@ void Compiled::eval_cpu(const std::vector<array>& inputs, std::vector<array>& ou
     }
     plan.out_base[outputs_[k]] = out.data<char>();
   }
-  if (total == 0) {
+  if (total == 0 || (has_reduction() && reduced.size() == 0)) {
     return;
   }
   for (int i = 0; i < nin; ++i) {
@@ -538,21 +627,54 @@ void Compiled::eval_cpu(const std::vector<array>& inputs, std::vector<array>& ou
                           ? 0
                           : plan.itemsize[v];
   }
-  const int64_t blocks = (total + kBlock - 1) / kBlock;
-  const int64_t grain =
-      std::max<int64_t>(1, kParallelBytes / (kBlock * std::max<int64_t>(bytes_per_elem, 1)));
   std::vector<char> scalars(nin);
   for (int i = 0; i < nin; ++i) {
     scalars[i] = plan.inputs[i].mode == InputAccess::Mode::scalar;
   }
-  if (BlockKernel kernel = jit_kernel(*this, scalars)) {
+  std::vector<int> kernel_outputs = outputs_;
+  if (has_reduction() && !plan.out_base[reduction_.value]) {
+    kernel_outputs.push_back(reduction_.value);
+  }
+  BlockKernel kernel = jit_kernel(*this, scalars, kernel_outputs);
+  const int64_t grain =
+      std::max<int64_t>(1, kParallelBytes / (kBlock * std::max<int64_t>(bytes_per_elem, 4)));
+  if (!has_reduction()) {
+    const int64_t blocks = (total + kBlock - 1) / kBlock;
     parallel_for(blocks, grain, [&](int64_t b0, int64_t b1) {
-      run_blocks_generated(kernel, *this, plan, b0, b1, total);
+      BlockRunner runner(*this, plan, kernel);
+      for (int64_t b = b0; b < b1; ++b) {
+        runner.run(b * kBlock, std::min(kBlock, total - b * kBlock), total);
+      }
     });
     return;
   }
-  parallel_for(blocks, grain,
-               [&](int64_t b0, int64_t b1) { run_blocks(*this, plan, b0, b1, total); });
+  // Rows of the reduced trailing axes, each walked in blocks that stay inside the row; each
+  // block's partial result is kept by index, so the order of the combination is fixed.
+  int64_t row = 1;
+  for (int a : reduction_.axes) {
+    row *= shape[a];
+  }
+  const int64_t rows = total / row;
+  const int64_t per_row = (row + kBlock - 1) / kBlock;
+  std::vector<double> partial(static_cast<size_t>(rows * per_row));
+  parallel_for(rows * per_row, grain, [&](int64_t t0, int64_t t1) {
+    BlockRunner runner(*this, plan, kernel);
+    for (int64_t t = t0; t < t1; ++t) {
+      const int64_t r = t / per_row, off = t % per_row * kBlock;
+      const int64_t n = std::min(kBlock, row - off);
+      Accumulator acc(reduction_.type);
+      acc.add(static_cast<const float*>(runner.run(r * row + off, n, total)), n);
+      partial[t] = acc.acc;
+    }
+  });
+  float* dst = reduced.data<float>();
+  for (int64_t r = 0; r < rows; ++r) {
+    Accumulator acc(reduction_.type);
+    for (int64_t b = 0; b < per_row; ++b) {
+      acc.combine(partial[r * per_row + b]);
+    }
+    dst[r] = static_cast<float>(acc.acc);
+  }
 }
 
 }  // namespace mlx::core

@@ -102,7 +102,7 @@ std::string replace_ab(std::string e, const std::string& a, const std::string& b
 }  // namespace
 
 std::optional<std::string> jit_source(const Compiled& c, const std::vector<char>& scalar_inputs,
-                                      const std::string& name) {
+                                      const std::vector<int>& outputs, const std::string& name) {
   const int nin = c.num_inputs();
   for (int i = 0; i < nin; ++i) {
     if (c.input_dtypes()[i] != float32) {
@@ -137,7 +137,7 @@ std::optional<std::string> jit_source(const Compiled& c, const std::vector<char>
       src << "  const VecF s" << i << " = broadcast(i" << i << "[0]);\n";
     }
   }
-  for (size_t j = 0; j < c.output_values().size(); ++j) {
+  for (size_t j = 0; j < outputs.size(); ++j) {
     src << "  float* o" << j << " = static_cast<float*>(out[" << j << "]);\n";
   }
   // One body, twice: full lane groups, then the masked tail.
@@ -153,9 +153,9 @@ std::optional<std::string> jit_source(const Compiled& c, const std::vector<char>
       }
     }
     src << body.str();
-    for (size_t j = 0; j < c.output_values().size(); ++j) {
-      src << (tail ? "    store_partial(o" : "    store(o") << j << " + i, v"
-          << c.output_values()[j] << (tail ? ", r" : "") << ");\n";
+    for (size_t j = 0; j < outputs.size(); ++j) {
+      src << (tail ? "    store_partial(o" : "    store(o") << j << " + i, v" << outputs[j]
+          << (tail ? ", r" : "") << ");\n";
     }
     src << "  }\n";
   }
@@ -215,7 +215,8 @@ class Jit {
     return *j;
   }
 
-  BlockKernel lookup(const Compiled& c, const std::vector<char>& scalars) {
+  BlockKernel lookup(const Compiled& c, const std::vector<char>& scalars,
+                     const std::vector<int>& outputs) {
     if (!enabled_.load(std::memory_order_relaxed)) {
       return nullptr;
     }
@@ -224,6 +225,9 @@ class Jit {
       key += s ? 's' : 'd';
     }
     key += c.code();
+    for (int o : outputs) {
+      key += " " + std::to_string(o);
+    }
     std::shared_ptr<Kernel> k;
     {
       std::lock_guard<std::mutex> lock(mutex_);
@@ -233,7 +237,7 @@ class Jit {
       } else {
         k = std::make_shared<Kernel>();
         k->name = "mlx_fused_" + hex(std::hash<std::string>{}(key));
-        auto src = jit_source(c, scalars, k->name);
+        auto src = jit_source(c, scalars, outputs, k->name);
         kernels_[key] = k;
         if (!src) {
           k->done = true;
@@ -394,8 +398,9 @@ class Jit {
 
 }  // namespace
 
-BlockKernel jit_kernel(const Compiled& c, const std::vector<char>& scalar_inputs) {
-  return Jit::get().lookup(c, scalar_inputs);
+BlockKernel jit_kernel(const Compiled& c, const std::vector<char>& scalar_inputs,
+                       const std::vector<int>& outputs) {
+  return Jit::get().lookup(c, scalar_inputs, outputs);
 }
 
 }  // namespace mlx::core::cpu

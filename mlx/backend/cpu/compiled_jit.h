@@ -22,10 +22,12 @@ using BlockKernel = void (*)(const void* const* in, void* const* out, int64_t n)
 // The source of the region's kernel (function `name`), or nullopt when it has an op or dtype
 // without a vector form.
 std::optional<std::string> jit_source(const Compiled& c, const std::vector<char>& scalar_inputs,
-                                      const std::string& name);
+                                      const std::vector<int>& outputs, const std::string& name);
 
-// The kernel for this region and these scalar inputs when it is built; nullptr while it is
+// The kernel for this region, these scalar inputs and these output values (the region's, and
+// the value its reduction reads when that is not one) when it is built; nullptr while it is
 // being built, when the region has no vector form, or when generation is off or failed.
-BlockKernel jit_kernel(const Compiled& c, const std::vector<char>& scalar_inputs);
+BlockKernel jit_kernel(const Compiled& c, const std::vector<char>& scalar_inputs,
+                       const std::vector<int>& outputs);
 
 }  // namespace mlx::core::cpu
