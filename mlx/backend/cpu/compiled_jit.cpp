@@ -124,10 +124,14 @@ std::optional<std::string> jit_source(const Compiled& c, const std::vector<char>
     if (!e) {
       return std::nullopt;
     }
-    std::string a = "v" + std::to_string(op.args[0]);
-    std::string b = op.num_args() > 1 ? "v" + std::to_string(op.args[1]) : "";
-    body << "    VecF v" << nin + k << " = " << replace_ab(*e, "(" + a + ")", "(" + b + ")")
-         << ";\n";
+    auto operand = [&](int a) {
+      std::string name = "(v";
+      name += std::to_string(op.args[a]);
+      name += ')';
+      return name;
+    };
+    body << "    VecF v" << nin + k << " = "
+         << replace_ab(*e, operand(0), op.num_args() > 1 ? operand(1) : "") << ";\n";
   }
   std::ostringstream src;
   src << "extern \"C\" void " << name << "(const void* const* in, void* const* out, int64_t n) {\n";
@@ -226,7 +230,8 @@ class Jit {
     }
     key += c.code();
     for (int o : outputs) {
-      key += " " + std::to_string(o);
+      key += ' ';
+      key += std::to_string(o);
     }
     std::shared_ptr<Kernel> k;
     {
