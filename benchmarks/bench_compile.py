@@ -93,39 +93,48 @@ def of(fn, *args):
     return make
 
 
-def lm_rows(torch_python, steps):
-    """tokens/s of the main job's step: fused, unfused (MLX_DISABLE_FUSION=1), PyTorch eager."""
-    out = []
-    cold = tempfile.mkdtemp()
-    runs = [("ours, compiled + fused, empty kernel cache", sys.executable,
-             {"MLX_KERNEL_CACHE": cold}),
-            ("ours, compiled + fused, kernels cached", sys.executable, {"MLX_KERNEL_CACHE": cold}),
-            ("ours, compiled + fused, interpreter only", sys.executable, {"MLX_COMPILE_JIT": "0"}),
+def lm_rows(torch_python, steps, rounds):
+    """tokens/s of the main job's step (bench_lm.py's workers, one process each), best of
+    `rounds` alternating rounds: fused (kernels built in a first, unmeasured run), fused with
+    the interpreter only, fusion off, PyTorch eager."""
+    import json
+
+    cache = tempfile.mkdtemp()
+    runs = [("ours, compiled + fused (generated kernels)", sys.executable,
+             {"MLX_KERNEL_CACHE": cache}),
+            ("ours, compiled + fused (interpreter only)", sys.executable, {"MLX_COMPILE_JIT": "0"}),
             ("ours, compiled, fusion off", sys.executable, {"MLX_DISABLE_FUSION": "1"})]
     if torch_python and os.path.exists(torch_python):
         runs.append(("PyTorch eager", torch_python, {}))
-    import json
 
-    for label, python, extra in runs:
+    def one(label, python, extra, n):
         with tempfile.NamedTemporaryFile(suffix=".json") as tmp:
             kind = "torch" if label.startswith("PyTorch") else "mlx"
             cmd = [python, os.path.join(HERE, "bench_lm.py"), "--worker", kind, "--worker-steps",
-                   str(steps), "--worker-out", tmp.name]
-            env = dict(os.environ, **extra)
-            r = subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                               text=True)
+                   str(n), "--worker-out", tmp.name]
+            r = subprocess.run(cmd, env=dict(os.environ, **extra), stdout=subprocess.DEVNULL,
+                               stderr=subprocess.PIPE, text=True)
             if r.returncode != 0:
                 print(f"# {label}: failed: {r.stderr.strip().splitlines()[-1:]}", file=sys.stderr)
-                continue
+                return None
             with open(tmp.name) as f:
-                out.append((label, json.load(f)))
-    return out
+                return json.load(f)
+
+    one(*runs[0], 3)  # builds the kernels into the cache
+    best = {}
+    for _ in range(rounds):
+        for label, python, extra in runs:
+            r = one(label, python, extra, steps)
+            if r and (label not in best or r["tokens_per_s"] > best[label]["tokens_per_s"]):
+                best[label] = r
+    return [(label, best[label]) for label, _, _ in runs if label in best]
 
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--torch-python", default="/tmp/torch-venv/bin/python")
     p.add_argument("--lm-steps", type=int, default=12)
+    p.add_argument("--lm-rounds", type=int, default=2)
     args = p.parse_args()
     os.environ.setdefault("MLX_KERNEL_CACHE", tempfile.mkdtemp())  # measure real builds
     rng = np.random.default_rng(0)
@@ -158,10 +167,10 @@ def main():
         print(f"| {name} | {first * 1e3:.1f} | {build * 1e3:.0f} | {later * 1e3:.2f} |")
 
     if args.lm_steps > 0:
-        lm = lm_rows(args.torch_python, args.lm_steps)
+        lm = lm_rows(args.torch_python, args.lm_steps, args.lm_rounds)
         if lm:
             print(f"\nMain job training step (bench_lm.py model), {args.lm_steps} steps, "
-                  "steady tokens/s\n")
+                  f"steady tokens/s, best of {args.lm_rounds} alternating rounds\n")
             torch = [r for label, r in lm if label.startswith("PyTorch")]
             print("| implementation | tokens/s | relative to PyTorch eager |")
             print("|---|---|---|")
