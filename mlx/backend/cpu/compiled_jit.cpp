@@ -22,6 +22,8 @@ namespace mlx::core::cpu {
 
 namespace {
 
+constexpr size_t kMaxGeneratedOps = 256;
+
 // The vec.h expression of each op the generator handles, @ and # its operands. Each
 // equals the unfused kernel bit for bit: float32 unary ops there run the same vec.h function
 // (simd/vmath.cpp), arithmetic is IEEE, and the functors' NaN and signed-zero rules are kept.
@@ -104,6 +106,11 @@ std::string replace_ab(std::string e, const std::string& a, const std::string& b
 std::optional<std::string> jit_source(const Compiled& c, const std::vector<char>& scalar_inputs,
                                       const std::vector<int>& outputs, const std::string& name) {
   const int nin = c.num_inputs();
+  // Compile time grows faster than the region (every vec.h call is inlined): very long regions
+  // (stress graphs, fully unrolled loops) stay interpreted.
+  if (c.ops().size() > kMaxGeneratedOps) {
+    return std::nullopt;
+  }
   for (int i = 0; i < nin; ++i) {
     if (c.input_dtypes()[i] != float32) {
       return std::nullopt;
