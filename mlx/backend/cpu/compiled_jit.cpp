@@ -23,6 +23,7 @@ namespace mlx::core::cpu {
 namespace {
 
 constexpr size_t kMaxGeneratedOps = 256;
+constexpr size_t kMaxGeneratedCalls = 32;
 
 // The vec.h expression of each op the generator handles, @ and # its operands. Each
 // equals the unfused kernel bit for bit: float32 unary ops there run the same vec.h function
@@ -117,6 +118,7 @@ std::optional<std::string> jit_source(const Compiled& c, const std::vector<char>
     }
   }
   std::ostringstream body;
+  size_t calls = 0;  // inlined vec.h functions: they dominate the compile time
   for (size_t k = 0; k < c.ops().size(); ++k) {
     const FusedOp& op = c.ops()[k];
     if (op.dtype != float32) {
@@ -128,7 +130,7 @@ std::optional<std::string> jit_source(const Compiled& c, const std::vector<char>
     } else if (op.kind == FusedOp::Kind::binary) {
       e = binary_expr(static_cast<BinaryOp>(op.code));
     }
-    if (!e) {
+    if (!e || (e->find("(@)") != std::string::npos && ++calls > kMaxGeneratedCalls)) {
       return std::nullopt;
     }
     auto operand = [&](int a) {
