@@ -70,6 +70,26 @@ class GPT(nn.Module):
         return self.embed.as_linear(self.norm(x))
 
 
+def make_train_step(model, optimizer):
+    """The compiled training step (loss, gradients clipped at 1.0, optimizer update) and the
+    state it reads and writes."""
+
+    def loss_fn(model, x, y):
+        return nn.losses.cross_entropy(model(x), y, reduction="mean")
+
+    loss_and_grad = nn.value_and_grad(model, loss_fn)
+    state = [model.state, optimizer.state, mx.random.state]
+
+    @partial(mx.compile, inputs=state, outputs=state)
+    def step(x, y):
+        loss, grads = loss_and_grad(model, x, y)
+        grads, _ = optim.clip_grad_norm(grads, 1.0)
+        optimizer.update(model, grads)
+        return loss
+
+    return step, state
+
+
 def batches(data, batch, context, rng):
     x, y = sample_windows(data, batch, context, rng)
     return mx.array(x), mx.array(y)
@@ -179,18 +199,7 @@ def main(argv=None):
         start = load_checkpoint(args.checkpoint, model, optimizer, rng)
         print(f"resumed from {args.checkpoint} at step {start}")
 
-    def loss_fn(model, x, y):
-        return nn.losses.cross_entropy(model(x), y, reduction="mean")
-
-    loss_and_grad = nn.value_and_grad(model, loss_fn)
-    state = [model.state, optimizer.state, mx.random.state]
-
-    @partial(mx.compile, inputs=state, outputs=state)
-    def step(x, y):
-        loss, grads = loss_and_grad(model, x, y)
-        grads, _ = optim.clip_grad_norm(grads, 1.0)
-        optimizer.update(model, grads)
-        return loss
+    step, state = make_train_step(model, optimizer)
 
     device = "gpu" if mx.default_device() == mx.gpu else "cpu"
     print(f"device {device}, {n_params / 1e6:.2f}M parameters, vocab {vocab}, "

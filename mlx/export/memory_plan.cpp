@@ -2,6 +2,13 @@
 
 #include <algorithm>
 #include <numeric>
+#include <sstream>
+#include <string>
+#include <unordered_set>
+
+#include "mlx/memory/caching_allocator.h"
+#include "mlx/primitives/elementwise.h"
+#include "mlx/utils.h"
 
 namespace mlx::core::detail {
 
@@ -132,8 +139,45 @@ std::vector<int> eval_order(const Program& p) {
 }
 
 uint64_t planned_peak_bytes(const Program& p, const std::vector<int>& order) {
+  return simulate_memory(p, {}, order).peak_bytes;
+}
+
+namespace {
+
+// How a step's kernel gets its outputs' memory on the host.
+enum class OutputKind { view, donating, fresh };
+
+OutputKind output_kind(const Primitive& prim) {
+  static const std::unordered_set<std::string> views = {
+      "Broadcast",    "DynamicBroadcast", "Transpose",   "Slice",      "AsStrided", "Diagonal",
+      "StopGradient", "Depends",          "SqueezeAxes", "ExpandAxes", "Reshape",   "Copy",
+      "View",         "CustomTransforms"};
+  static const std::unordered_set<std::string> donating = {"Compiled"};
+  std::string name = prim.name();
+  if (views.count(name)) {
+    return OutputKind::view;
+  }
+  if (donating.count(name) || dynamic_cast<const Unary*>(&prim) ||
+      dynamic_cast<const Binary*>(&prim)) {
+    return OutputKind::donating;
+  }
+  return OutputKind::fresh;
+}
+
+std::string describe(const Program& p, int s) {
+  std::ostringstream os;
+  auto& st = p.steps[s];
+  os << st.primitive->name() << " " << st.shapes[0] << " " << st.dtypes[0] << " (step " << s << ")";
+  return os.str();
+}
+
+}  // namespace
+
+MemoryPlan simulate_memory(const Program& p, const std::vector<array>& inputs,
+                           const std::vector<int>& order) {
   Graph g = graph_of(p);
-  std::vector<int> last_use(p.num_values, -1);
+  const int nv = static_cast<int>(p.num_values);
+  std::vector<int> last_use(nv, -1);
   for (size_t pos = 0; pos < order.size(); ++pos) {
     for (int in : p.steps[order[pos]].inputs) {
       last_use[in] = static_cast<int>(pos);
@@ -142,28 +186,136 @@ uint64_t planned_peak_bytes(const Program& p, const std::vector<int>& order) {
   for (int o : p.outputs) {
     last_use[o] = static_cast<int>(order.size());
   }
-  uint64_t live = 0, peak = 0;
-  for (size_t pos = 0; pos < order.size(); ++pos) {
-    auto& step = p.steps[order[pos]];
-    for (size_t k = 0; k < step.shapes.size(); ++k) {
-      live += nbytes_of(step.shapes[k], step.dtypes[k]);
+  // Buffers: size and how many live values view them; value -> buffer (-1: held outside).
+  std::vector<uint64_t> size;
+  std::vector<int> refs, owner;
+  std::vector<int> buffer_of(nv, -1);
+  std::vector<char> dense(nv, 1), scalar(nv, 0);
+  std::vector<uint64_t> nbytes(nv, 0);
+  MemoryPlan plan;
+  std::unordered_set<const void*> seen;
+  for (size_t i = 0; i < inputs.size() && i < p.num_inputs; ++i) {
+    const array& a = inputs[i];
+    const void* key =
+        a.buffer_size() ? static_cast<const void*>(a.data<char>() - a.offset()) : nullptr;
+    if (!key || seen.insert(key).second) {
+      plan.input_bytes +=
+          a.buffer_size() ? a.buffer_size() : allocator::CachingAllocator::round_size(a.nbytes());
     }
-    peak = std::max(peak, live);
-    for (size_t k = 0; k < step.shapes.size(); ++k) {
-      if (last_use[step.first_output + k] < 0) {
-        live -= nbytes_of(step.shapes[k], step.dtypes[k]);
+    nbytes[i] = a.nbytes();
+    scalar[i] = a.size() == 1;
+  }
+  for (auto& [index, c] : p.constants) {
+    plan.input_bytes += c.nbytes();
+    nbytes[index] = c.nbytes();
+    scalar[index] = c.size() == 1;
+  }
+  uint64_t live = plan.input_bytes;
+  plan.peak_bytes = live;
+  auto release = [&](int v) {
+    int b = buffer_of[v];
+    if (b >= 0 && --refs[b] == 0) {
+      live -= size[b];
+    }
+  };
+  for (size_t pos = 0; pos < order.size(); ++pos) {
+    const int s = order[pos];
+    auto& st = p.steps[s];
+    OutputKind kind = output_kind(*st.primitive);
+    std::string pname = st.primitive->name();
+    if (kind == OutputKind::view && (pname == "Reshape" || pname == "Copy") &&
+        !dense[st.inputs[0]]) {
+      kind = OutputKind::fresh;  // copies what is not row-contiguous
+    }
+    std::vector<char> donated(st.inputs.size(), 0);
+    for (size_t k = 0; k < st.shapes.size(); ++k) {
+      const int v = st.first_output + static_cast<int>(k);
+      nbytes[v] = nbytes_of(st.shapes[k], st.dtypes[k]);
+      uint64_t elements = nbytes[v] / size_of(st.dtypes[k]);
+      scalar[v] = elements == 1;
+      if (kind == OutputKind::view && !st.inputs.empty()) {
+        int in = st.inputs[0];
+        buffer_of[v] = buffer_of[in];
+        if (buffer_of[v] >= 0) {
+          ++refs[buffer_of[v]];
+        }
+        std::string name = st.primitive->name();
+        dense[v] = dense[in] && (name == "Reshape" || name == "Copy" || name == "StopGradient" ||
+                                 name == "Depends" || name == "SqueezeAxes" ||
+                                 name == "ExpandAxes" || scalar[in]);
+        scalar[v] = scalar[in];
+        continue;
+      }
+      int donor = -1;
+      if (kind == OutputKind::donating) {
+        // Binary's dense paths need every operand dense or a broadcast scalar.
+        bool all_dense = true;
+        for (int in : st.inputs) {
+          all_dense = all_dense && (dense[in] || scalar[in]);
+        }
+        for (size_t j = 0; j < st.inputs.size() && donor < 0; ++j) {
+          int in = st.inputs[j];
+          int b = buffer_of[in];
+          bool ok = b >= 0 && !donated[j] && refs[b] == 1 && dense[in] && !scalar[in] &&
+                    last_use[in] == static_cast<int>(pos) && nbytes[in] == nbytes[v] &&
+                    size_of(st.dtypes[k]) * elements == nbytes[in] &&
+                    (st.primitive->name() == std::string("Compiled") || all_dense);
+          if (ok && g.producer[in] >= 0) {
+            auto& ps = p.steps[g.producer[in]];
+            ok = size_of(ps.dtypes[in - ps.first_output]) == size_of(st.dtypes[k]);
+          }
+          if (ok) {
+            donor = in;
+            donated[j] = 1;
+          }
+        }
+      }
+      if (donor >= 0) {
+        buffer_of[v] = buffer_of[donor];
+        ++refs[buffer_of[v]];
+        plan.reused_in_place.emplace_back(describe(p, s), describe(p, g.producer[donor]));
+        continue;
+      }
+      buffer_of[v] = static_cast<int>(size.size());
+      size.push_back(allocator::CachingAllocator::round_size(nbytes[v]));
+      refs.push_back(1);
+      owner.push_back(s);
+      live += size.back();
+      ++plan.num_allocations;
+      plan.allocated_bytes += size.back();
+    }
+    if (live > plan.peak_bytes) {
+      plan.peak_bytes = live;
+      plan.peak_step = describe(p, s);
+      plan.live_at_peak.clear();
+      plan.live_bytes_at_peak.clear();
+      std::vector<std::pair<uint64_t, int>> alive;
+      for (size_t b = 0; b < size.size(); ++b) {
+        if (refs[b] > 0) {
+          alive.emplace_back(size[b], owner[b]);
+        }
+      }
+      std::sort(alive.rbegin(), alive.rend());
+      for (auto& [bytes, step] : alive) {
+        plan.live_at_peak.push_back(describe(p, step));
+        plan.live_bytes_at_peak.push_back(bytes);
       }
     }
-    for (int in : step.inputs) {
-      int prod = g.producer[in];
-      if (prod >= 0 && last_use[in] == static_cast<int>(pos)) {
-        last_use[in] = -2;  // freed once
-        auto& ps = p.steps[prod];
-        live -= nbytes_of(ps.shapes[in - ps.first_output], ps.dtypes[in - ps.first_output]);
+    for (size_t k = 0; k < st.shapes.size(); ++k) {
+      if (last_use[st.first_output + k] < 0) {
+        release(st.first_output + static_cast<int>(k));
+      }
+    }
+    std::vector<int> done;
+    for (int in : st.inputs) {
+      if (last_use[in] == static_cast<int>(pos) &&
+          std::find(done.begin(), done.end(), in) == done.end()) {
+        done.push_back(in);
+        release(in);
       }
     }
   }
-  return peak;
+  return plan;
 }
 
 }  // namespace mlx::core::detail

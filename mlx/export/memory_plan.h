@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "mlx/transforms/compile_program.h"
+#include "mlx/transforms/transforms.h"
 
 namespace mlx::core::detail {
 
@@ -21,8 +22,15 @@ namespace mlx::core::detail {
 std::vector<int> plan_memory_order(const Program& program);
 
 // The peak of live intermediate bytes (step outputs, freed after their last use; program
-// outputs live to the end) when the steps run in `order`.
+// outputs live to the end) when the steps run in `order`: simulate_memory without inputs.
 uint64_t planned_peak_bytes(const Program& program, const std::vector<int>& order);
+
+// What running the program on `inputs` in `order` allocates, as eval and the CPU kernels do it:
+// views share their input's buffer, elementwise kernels take over an input buffer that dies
+// with them, blocks are rounded like the caching allocator's; inputs and constants are held
+// throughout and outputs to the end. Kernels' internal scratch is not modelled.
+MemoryPlan simulate_memory(const Program& program, const std::vector<array>& inputs,
+                           const std::vector<int>& order);
 
 // The order eval's depth-first walk would use (inputs in argument order), for comparison.
 std::vector<int> eval_order(const Program& program);

@@ -3,6 +3,7 @@
 // a build without a GPU backend makes each of these report that there is no GPU.
 #pragma once
 
+#include "mlx/primitives/compiled.h"
 #include "mlx/primitives/conv.h"
 #include "mlx/primitives/creation.h"
 #include "mlx/primitives/elementwise.h"
@@ -22,7 +23,7 @@
 #define MLX_PRIMITIVES_WITH_KERNELS(X) \
   X(Full) X(Arange) \
   X(AsType) X(Copy) X(Reshape) X(View) X(Concatenate) X(SliceUpdate) \
-  X(Unary) X(Binary) X(DivMod) X(Select) \
+  X(Unary) X(Binary) X(DivMod) X(Select) X(Compiled) \
   X(Reduce) X(ArgReduce) X(Scan) X(Softmax) X(LogSumExp) \
   X(Gather) X(GatherAxis) X(Scatter) X(ScatterAxis) X(SortAlongAxis) \
   X(Matmul) X(AddMM) \

@@ -12,6 +12,7 @@
 
 #include "mlx/memory/memory.h"
 #include "mlx/primitives/primitive.h"
+#include "mlx/runtime/kernel_counter.h"
 #include "mlx/runtime/scheduler.h"
 #include "mlx/utils.h"
 
@@ -90,6 +91,9 @@ void run_node(array& node, bool keep_graph) {
       }
     }
     allocator::set_current_op(prim.name());
+    if (detail::kernel_counting()) {
+      detail::count_kernel(prim.name());
+    }
     if (prim.stream().device.type == Device::cpu) {
       prim.eval_cpu(inputs, outs);
     } else {

@@ -8,10 +8,12 @@
 #include <stdexcept>
 #include <unordered_map>
 
+#include "mlx/export/memory_plan.h"
 #include "mlx/ops.h"
 #include "mlx/primitives/primitive.h"
 #include "mlx/primitives/shape.h"
 #include "mlx/transforms/compile_program.h"
+#include "mlx/transforms/fuse.h"
 #include "mlx/transforms/graph.h"
 #include "mlx/transforms/transforms.h"
 #include "mlx/utils.h"
@@ -81,27 +83,9 @@ class CompiledFunction {
     if (!compile_enabled()) {
       return fun_(args);
     }
-    std::vector<array> inputs = args;
-    for (array* s : options_.state_inputs) {
-      inputs.push_back(*s);
-    }
-    Signature sig = Signature::of(inputs, options_.shapeless);
-    const detail::Program* program = nullptr;
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      for (auto& t : traces_) {
-        if (t.signature == sig) {
-          program = &t.program;
-        }
-      }
-    }
-    if (!program) {
-      Trace t{sig, capture(inputs, args.size())};
-      std::lock_guard<std::mutex> lock(mutex_);
-      traces_.push_back(std::move(t));
-      program = &traces_.back().program;
-    }
-    std::vector<array> outputs = detail::replay(*program, inputs, options_.shapeless);
+    std::vector<array> inputs = with_state(args);
+    const detail::Program& program = program_for(inputs, args.size());
+    std::vector<array> outputs = detail::replay(program, inputs, options_.shapeless);
     size_t num_results = outputs.size() - options_.state_outputs.size();
     for (size_t i = 0; i < options_.state_outputs.size(); ++i) {
       *options_.state_outputs[i] = outputs[num_results + i];
@@ -110,7 +94,38 @@ class CompiledFunction {
     return outputs;
   }
 
+  MemoryPlan memory_plan(const std::vector<array>& args) {
+    std::vector<array> inputs = with_state(args);
+    const detail::Program& program = program_for(inputs, args.size());
+    return detail::simulate_memory(program, inputs, detail::eval_order(program));
+  }
+
  private:
+  std::vector<array> with_state(const std::vector<array>& args) const {
+    std::vector<array> inputs = args;
+    for (array* s : options_.state_inputs) {
+      inputs.push_back(*s);
+    }
+    return inputs;
+  }
+
+  // The trace for these inputs, captured on first use.
+  const detail::Program& program_for(const std::vector<array>& inputs, size_t num_args) {
+    Signature sig = Signature::of(inputs, options_.shapeless);
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      for (auto& t : traces_) {
+        if (t.signature == sig) {
+          return t.program;
+        }
+      }
+    }
+    Trace t{sig, capture(inputs, num_args)};
+    std::lock_guard<std::mutex> lock(mutex_);
+    traces_.push_back(std::move(t));
+    return traces_.back().program;
+  }
+
   detail::Program capture(const std::vector<array>& inputs, size_t num_args) {
     detail::TracingScope scope;
     detail::ShapelessScope shapeless(options_.shapeless);
@@ -128,7 +143,11 @@ class CompiledFunction {
         outputs.push_back(*s);
       }
     }
-    return detail::build_program(placeholders, outputs, options_.shapeless);
+    detail::Program program = detail::build_program(placeholders, outputs, options_.shapeless);
+    if (detail::fusion_enabled()) {
+      program = detail::fuse_elementwise(program, options_.shapeless);
+    }
+    return program;
   }
 
   ArrayFn fun_;
@@ -143,9 +162,24 @@ void disable_compile() { compile_flag().store(false); }
 void enable_compile() { compile_flag().store(true); }
 bool compile_enabled() { return compile_flag().load(); }
 
+namespace {
+// What compile returns: memory_plan finds the compiled function through its type.
+struct CompiledCall {
+  std::shared_ptr<CompiledFunction> fn;
+  std::vector<array> operator()(const std::vector<array>& args) const { return (*fn)(args); }
+};
+}  // namespace
+
 ArrayFn compile(const ArrayFn& fun, CompileOptions options) {
-  auto compiled = std::make_shared<CompiledFunction>(fun, std::move(options));
-  return [compiled](const std::vector<array>& args) { return (*compiled)(args); };
+  return CompiledCall{std::make_shared<CompiledFunction>(fun, std::move(options))};
+}
+
+MemoryPlan memory_plan(const ArrayFn& compiled, const std::vector<array>& args) {
+  auto* call = compiled.target<CompiledCall>();
+  if (!call) {
+    throw std::invalid_argument("[memory_plan] The function is not a compiled function.");
+  }
+  return call->fn->memory_plan(args);
 }
 
 ArrayFn compile(const ArrayFn& fun, bool shapeless) {

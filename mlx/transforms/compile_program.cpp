@@ -5,6 +5,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "mlx/primitives/compiled.h"
 #include "mlx/primitives/shape.h"
 #include "mlx/runtime/eval.h"
 #include "mlx/transforms/graph.h"
@@ -98,6 +99,7 @@ Program build_program(const std::vector<array>& placeholders, const std::vector<
   IdSet sources;
   for (size_t i = 0; i < placeholders.size(); ++i) {
     value_of[placeholders[i].id()] = static_cast<int>(i);
+    program.input_dtypes.push_back(placeholders[i].dtype());
     sources.insert(placeholders[i].id());
   }
   int next = static_cast<int>(placeholders.size());
@@ -180,6 +182,15 @@ std::vector<array> replay(const Program& program, const std::vector<array>& inpu
     step_inputs.reserve(step.inputs.size());
     for (int i : step.inputs) {
       step_inputs.push_back(*values[i]);
+    }
+    // A fused region whose outputs no longer share one shape runs as its unfused ops.
+    auto* fused = dynamic_cast<Compiled*>(step.primitive.get());
+    if (shapeless && fused && !fused->uniform(step_inputs)) {
+      auto outs = fused->expand(step_inputs);
+      for (size_t k = 0; k < outs.size(); ++k) {
+        values[step.first_output + k] = std::move(outs[k]);
+      }
+      continue;
     }
     std::vector<Shape> shapes =
         shapeless ? step.primitive->output_shapes(step_inputs) : step.shapes;

@@ -21,6 +21,7 @@ struct ProgramStep {
 
 struct Program {
   size_t num_inputs = 0;
+  std::vector<Dtype> input_dtypes;
   size_t num_values = 0;
   std::vector<std::pair<int, array>> constants;  // (value index, value)
   std::vector<ProgramStep> steps;

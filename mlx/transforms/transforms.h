@@ -5,6 +5,7 @@
 
 #include <functional>
 #include <optional>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -93,6 +94,21 @@ struct CompileOptions {
 };
 ArrayFn compile(const ArrayFn& fun, bool shapeless = false);
 ArrayFn compile(const ArrayFn& fun, CompileOptions options);
+
+// The memory plan of a compiled function for these arguments (traced if needed, not run):
+// what one call allocates and when, as eval runs it.
+struct MemoryPlan {
+  uint64_t peak_bytes = 0;   // bytes in use at the peak, the held inputs included
+  uint64_t input_bytes = 0;  // arguments, state and captured constants (held throughout)
+  int64_t num_allocations = 0;
+  uint64_t allocated_bytes = 0;
+  // (step, the step whose buffer it writes in place)
+  std::vector<std::pair<std::string, std::string>> reused_in_place;
+  std::string peak_step;                  // the step that runs at the peak
+  std::vector<std::string> live_at_peak;  // steps whose outputs are alive then, largest first
+  std::vector<uint64_t> live_bytes_at_peak;
+};
+MemoryPlan memory_plan(const ArrayFn& compiled, const std::vector<array>& args);
 
 // Compiled functions run their function directly (no capture) while compilation is disabled.
 // MLX_DISABLE_COMPILE=1 in the environment disables it from the start.

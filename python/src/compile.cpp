@@ -4,6 +4,7 @@
 // shapeless), plus the arrays of the captured state. `inputs` / `outputs` trees are the C++
 // CompileOptions state: flattened on each call, and the new values written back into their
 // lists and dicts.
+#include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
 #include <algorithm>
@@ -100,6 +101,44 @@ class Compiled {
     if (!compile_enabled()) {
       return call(fun_, args, kwargs);
     }
+    std::vector<array> outs;
+    Entry& e = with_entry(args, kwargs, [&](Entry& e, const std::vector<array>& flat) {
+      outs = e.compiled(flat);
+      tree_replace(outputs_, e.state_out);
+    });
+    return tree_unflatten(e.out_tree, outs);
+  }
+
+  // What one call with these arguments allocates (traced if needed, not run).
+  nb::dict memory_plan(const nb::args& args, const nb::kwargs& kwargs) {
+    MemoryPlan plan;
+    with_entry(args, kwargs, [&](Entry& e, const std::vector<array>& flat) {
+      plan = mlx::core::memory_plan(e.compiled, flat);
+    });
+    nb::dict d;
+    d["peak_bytes"] = plan.peak_bytes;
+    d["input_bytes"] = plan.input_bytes;
+    d["num_allocations"] = plan.num_allocations;
+    d["allocated_bytes"] = plan.allocated_bytes;
+    nb::list reused;
+    for (auto& [step, from] : plan.reused_in_place) {
+      reused.append(nb::make_tuple(step, from));
+    }
+    d["reused_in_place"] = reused;
+    d["peak_step"] = plan.peak_step;
+    nb::list live;
+    for (size_t i = 0; i < plan.live_at_peak.size(); ++i) {
+      live.append(nb::make_tuple(plan.live_at_peak[i], plan.live_bytes_at_peak[i]));
+    }
+    d["live_at_peak"] = live;
+    return d;
+  }
+
+ private:
+  // Finds (or makes) the entry of this call, gives it the state, runs `body` and leaves the
+  // entry holding no state.
+  template <typename F>
+  Entry& with_entry(const nb::args& args, const nb::kwargs& kwargs, F&& body) {
     nb::object structure = nb::make_tuple(args, kwargs);
     std::vector<array> flat = tree_flatten(structure, false);
     std::vector<array> state_in = tree_flatten(inputs_, false);
@@ -113,15 +152,21 @@ class Compiled {
     e.structure = structure;
     e.inputs = inputs_;
     e.outputs = outputs_;
-    std::vector<array> outs = e.compiled(flat);
-    tree_replace(outputs_, e.state_out);
-    // Between calls the entry keeps no state alive (old parameters, say).
-    std::fill(e.state_in.begin(), e.state_in.end(), e.blank);
-    std::fill(e.state_out.begin(), e.state_out.end(), e.blank);
-    return tree_unflatten(e.out_tree, outs);
+    auto clear = [&] {
+      // Between calls the entry keeps no state alive (old parameters, say).
+      std::fill(e.state_in.begin(), e.state_in.end(), e.blank);
+      std::fill(e.state_out.begin(), e.state_out.end(), e.blank);
+    };
+    try {
+      body(e, flat);
+    } catch (...) {
+      clear();
+      throw;
+    }
+    clear();
+    return e;
   }
 
- private:
   Entry& entry(nb::handle key, const std::vector<array>& state_in,
                const std::vector<array>& state_out) {
     nb::object pos = cache_->index.get(key, nb::none());
@@ -157,7 +202,12 @@ void init_compile(nb::module_& m) {
   static PyType_Slot slots[] = {{Py_tp_traverse, reinterpret_cast<void*>(&traverse_refs<Compiled>)},
                                 {0, nullptr}};
   nb::class_<Compiled>(m, "_CompiledFunction", nb::type_slots(slots))
-      .def("__call__", &Compiled::operator());
+      .def("__call__", &Compiled::operator())
+      .def("memory_plan", &Compiled::memory_plan,
+           "What one call with these arguments allocates, predicted without running it: a dict "
+           "with peak_bytes (held inputs included), input_bytes, num_allocations, "
+           "allocated_bytes, reused_in_place ((step, step whose buffer it writes) pairs), "
+           "peak_step and live_at_peak ((step, bytes) pairs, largest first).");
   m.def(
       "compile",
       [](nb::callable fun, nb::object inputs, nb::object outputs, bool shapeless) {

@@ -13,7 +13,10 @@
 #include <numeric>
 
 #include "mlx/ops.h"
+#include "mlx/primitives/compiled.h"
 #include "mlx/runtime/eval.h"
+#include "mlx/runtime/kernel_counter.h"
+#include "mlx/transforms/fuse.h"
 #include "mlx/utils.h"
 #include "python/src/bindings.h"
 #include "python/src/convert.h"
@@ -551,5 +554,45 @@ void init_transforms(nb::module_& m) {
       .def("vmap", &CustomFunction::set_vmap, nb::arg("f"));
   m.def("disable_compile", &disable_compile, "Makes compiled functions run uncompiled.");
   m.def("enable_compile", &enable_compile, "Undoes disable_compile.");
+  m.def(
+      "_kernel_counts",
+      [](bool enable, bool reset) {
+        auto counts = detail::kernel_counts(reset);
+        detail::set_kernel_counting(enable);
+        nb::dict d;
+        for (auto& [name, n] : counts) {
+          d[nb::str(name.c_str())] = n;
+        }
+        return d;
+      },
+      nb::arg("enable") = true, nb::arg("reset") = true,
+      "Debugging: the primitives eval ran since the last call, by name (views included), then "
+      "keeps counting while enable is true.");
+  m.def(
+      "_fused_kernel_stats",
+      [](bool wait) {
+        if (wait) {
+          nb::gil_scoped_release release;
+          detail::wait_for_fused_kernels();
+        }
+        auto s = detail::fused_kernel_stats();
+        nb::dict d;
+        d["built"] = s.built;
+        d["from_disk"] = s.from_disk;
+        d["memory_hits"] = s.memory_hits;
+        d["interpreted"] = s.interpreted;
+        d["failed"] = s.failed;
+        return d;
+      },
+      nb::arg("wait") = false,
+      "Debugging and benchmarks: the CPU's generated fused kernels (built, loaded from the disk "
+      "cache, evaluations that ran one or the interpreter, failures); wait=True first waits "
+      "for the kernels being built.");
+  m.def("_set_fused_kernel_generation", &detail::set_fused_kernel_generation, nb::arg("enabled"),
+        "Debugging and benchmarks: whether the CPU runs fused regions through generated "
+        "kernels (else the interpreter).");
+  m.def("_set_fusion", &detail::set_fusion_enabled, nb::arg("enabled"),
+        "Debugging and benchmarks: whether compile fuses elementwise regions (traces made "
+        "afterwards).");
   init_compile(m);
 }

@@ -18,29 +18,20 @@ void run(const array& a, const array& b, array& out, const char* name) {
   });
 }
 
-// x ** k for a broadcast scalar exponent k that is a small integer: repeated products instead
-// of std::pow per element (about 10x faster). Returns false when k does not qualify.
+// Power with a broadcast scalar exponent that is a small integer (fn::PowerByInteger).
+// Returns false when the exponent does not qualify.
 bool power_by_small_integer(const array& a, const array& b, array& out) {
   if (!is_floating_point(a.dtype()) || b.data_size() != 1) {
     return false;
   }
   double k = dispatch_float(b.dtype(), "Power",
                             [&]<typename T>() { return cast_value<double>(*b.data<T>()); });
-  if (k != static_cast<int>(k) || k < -4 || k > 4) {
+  int n;
+  if (!fn::small_integer_exponent(k, n)) {
     return false;
   }
-  const int n = static_cast<int>(k);
-  dispatch_float(a.dtype(), "Power", [&]<typename T>() {
-    using C = std::conditional_t<std::is_same_v<T, double>, double, float>;
-    unary_loop<T, T>(a, out, [n](T x) {
-      C base = static_cast<C>(x);
-      C p = 1;
-      for (int i = 0; i < (n < 0 ? -n : n); ++i) {
-        p *= base;
-      }
-      return T(n < 0 ? C(1) / p : p);
-    });
-  });
+  dispatch_float(a.dtype(), "Power",
+                 [&]<typename T>() { unary_loop<T, T>(a, out, fn::PowerByInteger{n}); });
   return true;
 }
 

@@ -1,7 +1,7 @@
 #include "mlx/backend/common/elementwise_types.h"
 #include "mlx/backend/cpu/elementwise.h"
 #include "mlx/backend/cpu/elementwise_functors.h"
-#include "mlx/backend/cpu/simd/vmath.h"
+#include "mlx/backend/cpu/unary_bulk.h"
 #include "mlx/primitives/elementwise.h"
 
 namespace mlx::core {
@@ -10,48 +10,11 @@ namespace {
 
 using namespace cpu;
 
-// The vectorized float32 kernel of an op, or nullptr (of type std::nullptr_t: comparing a
-// function's address with nullptr is not a constant expression under the sanitizers).
-template <typename Op>
-constexpr auto bulk_kernel() {
-#define BULK(OP, FN)                          \
-  if constexpr (std::is_same_v<Op, fn::OP>) { \
-    return simd::FN;                          \
-  } else
-  BULK(Exp, exp)
-  BULK(Expm1, expm1)
-  BULK(Log, log)
-  BULK(Log1p, log1p)
-  BULK(Log2, log2)
-  BULK(Log10, log10)
-  BULK(Sin, sin)
-  BULK(Cos, cos)
-  BULK(Tan, tan)
-  BULK(Tanh, tanh)
-  BULK(Sigmoid, sigmoid)
-  BULK(Erf, erf)
-  BULK(ErfInv, erfinv)
-  BULK(Gelu, gelu)
-  BULK(GeluGrad, gelu_grad)
-  BULK(Sinh, sinh)
-  BULK(Cosh, cosh)
-  BULK(ArcTan, atan)
-  BULK(ArcSin, asin)
-  BULK(ArcCos, acos)
-  BULK(ArcSinh, asinh)
-  BULK(ArcCosh, acosh)
-  BULK(ArcTanh, atanh)
-  BULK(Sqrt, sqrt)
-  BULK(Rsqrt, rsqrt) { return nullptr; }
-#undef BULK
-}
-
 template <typename Op, TypeClass kClass>
 void run_same_type(const array& in, array& out, const char* name) {
-  constexpr auto bulk = bulk_kernel<Op>();
-  if constexpr (!std::is_same_v<std::decay_t<decltype(bulk)>, std::nullptr_t>) {
+  if constexpr (has_bulk_kernel_v<Op>) {
     if (in.dtype() == float32) {
-      unary_loop_bulk(in, out, bulk, Op{});
+      unary_loop_bulk(in, out, bulk_kernel<Op>(), Op{});
       return;
     }
   }

@@ -36,5 +36,6 @@ MLX_NO_GPU_KERNEL(fast::ScaledDotProductAttentionVJP)
 #ifndef MLX_CUDA_HAS_CUFFT
 MLX_NO_GPU_KERNEL(FFT)
 #endif
+MLX_NO_GPU_KERNEL(Compiled)
 
 }  // namespace mlx::core
