@@ -223,9 +223,9 @@ Buffer CachingAllocator::malloc(size_t requested) {
   uint32_t stack = trace::enabled() ? trace::current_stack() : 0;
   std::lock_guard<std::mutex> lock(mutex_);
   size_t size = round_size(requested, cache_.page_size());
-  if (policy_.adaptive && size >= cache_.page_size()) {
+  bool classed = policy_.adaptive && size >= cache_.page_size();
+  if (classed) {
     classes_.observe(size);
-    size = classes_.pick(size, cache_.max_waste(size));
   }
   if (idle_ns_ != 0) {
     trim_idle_locked(steady_ns());
@@ -238,6 +238,11 @@ Buffer CachingAllocator::malloc(size_t requested) {
     stats_.cache_hits++;
   } else {
     stats_.cache_misses++;
+    if (classed) {
+      // A new block gets its class's size, so that it serves the sizes near it later; the
+      // cache was searched for the request itself first, as without classes.
+      size = classes_.pick(size, cache_.max_waste(size));
+    }
     block = system_malloc_locked(size, requested);
     block_size = size;
     if (block == nullptr) {

@@ -28,8 +28,10 @@ std::string device_name(const nb::object& device, const char* fn) {
   if (nb::isinstance<nb::str>(device)) {
     return nb::cast<std::string>(device);
   }
-  if (nb::isinstance<Device>(device)) {
-    if (nb::cast<Device>(device).type == Device::cpu) {
+  bool is_type = nb::isinstance<Device::DeviceType>(device);
+  if (is_type || nb::isinstance<Device>(device)) {
+    auto type = is_type ? nb::cast<Device::DeviceType>(device) : nb::cast<Device>(device).type;
+    if (type == Device::cpu) {
       return "cpu";
     }
     std::vector<std::string> names = memory_devices();
@@ -39,7 +41,8 @@ std::string device_name(const nb::object& device, const char* fn) {
     return names[1];
   }
   throw nb::type_error(
-      (std::string("[") + fn + "] device must be None, a str or an mx.Device.").c_str());
+      (std::string("[") + fn + "] device must be None, a str, mx.cpu / mx.gpu or an mx.Device.")
+          .c_str());
 }
 
 nb::dict policy_dict(const allocator::CachePolicy& p) {

@@ -60,7 +60,13 @@ uint32_t capture_stack() {
   }
   Py_XDECREF(frame);
   PyErr_Clear();
-  std::string key(reinterpret_cast<const char*>(frames.data()), frames.size() * sizeof(frames[0]));
+  // The key from the fields alone (a pair's padding bytes are not part of its value).
+  std::string key;
+  key.reserve(frames.size() * (sizeof(PyObject*) + sizeof(int)));
+  for (auto& [code, line] : frames) {
+    key.append(reinterpret_cast<const char*>(&code), sizeof(code));
+    key.append(reinterpret_cast<const char*>(&line), sizeof(line));
+  }
   auto& t = stack_table();
   auto it = t.ids.find(key);
   if (it != t.ids.end()) {
