@@ -51,7 +51,10 @@ Registry& registry() {
 
 // Sums over every allocator and their peaks: the process's real totals, where the sum of each
 // allocator's own peak would only bound them.
+// Kept only once a second allocator exists: with one, its own peaks are the process's, and its
+// hot path skips these atomics.
 std::atomic<size_t> g_active{0}, g_held{0}, g_peak_active{0}, g_peak_held{0};
+std::atomic<bool> g_multi{false};
 
 void raise_peak(std::atomic<size_t>& peak, size_t value) {
   size_t old = peak.load(std::memory_order_relaxed);
@@ -117,9 +120,23 @@ CachingAllocator::CachingAllocator(SystemMemory system, size_t memory_limit)
     std::fprintf(stderr, "[memory:%s] %s Using the default cache policy.\n", system_.name,
                  e.what());
   }
-  auto& r = registry();
-  std::lock_guard<std::mutex> lock(r.mutex);
-  r.allocators.push_back(this);
+  std::vector<CachingAllocator*> others;
+  {
+    auto& r = registry();
+    std::lock_guard<std::mutex> lock(r.mutex);
+    r.allocators.push_back(this);
+    if (r.allocators.size() == 2 && !g_multi.exchange(true)) {
+      others = r.allocators;
+    }
+  }
+  // The second allocator: from now on the sums are kept; they start from every allocator's
+  // current bytes, their peaks from the peaks the first one reached alone.
+  for (auto* a : others) {
+    std::lock_guard<std::mutex> lock(a->mutex_);
+    a->publish_locked();
+    raise_peak(g_peak_active, a->stats_.peak_memory);
+    raise_peak(g_peak_held, a->stats_.peak_footprint);
+  }
 }
 
 CachingAllocator::~CachingAllocator() {
@@ -130,7 +147,10 @@ CachingAllocator::~CachingAllocator() {
   }
   std::lock_guard<std::mutex> lock(mutex_);
   cache_.clear();
-  publish_locked();
+  if (g_multi.load()) {  // its bytes leave the sums with it
+    g_active.fetch_sub(published_active_);
+    g_held.fetch_sub(published_held_);
+  }
 }
 
 std::vector<CachingAllocator*> CachingAllocator::all() {
@@ -139,6 +159,7 @@ std::vector<CachingAllocator*> CachingAllocator::all() {
   return r.allocators;
 }
 
+bool CachingAllocator::keeps_global_sums() { return g_multi.load(); }
 size_t CachingAllocator::global_peak_active() { return g_peak_active.load(); }
 size_t CachingAllocator::global_peak_footprint() { return g_peak_held.load(); }
 void CachingAllocator::reset_global_peaks() {
@@ -161,6 +182,9 @@ void CachingAllocator::publish_locked() {
   size_t active = stats_.active_memory;
   size_t held = active + cache_.cache_bytes();
   stats_.peak_footprint = std::max(stats_.peak_footprint, held);
+  if (!g_multi.load(std::memory_order_relaxed)) {
+    return;
+  }
   if (active != published_active_) {
     // Unsigned wrap-around adds the (possibly negative) difference.
     size_t now = g_active.fetch_add(active - published_active_) + (active - published_active_);

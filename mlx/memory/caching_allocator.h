@@ -78,7 +78,9 @@ class CachingAllocator : public Allocator {
   // Every caching allocator of the process (the host's and one per GPU), for the public
   // memory API, which reports and steers them together.
   static std::vector<CachingAllocator*> all();
-  // Peaks of the sums over every allocator (of active bytes; of active + cached bytes).
+  // Peaks of the sums over every allocator (of active bytes; of active + cached bytes), kept
+  // once there is more than one allocator (keeps_global_sums).
+  static bool keeps_global_sums();
   static size_t global_peak_active();
   static size_t global_peak_footprint();
   // Restarts both global peaks from the current sums.

@@ -62,9 +62,14 @@ MemoryStats get_memory_stats() {
     total.total_requested += s.total_requested;
     total.total_handed_out += s.total_handed_out;
   }
-  total.peak_memory = std::max(CachingAllocator::global_peak_active(), total.active_memory);
-  total.peak_footprint =
-      std::max(CachingAllocator::global_peak_footprint(), total.active_memory + total.cache_memory);
+  if (CachingAllocator::keeps_global_sums()) {
+    total.peak_memory = std::max(CachingAllocator::global_peak_active(), total.active_memory);
+    total.peak_footprint = std::max(CachingAllocator::global_peak_footprint(),
+                                    total.active_memory + total.cache_memory);
+  } else {  // one allocator: its peaks are the process's
+    total.peak_memory = host.peak_memory;
+    total.peak_footprint = host.peak_footprint;
+  }
   return total;
 }
 
