@@ -40,7 +40,8 @@ def rss_bytes():
 
 
 def train(steps, trace=None):
-    """One main-job run; trace: None, 'plain' or 'stacks'. Returns steady tokens/s."""
+    """One main-job run; trace: None, 'plain' or 'stacks'. Returns the trainer's result (with
+    the process CPU seconds of the run added) and the number of events recorded."""
     import mlx.core as mx
 
     trainer = load_trainer()
@@ -48,27 +49,33 @@ def train(steps, trace=None):
     with contextlib.redirect_stdout(io.StringIO()):
         if trace:
             mx.memory.start_trace(stacks=trace == "stacks")
+        cpu = time.process_time()
         result = trainer.main(args)
+        result["cpu_s"] = time.process_time() - cpu
         events = len(mx.memory.stop_trace().events) if trace else 0
     return result, events
 
 
 def overhead(steps, reps):
     train(max(steps // 4, 5))  # warm-up: first-run costs outside the loop being measured
-    rates = {"off": [], "plain": [], "stacks": []}
+    modes = ["off", "plain", "stacks"]
+    rates = {m: [] for m in modes}
+    cpu = {m: [] for m in modes}
     events = {}
-    for _ in range(reps):
-        for mode in rates:
+    for rep in range(reps):
+        for mode in modes[rep % 3:] + modes[:rep % 3]:  # rotate the order: no mode always first
             result, n = train(steps, None if mode == "off" else mode)
             rates[mode].append(result["steady_tokens_per_s"])
+            cpu[mode].append(result["cpu_s"])
             events[mode] = n
-    base = statistics.median(rates["off"])
+    base, base_cpu = statistics.median(rates["off"]), statistics.median(cpu["off"])
     print(f"\n## Trace overhead on the main job ({steps} steps, median of {reps} interleaved runs)\n")
-    print("| tracing | steady tokens/s | overhead | events recorded |")
-    print("|---|---:|---:|---:|")
+    print("| tracing | steady tokens/s | slower by | CPU s per run | more CPU | events recorded |")
+    print("|---|---:|---:|---:|---:|---:|")
     for mode, label in [("off", "off"), ("plain", "on, no stacks"), ("stacks", "on, stacks")]:
-        r = statistics.median(rates[mode])
-        print(f"| {label} | {r:,.0f} | {100 * (base - r) / base:+.1f}% | {events[mode]:,} |")
+        r, c = statistics.median(rates[mode]), statistics.median(cpu[mode])
+        print(f"| {label} | {r:,.0f} | {100 * (base - r) / base:+.1f}% | {c:.2f} | "
+              f"{100 * (c - base_cpu) / base_cpu:+.1f}% | {events[mode]:,} |")
 
 
 def child(steps, idle):

@@ -64,32 +64,48 @@ void raise_peak(std::atomic<size_t>& peak, size_t value) {
 
 // One thread for every allocator whose policy trims idle blocks: a program that stops
 // allocating (training ended) still gives its idle cache back.
+// It sleeps until a policy asks for idle trimming, then wakes a few times per idle period of
+// the shortest such policy, and sleeps again once none asks.
 struct IdleTrimmer {
   std::mutex mutex;
   std::condition_variable wake;
-  double period_s = 0;  // 0: no allocator trims
   bool started = false;
+  bool changed = false;
 
-  void ensure_running(double idle_seconds) {
+  // `trims`: the new policy trims idle blocks (the thread starts only for such a policy).
+  void policy_changed(bool trims) {
     std::lock_guard<std::mutex> lock(mutex);
-    double period = std::clamp(idle_seconds / 4, 0.01, 5.0);
-    period_s = period_s == 0 ? period : std::min(period_s, period);
+    if (!started && !trims) {
+      return;
+    }
     if (!started) {
       started = true;
       std::thread([this] { run(); }).detach();
     }
+    changed = true;
     wake.notify_all();
   }
 
   void run() {
     std::unique_lock<std::mutex> lock(mutex);
     for (;;) {
-      wake.wait_for(lock, std::chrono::duration<double>(period_s > 0 ? period_s : 3600.0));
+      changed = false;
       lock.unlock();
+      double shortest = 0;
       for (auto* a : CachingAllocator::all()) {
-        a->trim_idle();
+        double idle = a->trim_idle();
+        shortest = idle > 0 && (shortest == 0 || idle < shortest) ? idle : shortest;
       }
       lock.lock();
+      if (changed) {
+        continue;
+      }
+      if (shortest == 0) {
+        wake.wait(lock, [this] { return changed; });
+      } else {
+        auto period = std::chrono::duration<double>(std::clamp(shortest / 4, 0.01, 5.0));
+        wake.wait_for(lock, period, [this] { return changed; });
+      }
     }
   }
 };
@@ -379,12 +395,13 @@ void CachingAllocator::trim_idle_locked(uint64_t now) {
   }
 }
 
-void CachingAllocator::trim_idle() {
+double CachingAllocator::trim_idle() {
   std::lock_guard<std::mutex> lock(mutex_);
   if (idle_ns_ != 0) {
     trim_idle_locked(steady_ns());
     publish_locked();
   }
+  return policy_.idle_seconds;
 }
 
 void CachingAllocator::set_policy(const CachePolicy& policy) {
@@ -405,9 +422,7 @@ void CachingAllocator::set_policy(const CachePolicy& policy) {
   idle_ns_ = idle_ns;
   trim_cache_locked(stats_.cache_limit);
   publish_locked();
-  if (idle_ns != 0) {
-    idle_trimmer().ensure_running(policy.idle_seconds);
-  }
+  idle_trimmer().policy_changed(idle_ns != 0);
 }
 
 CachePolicy CachingAllocator::policy() const {

@@ -66,8 +66,9 @@ class CachingAllocator : public Allocator {
   void set_policy(const CachePolicy& policy);
   CachePolicy policy() const;
   void set_debug(bool memory_debug, bool cache_debug);
-  // Returns cached blocks idle for longer than the policy allows to the system.
-  void trim_idle();
+  // Returns cached blocks idle for longer than the policy allows to the system; returns the
+  // policy's idle_seconds (0: no idle trimming).
+  double trim_idle();
   AllocatorSnapshot snapshot() const;
   // The adaptive size classes in use (empty unless the policy is adaptive).
   std::vector<size_t> size_classes() const;
