@@ -91,8 +91,8 @@ def mlx_train(steps):
         mx.eval(state, loss)
         dt = time.perf_counter() - t
         s = mx.memory_stats()
-        rows.append({"rss_peak_above": status("VmHWM") - rss0, "rss": status("VmRSS"),
-                     "peak_active": s["peak_memory"], "peak_footprint": s["peak_footprint"],
+        rows.append({"rss_peak_above": status("VmHWM") - rss0, "rss_peak": status("VmHWM"),
+                     "rss": status("VmRSS"), "peak_active": s["peak_memory"], "peak_footprint": s["peak_footprint"],
                      "time": dt, "system_allocs": s["num_system_allocs"]})
     return rows
 
@@ -194,8 +194,8 @@ def torch_train(steps):
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
         loss.item()
-        rows.append({"rss_peak_above": status("VmHWM") - rss0, "rss": status("VmRSS"),
-                     "time": time.perf_counter() - t})
+        rows.append({"rss_peak_above": status("VmHWM") - rss0, "rss_peak": status("VmHWM"),
+                     "rss": status("VmRSS"), "time": time.perf_counter() - t})
     return rows
 
 
@@ -246,17 +246,19 @@ def main():
     theirs = run_child("torch_train", steps) if torch_ok else None
     print(f"\n## 1. Memory tide: main-job model training (dims {DIMS}, {LAYERS} layers, batch "
           f"{BATCH}, context {CONTEXT}), per step\n")
-    print("| step | ours: peak RSS above step start | ours: allocator peak active | "
-          "ours: peak active+cache | ours: RSS | ours: ms | PyTorch: peak RSS above step start | "
-          "PyTorch: RSS | PyTorch: ms |")
+    print("Peak RSS: the process's high-water mark during the step (libraries included: compare "
+          "the rise above the step's start); allocator columns: ours only.\n")
+    print("| step | ours: peak RSS | ours: rise above step start | ours: allocator peak active | "
+          "ours: peak active+cache | ours: ms | PyTorch: peak RSS | PyTorch: rise above step "
+          "start | PyTorch: ms |")
     print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for i, r in enumerate(ours):
         t = theirs[i] if theirs and "error" not in theirs else None
-        tcols = (f"{t['rss_peak_above'] / MiB:.1f}M | {t['rss'] / MiB:.0f}M | {1e3 * t['time']:.0f}"
-                 if t else "n/a | n/a | n/a")
-        print(f"| {i + 1} | {r['rss_peak_above'] / MiB:.1f}M | {r['peak_active'] / MiB:.1f}M | "
-              f"{r['peak_footprint'] / MiB:.1f}M | {r['rss'] / MiB:.0f}M | {1e3 * r['time']:.0f} | "
-              f"{tcols} |")
+        tcols = (f"{t['rss_peak'] / MiB:.0f}M | {t['rss_peak_above'] / MiB:.1f}M | "
+                 f"{1e3 * t['time']:.0f}" if t else "n/a | n/a | n/a")
+        print(f"| {i + 1} | {r['rss_peak'] / MiB:.0f}M | {r['rss_peak_above'] / MiB:.1f}M | "
+              f"{r['peak_active'] / MiB:.1f}M | {r['peak_footprint'] / MiB:.1f}M | "
+              f"{1e3 * r['time']:.0f} | {tcols} |")
     if not torch_ok:
         print("\nPyTorch is not importable by this Python: its columns are n/a.")
 

@@ -219,12 +219,20 @@ class Trace:
             ax.step(t, held, where="post", color="tab:orange", lw=1, label="active + cache")
             peak = max(active, default=0)
             ax.axhline(peak, color="tab:red", ls="--", lw=0.8, label=f"peak active {peak:.1f} MiB")
-            big = sorted((e for e in ev if e.kind == "alloc"), key=lambda e: -e.size)[:label]
-            for e in big:
+            # The largest allocation of each of the ops that allocate the most, labels stacked
+            # so that they do not cover each other.
+            largest = {}
+            for e in ev:
+                if e.kind == "alloc" and e.size > largest.get(e.op, (0, None))[0]:
+                    largest[e.op] = (e.size, e)
+            big = sorted(largest.values(), key=lambda p: -p[0])[:label]
+            t_end = t[-1] if t else 1.0
+            for k, (_, e) in enumerate(sorted(big, key=lambda p: p[1].time_ns)):
                 ax.annotate(f"{e.op or 'user'} {_fmt_bytes(e.size)}",
                             (e.time_ns / 1e9, e.active / mib), fontsize=7,
-                            xytext=(4, 6), textcoords="offset points",
-                            arrowprops={"arrowstyle": "-", "lw": 0.5})
+                            xytext=(0.06 * t_end + 0.11 * t_end * k, 0.15 * peak * (1 + k % 3)),
+                            textcoords="data", bbox={"boxstyle": "round", "fc": "w", "lw": 0.3},
+                            arrowprops={"arrowstyle": "->", "lw": 0.5})
             ax.set_ylabel(f"{device} MiB")
             ax.legend(loc="upper right", fontsize=7)
         axes[-1, 0].set_xlabel("seconds since the trace started")
