@@ -52,31 +52,18 @@ def tokens(rng, batch=BATCH):
 
 # -- ours ------------------------------------------------------------------------------------
 def mlx_train(steps):
-    from functools import partial
-
     import numpy as np
 
     import mlx.core as mx
-    import mlx.nn as nn
     import mlx.optimizers as optim
-    from train_lm import GPT
+    from train_lm import GPT, make_train_step
 
     mx.set_default_device(mx.cpu)
     mx.random.seed(0)
     model = GPT(VOCAB, DIMS, LAYERS, HEADS)
     optimizer = optim.AdamW(learning_rate=1e-3, weight_decay=0.1)
     optimizer.init(model.trainable_parameters())
-    loss_and_grad = nn.value_and_grad(
-        model, lambda m, x, y: nn.losses.cross_entropy(m(x), y, reduction="mean"))
-    state = [model.state, optimizer.state, mx.random.state]
-
-    @partial(mx.compile, inputs=state, outputs=state)
-    def step(x, y):
-        loss, grads = loss_and_grad(model, x, y)
-        grads, _ = optim.clip_grad_norm(grads, 1.0)
-        optimizer.update(model, grads)
-        return loss
-
+    step, state = make_train_step(model, optimizer)
     rng = np.random.default_rng(0)
     mx.eval(state)
     rows = []

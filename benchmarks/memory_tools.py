@@ -11,7 +11,6 @@ it); the footprint after training is read again after `idle` seconds of doing no
 """
 import argparse
 import contextlib
-import importlib.util
 import io
 import json
 import os
@@ -21,14 +20,7 @@ import sys
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def load_trainer():
-    spec = importlib.util.spec_from_file_location(
-        "train_lm", os.path.join(ROOT, "examples", "train_lm.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+sys.path.insert(0, os.path.join(ROOT, "examples"))
 
 
 def rss_bytes():
@@ -44,13 +36,14 @@ def train(steps, trace=None):
     the process CPU seconds of the run added) and the number of events recorded."""
     import mlx.core as mx
 
-    trainer = load_trainer()
+    import train_lm
+
     args = ["--steps", str(steps), "--eval-every", str(10 * steps), "--sample", "0", "--cpu"]
     with contextlib.redirect_stdout(io.StringIO()):
         if trace:
             mx.memory.start_trace(stacks=trace == "stacks")
         cpu = time.process_time()
-        result = trainer.main(args)
+        result = train_lm.main(args)
         result["cpu_s"] = time.process_time() - cpu
         events = len(mx.memory.stop_trace().events) if trace else 0
     return result, events

@@ -89,6 +89,25 @@ def memory_line():
     return line
 
 
+def make_train_step(model, optimizer):
+    """The compiled training step (loss, gradients clipped to norm 1, update) and the state it
+    updates in place (evaluate it after each step)."""
+    def loss_fn(model, x, y):
+        return nn.losses.cross_entropy(model(x), y, reduction="mean")
+
+    loss_and_grad = nn.value_and_grad(model, loss_fn)
+    state = [model.state, optimizer.state, mx.random.state]
+
+    @partial(mx.compile, inputs=state, outputs=state)
+    def step(x, y):
+        loss, grads = loss_and_grad(model, x, y)
+        grads, _ = optim.clip_grad_norm(grads, 1.0)
+        optimizer.update(model, grads)
+        return loss
+
+    return step, state
+
+
 def write_memory_trace(trace, args):
     if args.memory_plot:
         trace.plot(args.memory_plot, title=f"train_lm: {args.steps} steps, batch {args.batch}, "
@@ -199,18 +218,7 @@ def main(argv=None):
         start = load_checkpoint(args.checkpoint, model, optimizer, rng)
         print(f"resumed from {args.checkpoint} at step {start}")
 
-    def loss_fn(model, x, y):
-        return nn.losses.cross_entropy(model(x), y, reduction="mean")
-
-    loss_and_grad = nn.value_and_grad(model, loss_fn)
-    state = [model.state, optimizer.state, mx.random.state]
-
-    @partial(mx.compile, inputs=state, outputs=state)
-    def step(x, y):
-        loss, grads = loss_and_grad(model, x, y)
-        grads, _ = optim.clip_grad_norm(grads, 1.0)
-        optimizer.update(model, grads)
-        return loss
+    step, state = make_train_step(model, optimizer)
 
     device = "gpu" if mx.default_device() == mx.gpu else "cpu"
     print(f"device {device}, {n_params / 1e6:.2f}M parameters, vocab {vocab}, "
