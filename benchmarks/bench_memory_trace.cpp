@@ -22,9 +22,8 @@ double best_ns(int reps, int n, F f) {
     for (int i = 0; i < n; ++i) {
       f();
     }
-    double ns = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0)
-                    .count() /
-                n;
+    double ns =
+        std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count() / n;
     best = ns < best ? ns : best;
   }
   return best;

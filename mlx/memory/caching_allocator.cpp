@@ -91,11 +91,7 @@ struct IdleTrimmer {
     for (;;) {
       changed = false;
       lock.unlock();
-      double shortest = 0;
-      for (auto* a : CachingAllocator::all()) {
-        double idle = a->trim_idle();
-        shortest = idle > 0 && (shortest == 0 || idle < shortest) ? idle : shortest;
-      }
+      double shortest = CachingAllocator::trim_all_idle();
       lock.lock();
       if (changed) {
         continue;
@@ -173,6 +169,18 @@ std::vector<CachingAllocator*> CachingAllocator::all() {
   auto& r = registry();
   std::lock_guard<std::mutex> lock(r.mutex);
   return r.allocators;
+}
+
+double CachingAllocator::trim_all_idle() {
+  // Under the registry's lock, so that no allocator is destroyed while it is being trimmed.
+  auto& r = registry();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  double shortest = 0;
+  for (auto* a : r.allocators) {
+    double idle = a->trim_idle();
+    shortest = idle > 0 && (shortest == 0 || idle < shortest) ? idle : shortest;
+  }
+  return shortest;
 }
 
 bool CachingAllocator::keeps_global_sums() { return g_multi.load(); }

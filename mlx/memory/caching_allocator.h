@@ -69,6 +69,8 @@ class CachingAllocator : public Allocator {
   // Returns cached blocks idle for longer than the policy allows to the system; returns the
   // policy's idle_seconds (0: no idle trimming).
   double trim_idle();
+  // trim_idle on every allocator; returns the shortest idle_seconds among them (0: none trims).
+  static double trim_all_idle();
   AllocatorSnapshot snapshot() const;
   // The adaptive size classes in use (empty unless the policy is adaptive).
   std::vector<size_t> size_classes() const;

@@ -200,9 +200,8 @@ std::vector<size_t> get_size_classes(const std::string& device) {
 }
 
 void trim_idle_cache() {
-  for (auto* a : allocators()) {
-    a->trim_idle();
-  }
+  allocators();
+  CachingAllocator::trim_all_idle();
 }
 
 void set_env(const std::string& name, const std::string& value) {

@@ -2,6 +2,7 @@
 // over a counting fake system allocator (so the tests see every system call).
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <map>
@@ -19,7 +20,8 @@ using namespace mlx::core::allocator;
 namespace {
 
 struct FakeSystem {
-  static inline int mallocs = 0, frees = 0, fail_next = 0, trims = 0;
+  // Atomic: the idle trimmer's thread may release blocks of these allocators too.
+  static inline std::atomic<int> mallocs = 0, frees = 0, fail_next = 0, trims = 0;
   static void* malloc(size_t size) {
     if (fail_next > 0) {
       --fail_next;
