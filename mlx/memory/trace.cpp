@@ -1,5 +1,6 @@
 #include "mlx/memory/trace.h"
 
+#include <algorithm>
 #include <chrono>
 #include <mutex>
 #include <unordered_map>
@@ -15,6 +16,8 @@ struct TraceState {
   std::vector<trace::Event> events;
   std::chrono::steady_clock::time_point start;
   uint64_t seq = 0;
+  size_t max_events = 0;  // 0: no bound; else a ring of the latest events
+  size_t head = 0;        // where the ring writes next once full
   // Creation stack per op, for ops created while the trace runs. An address is reused only
   // after its op is gone, and a newer op at that address records itself first.
   std::mutex origins_mutex;
@@ -55,12 +58,14 @@ uint32_t current_stack() {
   return it == s.origins.end() ? 0 : it->second;
 }
 
-void start(StackHook hook) {
+void start(StackHook hook, size_t max_events) {
   auto& s = state();
   {
     std::lock_guard<std::mutex> lock(s.mutex);
     s.events.clear();
     s.seq = 0;
+    s.max_events = max_events;
+    s.head = 0;
     s.start = std::chrono::steady_clock::now();
   }
   {
@@ -78,6 +83,10 @@ std::vector<Event> stop() {
   std::vector<Event> out;
   {
     std::lock_guard<std::mutex> lock(s.mutex);
+    // Oldest first: a full ring starts at its write position.
+    std::rotate(s.events.begin(), s.events.begin() + static_cast<std::ptrdiff_t>(s.head),
+                s.events.end());
+    s.head = 0;
     out.swap(s.events);
   }
   std::lock_guard<std::mutex> lock(s.origins_mutex);
@@ -92,7 +101,12 @@ void record(Event e) {
   e.seq = s.seq++;
   e.time_ns = static_cast<uint64_t>(
       std::chrono::duration_cast<std::chrono::nanoseconds>(now - s.start).count());
-  s.events.push_back(e);
+  if (s.max_events == 0 || s.events.size() < s.max_events) {
+    s.events.push_back(e);
+  } else {
+    s.events[s.head] = e;
+    s.head = (s.head + 1) % s.max_events;
+  }
 }
 
 }  // namespace trace

@@ -66,7 +66,8 @@ inline void note_origin(const void* primitive) {
 uint32_t current_stack();
 
 // Starts a trace (discarding the previous one); `hook` captures stacks (nullptr: no stacks).
-void start(StackHook hook);
+// With max_events > 0 only the latest max_events events are kept (their seq shows the gap).
+void start(StackHook hook, size_t max_events = 0);
 // Stops the trace and returns its events from every allocator, in order.
 std::vector<Event> stop();
 // Appends an event (allocators call it while holding their own lock).

@@ -243,10 +243,13 @@ class Trace:
         plt.close(fig)
 
 
-def start_trace(stacks=False):
+def start_trace(stacks=False, max_events=None):
     """Starts recording allocator events on every device (discarding an unfinished trace).
-    stacks=True also records the Python stack that created each op (slower)."""
-    _m.start_trace(bool(stacks))
+    stacks=True also records the Python stack that created each op (slower). max_events keeps
+    only the latest that many events (a ring, for long runs; None: all)."""
+    if max_events is not None and max_events <= 0:
+        raise ValueError(f"[start_trace] max_events must be positive or None, got {max_events}.")
+    _m.start_trace(bool(stacks), int(max_events or 0))
 
 
 def is_tracing():
@@ -263,13 +266,14 @@ class trace(contextlib.AbstractContextManager):
     """``with mx.memory.trace(stacks=False) as t: ...``: t.events and the exports are
     available after the block."""
 
-    def __init__(self, stacks=False):
+    def __init__(self, stacks=False, max_events=None):
         self.stacks = stacks
+        self.max_events = max_events
         self.events = []
         self._trace = None
 
     def __enter__(self):
-        start_trace(self.stacks)
+        start_trace(self.stacks, self.max_events)
         return self
 
     def __exit__(self, *exc):
@@ -287,6 +291,7 @@ class Snapshot:
     """The live buffers of every device (and the cached ones), grouped by origin."""
 
     def __init__(self, raw):
+        self._raw = raw
         self.blocks = []
         self.cached = []
         for snap in raw:
@@ -324,6 +329,10 @@ class Snapshot:
 
     def __str__(self):
         return self.format()
+
+    def to_memory_viz(self, path):
+        """Writes the live and cached blocks as a memory_viz pickle (segments only, no trace)."""
+        Trace([], self._raw).to_memory_viz(path)
 
 
 def snapshot():

@@ -120,8 +120,13 @@ void init_memory_trace(nb::module_& m) {
   nb::module_ t = m.def_submodule(
       "_memory", "Internals of mx.memory (allocation traces, stacks, snapshots); use mx.memory.");
   t.def(
-      "start_trace", [](bool stacks) { trace::start(stacks ? capture_stack : nullptr); },
-      nb::arg("stacks") = false, "Starts recording allocator events (discarding earlier ones).");
+      "start_trace",
+      [](bool stacks, size_t max_events) {
+        trace::start(stacks ? capture_stack : nullptr, max_events);
+      },
+      nb::arg("stacks") = false, nb::arg("max_events") = 0,
+      "Starts recording allocator events (discarding earlier ones); max_events > 0 keeps only "
+      "the latest that many.");
   t.def("is_tracing", []() { return trace::enabled(); });
   t.def(
       "stop_trace",

@@ -128,6 +128,35 @@ def test_memory_viz_pickle_has_the_documented_structure(tmp_path):
     assert frees
 
 
+def test_bounded_trace_keeps_the_latest_events(tmp_path):
+    with mx.memory.trace(max_events=10) as t:
+        work()
+    assert len(t.events) == 10
+    seqs = [e.seq for e in t.events]
+    assert seqs == sorted(seqs) and seqs[0] > 0  # the oldest were dropped
+    with pytest.raises(ValueError, match="max_events"):
+        mx.memory.start_trace(max_events=0)
+
+
+def test_snapshot_alone_exports_for_memory_viz(tmp_path):
+    kept = work()
+    path = tmp_path / "live.pickle"
+    mx.memory.snapshot().to_memory_viz(str(path))
+    snap = pickle.load(open(path, "rb"))
+    check_memory_viz_structure(snap)
+    assert snap["device_traces"] == [[]] * len(snap["device_traces"])
+    assert sum(b["state"] == "active_allocated" for s in snap["segments"]
+               for b in s["blocks"]) >= len(kept)
+
+
+def test_main_job_writes_a_memory_viz_trace(tmp_path):
+    path = tmp_path / "main.pickle"
+    load_trainer().main(TINY + ["--steps", "2", "--sample", "0", "--memory-trace", str(path)])
+    snap = pickle.load(open(path, "rb"))
+    check_memory_viz_structure(snap)
+    assert any(e["action"] == "alloc" for d in snap["device_traces"] for e in d)
+
+
 def test_chrome_trace_spans_open_and_close(tmp_path):
     with mx.memory.trace() as t:
         work()
