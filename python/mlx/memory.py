@@ -177,15 +177,16 @@ class Trace:
                 out.append({"name": "memory", "ph": "C", "ts": ts, "pid": p,
                             "args": {"active": e.active, "cache": e.cache}})
             if e.kind == "alloc":
-                open_spans[(e.device, e.address)] = e.seq
+                open_spans[(e.device, e.address)] = (e.seq, e.op or "user", max(e.stream, 0))
                 out.append({"name": e.op or "user", "cat": "buffer", "ph": "b", "id": e.seq,
                             "ts": ts, "pid": p, "tid": max(e.stream, 0),
                             "args": {"size": e.size, "requested": e.requested,
                                      "address": hex(e.address), "cache_hit": e.cached}})
             elif e.kind == "free" and (e.device, e.address) in open_spans:
-                seq = open_spans.pop((e.device, e.address))
-                out.append({"name": e.op or "user", "cat": "buffer", "ph": "e", "id": seq,
-                            "ts": ts, "pid": p, "tid": max(e.stream, 0)})
+                # The end names the span as its begin did (the op that allocated it).
+                seq, name, tid = open_spans.pop((e.device, e.address))
+                out.append({"name": name, "cat": "buffer", "ph": "e", "id": seq, "ts": ts,
+                            "pid": p, "tid": tid})
             elif e.kind in ("retry", "oom"):
                 out.append({"name": e.kind, "ph": "i", "s": "p", "ts": ts, "pid": p,
                             "args": {"requested": e.requested, "op": e.op}})

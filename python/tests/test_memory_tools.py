@@ -164,9 +164,10 @@ def test_chrome_trace_spans_open_and_close(tmp_path):
     t.to_chrome_trace(str(path))
     data = json.load(open(path))
     events = data["traceEvents"]
-    begins = {e["id"] for e in events if e["ph"] == "b"}
-    ends = {e["id"] for e in events if e["ph"] == "e"}
-    assert ends and ends <= begins
+    begins = {e["id"]: e for e in events if e["ph"] == "b"}
+    ends = [e for e in events if e["ph"] == "e"]
+    assert ends and all(begins[e["id"]]["name"] == e["name"] and begins[e["id"]]["ts"] <= e["ts"]
+                        for e in ends)
     counters = [e for e in events if e["ph"] == "C"]
     assert counters and all({"active", "cache"} <= set(e["args"]) for e in counters)
 
