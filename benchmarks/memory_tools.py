@@ -71,6 +71,57 @@ def overhead(steps, reps):
               f"{100 * (c - base_cpu) / base_cpu:+.1f}% | {events[mode]:,} |")
 
 
+def overhead_by_step(blocks, per_block):
+    """Tracing off / on / on with stacks, switched every few steps of one training run, so that
+    changes in the machine's load hit every mode alike. Median step time per mode."""
+    import numpy as np
+
+    import mlx.core as mx
+    import mlx.optimizers as optim
+    import train_lm
+
+    mx.set_default_device(mx.cpu)
+    chars, data, _ = train_lm.load_corpus(train_lm.DEFAULT_DATA)
+    model = train_lm.GPT(len(chars), 128, 4, 4)
+    optimizer = optim.AdamW(learning_rate=1e-3)
+    optimizer.init(model.trainable_parameters())
+    step, state = train_lm.make_train_step(model, optimizer)
+    rng = np.random.default_rng(0)
+    modes = ["off", "plain", "stacks"]
+    times = {m: [] for m in modes}
+    events = {m: 0 for m in modes}
+
+    def run(n):
+        out = []
+        for _ in range(n):
+            x, y = train_lm.batches(data, 32, 128, rng)
+            mx.eval(x, y)
+            t = time.perf_counter()
+            step(x, y)
+            mx.eval(state)
+            out.append(time.perf_counter() - t)
+        return out
+
+    run(3)  # compile and fill the cache
+    for b in range(blocks):
+        for mode in modes[b % 3:] + modes[:b % 3]:
+            if mode != "off":
+                mx.memory.start_trace(stacks=mode == "stacks")
+            times[mode] += run(per_block)
+            if mode != "off":
+                events[mode] += len(mx.memory.stop_trace().events)
+    base = statistics.median(times["off"])
+    n = blocks * per_block
+    print(f"\n## Trace overhead per training step ({n} steps per mode, modes switched every "
+          f"{per_block} steps of one run)\n")
+    print("| tracing | median step (ms) | slower by | events per step |")
+    print("|---|---:|---:|---:|")
+    for mode, label in [("off", "off"), ("plain", "on, no stacks"), ("stacks", "on, stacks")]:
+        m = statistics.median(times[mode])
+        print(f"| {label} | {1e3 * m:.1f} | {100 * (m - base) / base:+.1f}% | "
+              f"{events[mode] / n:,.0f} |")
+
+
 def child(steps, idle):
     """Runs the main job once under the environment's policy; prints one JSON line."""
     import mlx.core as mx
@@ -118,12 +169,15 @@ def main():
     p.add_argument("--steps", type=int, default=40)
     p.add_argument("--reps", type=int, default=2)
     p.add_argument("--idle", type=float, default=3.0)
-    p.add_argument("--only", choices=["overhead", "presets"], default=None)
+    p.add_argument("--only", choices=["overhead", "steps", "presets"], default=None)
+    p.add_argument("--blocks", type=int, default=10)
     p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.child:
         child(args.steps, args.idle)
         return
+    if args.only in (None, "steps"):
+        overhead_by_step(args.blocks, 3)
     if args.only in (None, "overhead"):
         overhead(args.steps, args.reps)
     if args.only in (None, "presets"):
