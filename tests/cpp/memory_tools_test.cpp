@@ -331,3 +331,67 @@ TEST(Memory, SetEnvSwitchesTheDebugLogAtRunTime) {
   EXPECT_THROW(set_env("MLX_CACHE_PAGE_SIZE", "3000"), std::invalid_argument);
   EXPECT_EQ(std::getenv("MLX_CACHE_PAGE_SIZE"), nullptr);  // a bad value changes nothing
 }
+
+TEST(Memory, ConcurrentTracingPoliciesAndStats) {
+  // Allocating threads on two allocators while another toggles traces, one switches policies
+  // (idle trimming on and off: the background trimmer) and one reads statistics and snapshots.
+  // Under scripts/sanitize.sh tsan this is the data-race check of the memory layer.
+  CachingAllocator a(FakeSystem::memory(), 1 << 30), b(FakeSystem::memory(), 1 << 30);
+  std::atomic<bool> stop{false};
+  std::atomic<int> rounds{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 2; ++t) {
+    threads.emplace_back([&, t] {
+      OpContext op{"Stress", &a, t};
+      set_current_op(&op);
+      for (size_t i = 0; !stop; ++i) {
+        std::vector<Buffer> bs;
+        for (size_t k = 0; k < 8; ++k) {
+          bs.push_back((k % 2 ? b : a).malloc(4096 * (1 + (i + k) % 7)));
+        }
+        for (size_t k = 0; k < 8; ++k) {
+          (k % 2 ? b : a).free(bs[k]);
+        }
+        rounds++;
+      }
+      set_current_op(nullptr);
+    });
+  }
+  threads.emplace_back([&] {
+    while (!stop) {
+      trace::start(nullptr, 500);
+      std::vector<trace::Event> events = trace::stop();
+      for (size_t i = 1; i < events.size(); ++i) {
+        ASSERT_LT(events[i - 1].seq, events[i].seq);
+      }
+    }
+  });
+  threads.emplace_back([&] {
+    for (int i = 0; !stop; ++i) {
+      CachePolicy p;
+      p.idle_seconds = i % 2 ? 0.001 : 0;
+      p.adaptive = i % 3 == 0;
+      a.set_policy(p);
+      b.set_policy(p);
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  });
+  threads.emplace_back([&] {
+    while (!stop) {
+      MemoryStats s = a.stats();
+      ASSERT_LE(s.active_memory, s.peak_memory);
+      (void)b.snapshot();
+      (void)get_memory_stats();
+    }
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  stop = true;
+  for (auto& t : threads) {
+    t.join();
+  }
+  EXPECT_GT(rounds.load(), 0);
+  EXPECT_EQ(a.stats().active_memory, 0u);
+  EXPECT_EQ(b.stats().active_memory, 0u);
+  a.set_policy(CachePolicy{});
+  b.set_policy(CachePolicy{});
+}
