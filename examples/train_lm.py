@@ -109,6 +109,19 @@ def memory_line():
     return line
 
 
+def write_memory_trace(trace, args):
+    if args.memory_plot:
+        trace.plot(args.memory_plot, title=f"train_lm: {args.steps} steps, batch {args.batch}, "
+                                           f"context {args.context}, {args.dims} dims")
+        print(f"memory timeline written to {args.memory_plot}")
+    if args.memory_trace:
+        if args.memory_trace.endswith(".json"):
+            trace.to_chrome_trace(args.memory_trace)
+        else:
+            trace.to_memory_viz(args.memory_trace)
+        print(f"memory trace written to {args.memory_trace}")
+
+
 def save_checkpoint(path, model, optimizer, step, rng):
     """Writes the checkpoint next to the old one, then renames: a crash mid-save keeps the
     previous checkpoint intact."""
@@ -176,7 +189,14 @@ def main(argv=None):
     p.add_argument("--sample", type=int, default=300, help="characters to sample at the end")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--cpu", action="store_true", help="use the CPU even when a GPU exists")
+    p.add_argument("--memory-plot", default=None, metavar="FILE",
+                   help="trace the allocator during training and draw its timeline (PNG; needs "
+                        "matplotlib)")
+    p.add_argument("--memory-trace", default=None, metavar="FILE",
+                   help="trace the allocator during training and write a memory_viz pickle "
+                        "(.pickle) or a Chrome trace (.json)")
     args = p.parse_args(argv)
+    tracing = (args.memory_plot or args.memory_trace) and hasattr(mx, "memory_stats")
 
     if not args.cpu and mx.is_available(mx.gpu):
         mx.set_default_device(mx.gpu)
@@ -206,6 +226,8 @@ def main(argv=None):
           f"{len(train)} train / {len(val)} val characters")
     print(f"unigram baseline: {unigram_loss(train, val, vocab):.3f} nats/char")
     mx.reset_peak_memory()
+    if tracing:
+        mx.memory.start_trace()
     tokens_per_step = args.batch * args.context
     t0 = time.perf_counter()
     loss_avg = None
@@ -232,6 +254,8 @@ def main(argv=None):
             if args.checkpoint:
                 save_checkpoint(args.checkpoint, model, optimizer, it + 1, rng)
     elapsed = time.perf_counter() - t0
+    if tracing:
+        write_memory_trace(mx.memory.stop_trace(), args)
     done = args.steps - start
     rate = steady_rate = None
     if done > 0:
@@ -239,6 +263,8 @@ def main(argv=None):
         if done > 1:
             steady_rate = (done - 1) * tokens_per_step / (t0 + elapsed - t_first)
         print(f"{done} steps in {elapsed:.1f} s, {rate:,.0f} tokens/s; {memory_line()}")
+    if hasattr(mx, "memory_stats"):
+        print(mx.memory.summary())
     text = ""
     if args.sample:
         text = sample(model, chars, "ROMEO:", args.sample, 0.8, args.context)
@@ -246,7 +272,8 @@ def main(argv=None):
         print(text)
     return {"first_loss": first_loss, "train_loss": loss_avg, "val_loss": val_loss, "sample": text,
             "tokens_per_s": rate, "steady_tokens_per_s": steady_rate,
-            "peak_memory": mx.get_peak_memory()}
+            "peak_memory": mx.get_peak_memory(),
+            "memory_stats": mx.memory_stats() if hasattr(mx, "memory_stats") else None}
 
 
 if __name__ == "__main__":

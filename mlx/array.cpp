@@ -3,6 +3,7 @@
 #include <sstream>
 
 #include "mlx/backend/common/convert.h"
+#include "mlx/memory/trace.h"
 #include "mlx/primitives/primitive.h"
 #include "mlx/runtime/eval.h"
 #include "mlx/utils.h"
@@ -88,7 +89,10 @@ array::array(allocator::Buffer data, Shape shape, Dtype dtype, Deleter deleter)
 array::array(Shape shape, Dtype dtype, std::shared_ptr<Primitive> primitive,
              std::vector<array> inputs)
     : desc_(std::make_shared<ArrayDesc>(std::move(shape), dtype, std::move(primitive),
-                                        std::move(inputs))) {}
+                                        std::move(inputs))) {
+  // While a memory trace records stacks, remember where the op was created (else a no-op).
+  allocator::trace::note_origin(desc_->primitive.get());
+}
 
 std::vector<array> array::make_arrays(std::vector<Shape> shapes, const std::vector<Dtype>& dtypes,
                                       const std::shared_ptr<Primitive>& primitive,

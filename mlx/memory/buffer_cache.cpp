@@ -16,23 +16,43 @@ void* BufferCache::reuse(size_t size, size_t* block_size) {
   return block;
 }
 
-void BufferCache::put(void* block, size_t size) {
-  lru_.push_front(Entry{block, size, {}});
+void BufferCache::put(void* block, size_t size, uint64_t now) {
+  lru_.push_front(Entry{block, size, now, {}});
   lru_.front().in_map = by_size_.emplace(size, lru_.begin());
   cache_bytes_ += size;
+}
+
+void BufferCache::release_oldest() {
+  Entry& oldest = lru_.back();
+  free_fn_(oldest.block, oldest.size);
+  cache_bytes_ -= oldest.size;
+  by_size_.erase(oldest.in_map);
+  lru_.pop_back();
 }
 
 size_t BufferCache::release(size_t bytes) {
   size_t released = 0;
   while (released < bytes && !lru_.empty()) {
-    Entry& oldest = lru_.back();
-    free_fn_(oldest.block, oldest.size);
-    released += oldest.size;
-    cache_bytes_ -= oldest.size;
-    by_size_.erase(oldest.in_map);
-    lru_.pop_back();
+    released += lru_.back().size;
+    release_oldest();
   }
   return released;
+}
+
+size_t BufferCache::release_idle(uint64_t cutoff) {
+  size_t released = 0;
+  // The list is in put order, so the idle blocks are its tail.
+  while (!lru_.empty() && lru_.back().put_time < cutoff) {
+    released += lru_.back().size;
+    release_oldest();
+  }
+  return released;
+}
+
+void BufferCache::touch_all(uint64_t now) {
+  for (auto& e : lru_) {
+    e.put_time = now;
+  }
 }
 
 }  // namespace mlx::core::allocator

@@ -1,4 +1,5 @@
 // Host memory: 64-byte aligned blocks from the C library behind the caching allocator.
+#include <malloc.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -12,6 +13,9 @@ namespace {
 
 void* host_malloc(size_t size) { return std::aligned_alloc(64, size); }
 void host_free(void* block, size_t) { std::free(block); }
+// Freed heap pages go back to the kernel (the C library keeps them otherwise), so that a cache
+// trimmed after training shrinks the process.
+void host_trim() { malloc_trim(0); }
 
 size_t physical_memory() {
   long pages = sysconf(_SC_PHYS_PAGES);
@@ -24,8 +28,8 @@ size_t physical_memory() {
 
 CachingAllocator& cpu_allocator() {
   // Leaked on purpose: arrays in static storage may be freed after main returns.
-  static auto* alloc =
-      new CachingAllocator(SystemMemory{"cpu", host_malloc, host_free}, physical_memory());
+  static auto* alloc = new CachingAllocator(
+      SystemMemory{"cpu", host_malloc, host_free, nullptr, host_trim}, physical_memory());
   return *alloc;
 }
 

@@ -11,6 +11,7 @@
 #include <unordered_set>
 
 #include "mlx/memory/memory.h"
+#include "mlx/memory/trace.h"
 #include "mlx/primitives/primitive.h"
 #include "mlx/runtime/kernel_counter.h"
 #include "mlx/runtime/scheduler.h"
@@ -90,7 +91,9 @@ void run_node(array& node, bool keep_graph) {
             msg("[eval] An input of ", prim.name(), " could not be evaluated."));
       }
     }
-    allocator::set_current_op(prim.name());
+    // What the allocator records as the op that asked (one thread-local store).
+    allocator::OpContext op{prim.name(), &prim, prim.stream().index};
+    allocator::set_current_op(&op);
     if (detail::kernel_counting()) {
       detail::count_kernel(prim.name());
     }

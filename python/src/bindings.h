@@ -8,6 +8,7 @@ void init_device(nanobind::module_& m);
 void init_array(nanobind::module_& m);
 void init_ops(nanobind::module_& m);
 void init_memory(nanobind::module_& m);
+void init_memory_trace(nanobind::module_& m);  // called by init_memory
 void init_indexing(nanobind::module_& m);
 void init_transforms(nanobind::module_& m);
 void init_random(nanobind::module_& m);
