@@ -3,6 +3,7 @@
 // a build without a GPU backend makes each of these report that there is no GPU.
 #pragma once
 
+#include "mlx/distributed/primitives.h"
 #include "mlx/primitives/conv.h"
 #include "mlx/primitives/creation.h"
 #include "mlx/primitives/elementwise.h"
@@ -33,5 +34,7 @@
   X(FFT) \
   X(QuantizedMatmul) \
   X(GatherMM) X(SegmentedMM) X(Hadamard) X(GatherQMM) \
-  X(fast::RMSNormVJP) X(fast::LayerNormVJP) X(fast::ScaledDotProductAttentionVJP)
+  X(fast::RMSNormVJP) X(fast::LayerNormVJP) X(fast::ScaledDotProductAttentionVJP) \
+  X(distributed::AllReduce) X(distributed::AllGather) X(distributed::ReduceScatter) \
+  X(distributed::Send) X(distributed::Recv)
 // clang-format on

@@ -40,5 +40,10 @@ MLX_NO_GPU_KERNEL(GatherMM)
 MLX_NO_GPU_KERNEL(SegmentedMM)
 MLX_NO_GPU_KERNEL(Hadamard)
 MLX_NO_GPU_KERNEL(GatherQMM)
+MLX_NO_GPU_KERNEL(distributed::AllReduce)
+MLX_NO_GPU_KERNEL(distributed::AllGather)
+MLX_NO_GPU_KERNEL(distributed::ReduceScatter)
+MLX_NO_GPU_KERNEL(distributed::Send)
+MLX_NO_GPU_KERNEL(distributed::Recv)
 
 }  // namespace mlx::core
