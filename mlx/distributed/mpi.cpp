@@ -14,6 +14,7 @@
 #include <sched.h>
 
 #include <array>
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <mutex>
@@ -107,6 +108,13 @@ struct Api {
 Api& api() {
   static Api a;
   return a;
+}
+
+// Set when a call timed out: MPI_Finalize would wait for the peers forever, so the exit skips
+// it (mpirun then reports the failed rank and stops the job).
+std::atomic<bool>& broken() {
+  static std::atomic<bool> b{false};
+  return b;
 }
 
 void check(int rc, const char* call) {
@@ -239,6 +247,7 @@ class Mpi final : public Communicator {
         return;
       auto waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       if (waited > timeout) {
+        broken() = true;
         failure_ = msg("[distributed] mpi: rank ", rank_, ": ", what, " timed out after ", timeout,
                        " s (MLX_DISTRIBUTED_TIMEOUT). A peer died or stopped answering.");
         throw std::runtime_error(failure_);
@@ -279,7 +288,7 @@ std::shared_ptr<Communicator> mpi_init(bool strict) {
     // Finalized at exit so that mpirun sees a clean end.
     std::atexit([] {
       int finalized = 1;
-      if (api().Finalized(&finalized) == 0 && !finalized)
+      if (!broken() && api().Finalized(&finalized) == 0 && !finalized)
         api().Finalize();
     });
   }

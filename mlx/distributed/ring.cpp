@@ -516,8 +516,10 @@ std::shared_ptr<Communicator> ring_init(bool strict) {
                                  "' is not a rank of the hostfile's ", hosts.size(), " ranks."));
   }
   std::vector<std::string> addresses;
-  for (auto& h : hosts)
+  for (auto& h : hosts) {
+    resolve(h[0]);  // every address is checked, even in a group of one
     addresses.push_back(h[0]);
+  }
   auto mesh = std::make_shared<Mesh>(static_cast<int>(rank), std::move(addresses));
   if (mesh->size() > 1) {
     mesh->connect_all(timeout_seconds());

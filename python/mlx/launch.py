@@ -130,7 +130,6 @@ class _Output:
 
 def _supervise(procs, verbose: bool) -> int:
     """Waits for every process; when one fails, stops the others. Returns the exit code."""
-    code = 0
     try:
         while procs:
             for rank, p in list(procs.items()):
@@ -140,8 +139,7 @@ def _supervise(procs, verbose: bool) -> int:
                 del procs[rank]
                 if verbose:
                     print(f"mlx.launch: rank {rank} exited with code {rc}", file=sys.stderr)
-                if rc != 0 and code == 0:
-                    code = rc if rc > 0 else 128 - rc
+                if rc != 0:
                     if procs:
                         print(
                             f"mlx.launch: rank {rank} failed (exit code {rc}); stopping the "
@@ -149,16 +147,23 @@ def _supervise(procs, verbose: bool) -> int:
                             file=sys.stderr,
                         )
                     _stop(procs)
+                    return rc if rc > 0 else 128 - rc
             time.sleep(0.05)
     except KeyboardInterrupt:
         _stop(procs)
-        code = 130
-    return code
+        return 130
+    return 0
+
+
+def _terminated(signum, frame):
+    # Stopping the launcher stops the job: unwind through _supervise / _rank_output.
+    raise KeyboardInterrupt
 
 
 def _stop(procs):
     for p in procs.values():
         _signal(p, signal.SIGTERM)
+        _signal(p, signal.SIGCONT)  # a stopped rank only sees SIGTERM once it runs
     deadline = time.monotonic() + _GRACE_SECONDS
     for p in procs.values():
         try:
@@ -257,9 +262,11 @@ def _rank_output(cmd) -> int:
     mpirun's forwarding cannot interleave ranks inside a line. Termination is passed on."""
     rank = os.environ.get("OMPI_COMM_WORLD_RANK", os.environ.get("PMI_RANK", "?"))
     p, outs = _spawn(cmd, os.environ.copy(), f"[{rank}] ")
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, lambda s, f: _signal(p, s))
-    rc = p.wait()
+    try:
+        rc = p.wait()
+    except KeyboardInterrupt:
+        _stop({0: p})
+        rc = p.returncode
     for o in outs:
         o.thread.join(timeout=1.0)
     return rc if rc >= 0 else 128 - rc
@@ -300,6 +307,7 @@ def launch_mpi(args, hosts, envs) -> int:
 
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    signal.signal(signal.SIGTERM, _terminated)
     if argv[:1] == ["--rank-output"]:
         return _rank_output(argv[1:])
     parser = argparse.ArgumentParser(

@@ -1,0 +1,230 @@
+"""mx.distributed across processes: every collective, dtype and shape on 2 and 4 local ranks
+over the ring and MPI (distributed_worker.py checks each rank against NumPy), a dead or silent
+peer failing the others within the timeout, and mlx.launch itself. Every process started
+here runs under a hard timeout, so a bug fails a test instead of hanging CI."""
+
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+
+import mlx.core as mx
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+WORKER = os.path.join(HERE, "distributed_worker.py")
+PYTHONPATH = os.path.dirname(HERE)
+HARD_TIMEOUT = 120
+EXPECTED_FAILURE = 3  # distributed_worker.py's exit code after seeing its peer fail
+
+has_mpi = shutil.which("mpirun") is not None and mx.distributed.is_available("mpi")
+BACKENDS = ["ring", pytest.param("mpi", marks=pytest.mark.skipif(
+    not has_mpi, reason="OpenMPI (mpirun, libmpi) is not installed"))]
+
+
+def env(**extra):
+    e = dict(os.environ)
+    e["PYTHONPATH"] = PYTHONPATH + os.pathsep + e.get("PYTHONPATH", "")
+    for k in ("MLX_HOSTFILE", "MLX_RANK", "MLX_DISTRIBUTED_BACKEND"):
+        e.pop(k, None)
+    e.update(extra)
+    return e
+
+
+def launch(*args, timeout=HARD_TIMEOUT, **extra_env):
+    return subprocess.run(
+        [sys.executable, "-m", "mlx.launch", *args],
+        env=env(**extra_env), capture_output=True, text=True, timeout=timeout, cwd=HERE,
+    )
+
+
+def rank_lines(out, rank):
+    return [line[len(f"[{rank}] "):] for line in out.splitlines()
+            if line.startswith(f"[{rank}] ")]
+
+
+@pytest.mark.parametrize("n", [2, 4])
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_every_collective_dtype_and_shape(backend, n):
+    r = launch("--backend", backend, "-n", str(n), WORKER,
+               "collectives,point_to_point,transforms,split")
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    for rank in range(n):
+        assert f"rank {rank} ok" in rank_lines(r.stdout, rank), r.stdout[-2000:]
+
+
+def free_ports(n):
+    socks = [socket.socket() for _ in range(n)]
+    for s in socks:
+        s.bind(("127.0.0.1", 0))
+    ports = [s.getsockname()[1] for s in socks]
+    for s in socks:
+        s.close()
+    return ports
+
+
+def run_ring_by_hand(tmp_path, n, mode, victim, timeout_s):
+    """The ranks started without the launcher (which would stop the survivors itself), so
+    that each survivor's own error and timing are seen. Returns {rank: (returncode, out)}."""
+    hostfile = tmp_path / "hosts.json"
+    hostfile.write_text(json.dumps([[f"127.0.0.1:{p}"] for p in free_ports(n)]))
+    procs = [subprocess.Popen(
+        [sys.executable, WORKER, mode, str(victim)],
+        env=env(MLX_HOSTFILE=str(hostfile), MLX_RANK=str(r),
+                MLX_DISTRIBUTED_TIMEOUT=str(timeout_s)),
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        for r in range(n)]
+    results = {}
+    try:
+        for r, p in enumerate(procs):
+            if r == victim:
+                continue
+            out, _ = p.communicate(timeout=HARD_TIMEOUT)
+            results[r] = (p.returncode, out)
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()  # the stopped victim (SIGKILL reaches a stopped process)
+            p.wait()
+    return results
+
+
+def failure_seconds(out):
+    m = re.search(r"failed after ([0-9.]+) s: (.*)", out)
+    assert m, out
+    return float(m.group(1)), m.group(2)
+
+
+@pytest.mark.parametrize("n", [2, 4])
+def test_ring_dead_peer_fails_every_survivor_at_once(tmp_path, n):
+    # The timeout is long: a dead peer closes its sockets, so no one should need it.
+    results = run_ring_by_hand(tmp_path, n, "die", victim=1, timeout_s=60)
+    assert sorted(results) == [r for r in range(n) if r != 1]
+    for rank, (code, out) in results.items():
+        assert code == EXPECTED_FAILURE, out
+        seconds, message = failure_seconds(out)
+        assert "[distributed] ring" in message and "rank" in message
+        assert seconds < 30, f"rank {rank} needed {seconds} s to see its peer die"
+
+
+@pytest.mark.parametrize("n", [2, 4])
+def test_ring_silent_peer_times_out(tmp_path, n):
+    results = run_ring_by_hand(tmp_path, n, "stall", victim=n - 1, timeout_s=2)
+    for rank, (code, out) in results.items():
+        assert code == EXPECTED_FAILURE, out
+        seconds, message = failure_seconds(out)
+        assert "MLX_DISTRIBUTED_TIMEOUT" in message or "closed the connection" in message
+        assert seconds < 2 + 20
+
+
+@pytest.mark.skipif(not has_mpi, reason="OpenMPI is not installed")
+def test_mpi_silent_peer_times_out_and_the_job_stops():
+    t0 = time.monotonic()
+    r = launch("--backend", "mpi", "-n", "3", "--env", "MLX_DISTRIBUTED_TIMEOUT=2", WORKER,
+               "stall", "1")
+    assert r.returncode != 0
+    assert "timed out after 2 s (MLX_DISTRIBUTED_TIMEOUT)" in r.stdout, r.stdout + r.stderr
+    assert time.monotonic() - t0 < HARD_TIMEOUT
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_launcher_stops_the_others_when_a_rank_fails(backend, tmp_path):
+    script = tmp_path / "fail.py"
+    script.write_text(
+        "import os, sys, time\n"
+        "rank = int(os.environ.get('MLX_RANK', os.environ.get('OMPI_COMM_WORLD_RANK', -1)))\n"
+        "print('started', rank, flush=True)\n"
+        "if rank == 1: sys.exit(7)\n"
+        "time.sleep(600)\n"
+    )
+    t0 = time.monotonic()
+    r = launch("--backend", backend, "-n", "3", str(script), timeout=90)
+    assert r.returncode != 0
+    assert time.monotonic() - t0 < 60
+    if backend == "ring":
+        assert r.returncode == 7
+        assert "rank 1 failed (exit code 7)" in r.stderr
+    for rank in range(3):
+        assert f"started {rank}" in rank_lines(r.stdout, rank), r.stdout
+
+
+def test_launcher_env_cwd_and_prefixes(tmp_path):
+    script = tmp_path / "show.py"
+    script.write_text(
+        "import os\n"
+        "print(os.environ['MLX_RANK'], os.environ['GREETING'], os.getcwd(), flush=True)\n"
+    )
+    r = launch("-n", "2", "--env", "GREETING=hi", "--cwd", str(tmp_path), str(script))
+    assert r.returncode == 0, r.stderr
+    for rank in range(2):
+        assert rank_lines(r.stdout, rank) == [f"{rank} hi {tmp_path}"]
+
+
+@pytest.mark.parametrize("form", ["list", "object"])
+def test_launcher_hostfile_forms(tmp_path, form):
+    hosts = [{"ssh": "localhost", "ips": ["127.0.0.1"]}, {"ssh": "localhost", "ips": []}]
+    data = hosts if form == "list" else {
+        "backend": "ring", "envs": ["GREETING=from-file"], "hosts": hosts}
+    hostfile = tmp_path / "hosts.json"
+    hostfile.write_text(json.dumps(data))
+    script = tmp_path / "sum.py"
+    script.write_text(
+        "import os\nimport mlx.core as mx\n"
+        "g = mx.distributed.init(strict=True)\n"
+        "print(g.size(), mx.distributed.all_sum(mx.array(g.rank() + 1)).item(),"
+        " os.environ.get('GREETING'), flush=True)\n"
+    )
+    r = launch("--hostfile", str(hostfile), str(script))
+    assert r.returncode == 0, r.stderr
+    greeting = "from-file" if form == "object" else "None"
+    for rank in range(2):
+        assert rank_lines(r.stdout, rank) == [f"2 3 {greeting}"]
+
+
+def test_launcher_rejects_bad_arguments(tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    r = launch("--hostfile", str(bad), "x.py")
+    assert r.returncode == 2 and "cannot read the hostfile" in r.stderr
+    r = launch("-n", "2", "--env", "NOEQUALS", "x.py")
+    assert r.returncode == 2 and "KEY=VALUE" in r.stderr
+    r = launch("-n", "0", "x.py")
+    assert r.returncode == 2
+
+
+def test_ring_rejects_a_bad_hostfile(tmp_path):
+    hostfile = tmp_path / "hosts.json"
+    for text, why in [("{}", "hostfile"), ('[["127.0.0.1:1"], []]', "no address"),
+                      ('["nonsense"]', "ip:port")]:
+        hostfile.write_text(text)
+        r = subprocess.run(
+            [sys.executable, "-c", "import mlx.core as mx; mx.distributed.init()"],
+            env=env(MLX_HOSTFILE=str(hostfile), MLX_RANK="0"), capture_output=True, text=True,
+            timeout=HARD_TIMEOUT)
+        assert r.returncode != 0 and why in r.stderr, r.stderr
+
+
+def test_ring_init_times_out_when_a_rank_never_comes(tmp_path):
+    hostfile = tmp_path / "hosts.json"
+    hostfile.write_text(json.dumps([[f"127.0.0.1:{p}"] for p in free_ports(2)]))
+    r = subprocess.run(
+        [sys.executable, "-c", "import mlx.core as mx; mx.distributed.init()"],
+        env=env(MLX_HOSTFILE=str(hostfile), MLX_RANK="0", MLX_DISTRIBUTED_TIMEOUT="1"),
+        capture_output=True, text=True, timeout=HARD_TIMEOUT)
+    assert r.returncode != 0 and "did not all connect" in r.stderr, r.stderr
+
+
+def test_bad_timeout_setting_is_a_clear_error(tmp_path):
+    hostfile = tmp_path / "hosts.json"
+    hostfile.write_text(json.dumps([[f"127.0.0.1:{p}"] for p in free_ports(2)]))
+    r = subprocess.run(
+        [sys.executable, "-c", "import mlx.core as mx; mx.distributed.init()"],
+        env=env(MLX_HOSTFILE=str(hostfile), MLX_RANK="0", MLX_DISTRIBUTED_TIMEOUT="soon"),
+        capture_output=True, text=True, timeout=HARD_TIMEOUT)
+    assert r.returncode != 0 and "MLX_DISTRIBUTED_TIMEOUT" in r.stderr
