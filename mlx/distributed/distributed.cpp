@@ -116,8 +116,11 @@ Group init(bool strict, const std::string& backend) {
   static std::mutex mutex;
   static std::optional<Group> global;
   std::lock_guard<std::mutex> lock(mutex);
-  if (global && (global->size() > 1 || backend == "any") &&
-      (backend == "any" || backend == global->backend())) {
+  // A started backend is kept; a group of one is asked again only by strict or named calls.
+  if (global && global->size() > 1 && (backend == "any" || backend == global->backend())) {
+    return *global;
+  }
+  if (global && !strict && backend == "any") {
     return *global;
   }
   std::string chosen = backend == "any" ? configured_backend() : backend;
