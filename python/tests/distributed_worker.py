@@ -161,6 +161,103 @@ def split(g):
     check(mx.distributed.all_gather(mx.array([r]), group=rev), list(range(n))[::-1], "key order")
 
 
+def close(got, want, what, tol=1e-5):
+    got, want = np_of(got), np_of(want)
+    if got.shape != want.shape or not np.allclose(got, want, rtol=tol, atol=tol):
+        raise AssertionError(f"{what}: max diff {np.max(np.abs(got - want))}")
+
+
+def nn_parallel(g):
+    """Sharded layers and models equal their unsharded selves (values and gradients);
+    bucketed gradient averaging and the sharded optimizer equal their plain versions."""
+    import mlx.distributed as dist
+    import mlx.nn as nn
+    import mlx.optimizers as optim
+    from mlx.utils import tree_flatten, tree_map
+
+    n, r = g.size(), g.rank()
+    mx.random.seed(1)  # the same weights and inputs on every rank
+    x = mx.random.normal((3, 5, 8 * n))
+
+    def mlp():
+        return nn.Sequential(nn.Linear(8 * n, 4 * n), nn.ReLU(), nn.Linear(4 * n, 2 * n))
+
+    def loss(model, x):
+        return (model(x) ** 2).sum()
+
+    # shard_model, both axes: same outputs, and the weight gradients are the shards of the
+    # full gradients.
+    for axis in (0, 1):
+        full = mlp()
+        mx.eval(full.parameters())
+        sharded = dist.shard_model(_copy(full, mlp), axis=axis, group=g)
+        close(sharded(x), full(x), f"shard_model axis={axis} outputs", 1e-4)
+        gx_full = mx.grad(lambda y: loss(full, y))(x)
+        gx_sharded = mx.grad(lambda y: loss(sharded, y))(x)
+        close(gx_sharded, gx_full, f"shard_model axis={axis} input gradient", 1e-4)
+        gw_full = nn.value_and_grad(full, loss)(full, x)[1]
+        gw_sharded = nn.value_and_grad(sharded, loss)(sharded, x)[1]
+        w_full = gw_full["layers"][0]["weight"]
+        w_shard = gw_sharded["layers"][0]["layer"]["weight"]
+        k = w_shard.shape[axis]
+        want = w_full[r * k:(r + 1) * k] if axis == 0 else w_full[:, r * k:(r + 1) * k]
+        close(w_shard, want, f"shard_model axis={axis} weight gradient", 1e-4)
+
+    # The sharded linears composed as in a tensor-parallel MLP; and their quantized forms.
+    lin1, lin2 = nn.Linear(8 * n, 4 * n), nn.Linear(4 * n, 2 * n)
+    mx.eval(lin1.parameters(), lin2.parameters())
+    a = nn.AllToShardedLinear.from_linear(lin1, group=g)
+    b = nn.ShardedToAllLinear.from_linear(lin2, group=g)
+    close(b(nn.relu(a(x))), lin2(nn.relu(lin1(x))), "AllToSharded -> ShardedToAll", 1e-4)
+    q1, q2 = nn.QuantizedLinear.from_linear(nn.Linear(64 * n, 64 * n)), nn.QuantizedLinear.from_linear(nn.Linear(64 * n, 32))
+    xq = mx.random.normal((2, 64 * n))
+    qa = nn.QuantizedAllToShardedLinear.from_quantized_linear(q1, group=g)
+    qb = nn.QuantizedShardedToAllLinear.from_quantized_linear(q2, group=g)
+    close(qb(qa(xq)), q2(q1(xq)), "quantized sharded linears", 1e-3)
+
+    # fully_shard: same outputs and, after gathering, the same gradients.
+    full = mlp()
+    mx.eval(full.parameters())
+    fs = nn.fully_shard(_copy(full, mlp), group=g)
+    close(fs(x), full(x), "fully_shard outputs", 1e-4)
+
+    # average_gradients: bucketed (several arrays per all-reduce) == one per array == mean.
+    grads = {"a": mx.random.normal((3, 4)) + r, "b": [mx.arange(5, dtype=mx.float32) * r,
+             mx.ones((0,))], "c": mx.ones((7,), mx.float16) * r}
+    mean_r = (n - 1) / 2
+    want = {"a": grads["a"] - r + mean_r, "b": [mx.arange(5, dtype=mx.float32) * mean_r,
+            mx.ones((0,))], "c": mx.ones((7,), mx.float16) * mean_r}
+    for size in (0, 16, 1 << 20):
+        got = nn.average_gradients(grads, group=g, all_reduce_size=size,
+                                   communication_stream=mx.new_stream(mx.cpu))
+        for (k, v), (_, w) in zip(tree_flatten(got), tree_flatten(want)):
+            close(v, w, f"average_gradients {k} size={size}", 1e-3)
+
+    # ShardedOptimizer (stages 1, 2) == AdamW on the averaged gradients; state is 1/n.
+    for stage in (1, 2):
+        params = {"w": mx.random.normal((5, 3)), "v": mx.random.normal((7,))}
+        mx.eval(params)
+        plain, zero = dict(params), dict(params)
+        opt = optim.AdamW(learning_rate=0.1)
+        zopt = optim.ShardedOptimizer(optim.AdamW(learning_rate=0.1), group=g, stage=stage)
+        for step in range(3):
+            local = tree_map(lambda p: p * (r + 1 + step), params)
+            avg = tree_map(lambda p: p * (sum(range(1, n + 1)) / n + step), params)
+            plain = opt.apply_gradients(avg, plain)
+            zero = zopt.apply_gradients(local, zero)
+            mx.eval(plain, zero)
+        for k in params:
+            close(zero[k], plain[k], f"ShardedOptimizer stage {stage} {k}", 1e-5)
+        m = zopt.state["w"]["m"]
+        assert m.size == -(-15 // n), m.shape
+
+
+def _copy(model, make):
+    out = make()
+    out.update(model.parameters())
+    return out
+
+
 def die(g, victim):
     """The victim dies without a word; the others must fail with a clear error, in time."""
     if g.rank() == victim:
