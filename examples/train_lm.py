@@ -7,6 +7,12 @@ the GPU when there is one.
 
     python examples/train_lm.py                  # default run (a few minutes on 2 cores)
     python examples/train_lm.py --steps 50 --dims 64 --layers 2   # quick smoke run
+    mlx.launch -n 2 examples/train_lm.py         # data-parallel over 2 processes
+    mlx.launch -n 2 examples/train_lm.py --zero  # ... with the optimizer state sharded
+
+Under mlx.launch (or mpirun) the global batch (--batch) is split over the ranks, the
+gradients are averaged (nn.average_gradients), and rank 0 prints; with --zero each rank
+keeps 1/N of the optimizer state (optim.ShardedOptimizer, ZeRO stage 1 or 2).
 """
 import argparse
 import json
@@ -89,18 +95,28 @@ def memory_line():
     return line
 
 
-def save_checkpoint(path, model, optimizer, step, rng):
+def optimizer_file(group, sharded):
+    # A sharded optimizer state is a different part on every rank.
+    return f"optimizer.rank{group.rank()}.safetensors" if sharded else "optimizer.safetensors"
+
+
+def save_checkpoint(path, model, optimizer, step, rng, group, sharded):
     """Writes the checkpoint next to the old one, then renames: a crash mid-save keeps the
-    previous checkpoint intact."""
+    previous checkpoint intact. Rank 0 writes the model; every rank its optimizer part when
+    the state is sharded."""
     os.makedirs(path, exist_ok=True)
-    files = {
-        "model.safetensors": lambda f: model.save_weights(f),
-        "optimizer.safetensors": lambda f: mx.save_safetensors(f, dict(tree_flatten(optimizer.state))),
-    }
+    files = {}
+    if group.rank() == 0:
+        files["model.safetensors"] = lambda f: model.save_weights(f)
+    if group.rank() == 0 or sharded:
+        files[optimizer_file(group, sharded)] = lambda f: mx.save_safetensors(
+            f, dict(tree_flatten(optimizer.state)))
     for name, write in files.items():
         tmp = os.path.join(path, "tmp." + name)
         write(tmp)
         os.replace(tmp, os.path.join(path, name))
+    if group.rank() != 0:
+        return
     meta = {"step": step, "rng": rng.bit_generator.state}
     tmp = os.path.join(path, "tmp.meta.json")
     with open(tmp, "w") as f:
@@ -108,9 +124,9 @@ def save_checkpoint(path, model, optimizer, step, rng):
     os.replace(tmp, os.path.join(path, "meta.json"))
 
 
-def load_checkpoint(path, model, optimizer, rng):
+def load_checkpoint(path, model, optimizer, rng, group, sharded):
     model.load_weights(os.path.join(path, "model.safetensors"))
-    state = mx.load(os.path.join(path, "optimizer.safetensors"))
+    state = mx.load(os.path.join(path, optimizer_file(group, sharded)))
     optimizer.state = tree_unflatten(list(state.items()))
     with open(os.path.join(path, "meta.json")) as f:
         meta = json.load(f)
@@ -156,7 +172,22 @@ def main(argv=None):
     p.add_argument("--sample", type=int, default=300, help="characters to sample at the end")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--cpu", action="store_true", help="use the CPU even when a GPU exists")
+    p.add_argument("--zero", action="store_true",
+                   help="shard the optimizer state over the ranks (ZeRO, see --zero-stage)")
+    p.add_argument("--zero-stage", type=int, default=2, choices=[1, 2],
+                   help="1: shard the state; 2: the state and the averaged gradients")
+    p.add_argument("--log-every", type=int, default=10,
+                   help="steps between progress lines when several ranks run")
+    p.add_argument("--json", action="store_true",
+                   help="print every rank's losses and peak memory as a JSON line at the end")
     args = p.parse_args(argv)
+    group = mx.distributed.init()
+    world, rank = group.size(), group.rank()
+    if args.batch % world:
+        p.error(f"--batch {args.batch} must be divisible by the number of ranks ({world})")
+    local = args.batch // world
+    quiet = rank != 0
+    log = (lambda *a, **k: None) if quiet else print
 
     if not args.cpu and mx.is_available(mx.gpu):
         mx.set_default_device(mx.gpu)
@@ -172,12 +203,15 @@ def main(argv=None):
          optim.cosine_decay(args.lr, max(args.steps - args.warmup, 1), 0.1 * args.lr)],
         [args.warmup])
     optimizer = optim.AdamW(learning_rate=schedule, weight_decay=args.weight_decay)
+    if args.zero:
+        optimizer = optim.ShardedOptimizer(optimizer, group, stage=args.zero_stage,
+                                           max_grad_norm=1.0)
     optimizer.init(model.trainable_parameters())
 
     start = 0
     if args.resume and args.checkpoint and os.path.exists(os.path.join(args.checkpoint, "meta.json")):
-        start = load_checkpoint(args.checkpoint, model, optimizer, rng)
-        print(f"resumed from {args.checkpoint} at step {start}")
+        start = load_checkpoint(args.checkpoint, model, optimizer, rng, group, args.zero)
+        log(f"resumed from {args.checkpoint} at step {start}")
 
     def loss_fn(model, x, y):
         return nn.losses.cross_entropy(model(x), y, reduction="mean")
@@ -188,14 +222,18 @@ def main(argv=None):
     @partial(mx.compile, inputs=state, outputs=state)
     def step(x, y):
         loss, grads = loss_and_grad(model, x, y)
-        grads, _ = optim.clip_grad_norm(grads, 1.0)
-        optimizer.update(model, grads)
-        return loss
+        if not args.zero:
+            grads = nn.average_gradients(grads, group)
+            grads, _ = optim.clip_grad_norm(grads, 1.0)
+        optimizer.update(model, grads)  # ShardedOptimizer: averages and clips itself
+        return mx.distributed.all_sum(loss, group=group) / world  # the global batch's loss
 
     device = "gpu" if mx.default_device() == mx.gpu else "cpu"
-    print(f"device {device}, {n_params / 1e6:.2f}M parameters, vocab {vocab}, "
-          f"{len(train)} train / {len(val)} val characters")
-    print(f"unigram baseline: {unigram_loss(train, val, vocab):.3f} nats/char")
+    log(f"device {device}, {n_params / 1e6:.2f}M parameters, vocab {vocab}, "
+        f"{len(train)} train / {len(val)} val characters"
+        + (f", {world} ranks" + (f", ZeRO stage {args.zero_stage}" if args.zero else "")
+           if world > 1 or args.zero else ""))
+    log(f"unigram baseline: {unigram_loss(train, val, vocab):.3f} nats/char")
     mx.reset_peak_memory()
     tokens_per_step = args.batch * args.context
     t0 = time.perf_counter()
@@ -203,25 +241,32 @@ def main(argv=None):
     first_loss = None
     val_loss = None
     t_first = None  # end of the first step (which includes tracing and compiling)
+    losses = []
     for it in range(start, args.steps):
+        # Every rank draws the same global batch (same seed) and takes its rows of it.
         x, y = batches(train, args.batch, args.context, rng)
-        loss = step(x, y)
+        loss = step(x[rank * local:(rank + 1) * local], y[rank * local:(rank + 1) * local])
         mx.eval(state)
         loss = loss.item()
+        losses.append(loss)
         first_loss = loss if first_loss is None else first_loss
         t_first = time.perf_counter() if t_first is None else t_first
         loss_avg = loss if loss_avg is None else 0.9 * loss_avg + 0.1 * loss
         done = it + 1 - start
         rate = done * tokens_per_step / (time.perf_counter() - t0)
         bar = "#" * int(20 * (it + 1) / args.steps)
-        sys.stdout.write(f"\r[{bar:<20}] step {it + 1}/{args.steps} loss {loss_avg:.3f} "
-                         f"{rate:,.0f} tok/s {memory_line()}")
-        sys.stdout.flush()
+        # One line per update on a terminal; whole lines under a launcher (rank prefixes).
+        end = "\n" if world > 1 else ""
+        if not quiet and (world == 1 or (it + 1) % args.log_every == 0):
+            sys.stdout.write(f"\r[{bar:<20}] step {it + 1}/{args.steps} loss {loss_avg:.3f} "
+                             f"{rate:,.0f} tok/s {memory_line()}{end}")
+            sys.stdout.flush()
         if (it + 1) % args.eval_every == 0 or it + 1 == args.steps:
             val_loss = evaluate(model, val, args, rng)
-            sys.stdout.write(f"\n  step {it + 1}: train {loss_avg:.3f}, val {val_loss:.3f}\n")
+            if not quiet:
+                sys.stdout.write(f"\n  step {it + 1}: train {loss_avg:.3f}, val {val_loss:.3f}\n")
             if args.checkpoint:
-                save_checkpoint(args.checkpoint, model, optimizer, it + 1, rng)
+                save_checkpoint(args.checkpoint, model, optimizer, it + 1, rng, group, args.zero)
     elapsed = time.perf_counter() - t0
     done = args.steps - start
     rate = steady_rate = None
@@ -229,12 +274,15 @@ def main(argv=None):
         rate = done * tokens_per_step / elapsed
         if done > 1:
             steady_rate = (done - 1) * tokens_per_step / (t0 + elapsed - t_first)
-        print(f"{done} steps in {elapsed:.1f} s, {rate:,.0f} tokens/s; {memory_line()}")
+        log(f"{done} steps in {elapsed:.1f} s, {rate:,.0f} tokens/s; {memory_line()}")
     text = ""
     if args.sample:
         text = sample(model, chars, "ROMEO:", args.sample, 0.8, args.context)
-        print("--- sample ---")
-        print(text)
+        log("--- sample ---")
+        log(text)
+    if args.json:
+        print(json.dumps({"rank": rank, "world": world, "zero": args.zero, "losses": losses,
+                          "peak_memory": mx.get_peak_memory()}), flush=True)
     return {"first_loss": first_loss, "train_loss": loss_avg, "val_loss": val_loss, "sample": text,
             "tokens_per_s": rate, "steady_tokens_per_s": steady_rate,
             "peak_memory": mx.get_peak_memory()}

@@ -228,3 +228,34 @@ def test_bad_timeout_setting_is_a_clear_error(tmp_path):
         env=env(MLX_HOSTFILE=str(hostfile), MLX_RANK="0", MLX_DISTRIBUTED_TIMEOUT="soon"),
         capture_output=True, text=True, timeout=HARD_TIMEOUT)
     assert r.returncode != 0 and "MLX_DISTRIBUTED_TIMEOUT" in r.stderr
+
+
+TRAIN_LM = os.path.join(os.path.dirname(PYTHONPATH), "examples", "train_lm.py")
+TINY_LM = ["--dims", "32", "--layers", "1", "--heads", "2", "--context", "32", "--batch", "8",
+           "--warmup", "2", "--sample", "0", "--cpu", "--steps", "6", "--eval-every", "6",
+           "--json"]
+
+
+def lm_results(stdout):
+    out = {}
+    for line in stdout.splitlines():
+        body = line.split("] ", 1)[-1]
+        if body.startswith("{"):
+            r = json.loads(body)
+            out[r["rank"]] = r
+    return out
+
+
+@pytest.mark.parametrize("extra", [[], ["--zero"], ["--zero", "--zero-stage", "1"]])
+def test_two_rank_training_matches_one_rank_on_the_same_global_batch(extra):
+    one = subprocess.run([sys.executable, TRAIN_LM, *TINY_LM], env=env(), capture_output=True,
+                         text=True, timeout=HARD_TIMEOUT)
+    assert one.returncode == 0, one.stderr[-2000:]
+    two = launch("-n", "2", TRAIN_LM, *TINY_LM, *extra)
+    assert two.returncode == 0, two.stderr[-2000:]
+    want = lm_results(one.stdout)[0]["losses"]
+    got = lm_results(two.stdout)
+    assert sorted(got) == [0, 1]
+    for rank in (0, 1):
+        assert got[rank]["losses"] == pytest.approx(want, rel=1e-4, abs=1e-4)
+    assert want[-1] < want[0]  # it learned something

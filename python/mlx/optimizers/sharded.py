@@ -27,6 +27,8 @@ from mlx.optimizers.optimizers import (
     Lion,
     Optimizer,
     RMSprop,
+    rescale_to_norm,
+    square_norm,
 )
 from mlx.utils import tree_flatten, tree_map, tree_unflatten
 
@@ -41,6 +43,9 @@ class ShardedOptimizer:
         group: The data-parallel group (default: the global group).
         stage: 1 (shard the state) or 2 (shard the state and the averaged gradients).
         communication_stream: Stream for the collectives (default: the default stream).
+        max_grad_norm: If set, the averaged gradients are clipped to this global norm first
+            (as ``clip_grad_norm``; the norm is summed over the ranks' parts, which are
+            disjoint, so it is the norm of the full averaged gradients).
 
     ``update(model, gradients)`` takes this rank's *local* gradients (not averaged): the
     averaging is part of the sharded update.
@@ -52,6 +57,7 @@ class ShardedOptimizer:
         group: Optional[mx.distributed.Group] = None,
         stage: int = 2,
         communication_stream: Optional[mx.Stream] = None,
+        max_grad_norm: Optional[float] = None,
     ):
         if not isinstance(optimizer, _ELEMENTWISE):
             raise ValueError(
@@ -66,6 +72,7 @@ class ShardedOptimizer:
         self.group = group if group is not None else mx.distributed.init()
         self.stage = stage
         self.stream = communication_stream
+        self.max_grad_norm = max_grad_norm
 
     @property
     def state(self):
@@ -122,6 +129,12 @@ class ShardedOptimizer:
         params = tree_flatten(tree_map(lambda g, p: p, gradients, parameters))
         parts_g = tree_unflatten([(k, self._averaged_part(g)) for k, g in grads])
         parts_p = tree_unflatten([(k, self._my_part(p)) for k, p in params])
+        if self.max_grad_norm is not None:
+            total = square_norm(parts_g)
+            if self.group.size() > 1:
+                total = mx.distributed.all_sum(total, group=self.group, stream=self.stream)
+            self.grad_norm = mx.sqrt(total)
+            parts_g = rescale_to_norm(parts_g, self.grad_norm, self.max_grad_norm)
         updated = dict(tree_flatten(self.optimizer.apply_gradients(parts_g, parts_p)))
         full = []
         for k, p in params:
