@@ -144,20 +144,49 @@ struct OpTable {
   }
 };
 
-// Types and ops, created once after MPI_Init.
+// OpenMPI's own types (null: none fits) in the order of Dtype::Val; its reductions on them
+// are faster than a user op. Floating max / min stay user ops, whose NaN propagation matches
+// the ring backend's.
+constexpr const char* kBuiltinType[] = {nullptr,
+                                        "ompi_mpi_uint8_t",
+                                        "ompi_mpi_uint16_t",
+                                        "ompi_mpi_uint32_t",
+                                        "ompi_mpi_uint64_t",
+                                        "ompi_mpi_int8_t",
+                                        "ompi_mpi_int16_t",
+                                        "ompi_mpi_int32_t",
+                                        "ompi_mpi_int64_t",
+                                        nullptr,
+                                        "ompi_mpi_float",
+                                        "ompi_mpi_double",
+                                        nullptr,
+                                        "ompi_mpi_c_float_complex"};
+constexpr const char* kBuiltinOp[] = {"ompi_mpi_op_sum", "ompi_mpi_op_max", "ompi_mpi_op_min"};
+
+// Types and ops, created once after MPI_Init: per (reduction, dtype) the MPI type and op.
 struct Types {
-  Handle type[kDtypes];
-  Handle op[kOps][kDtypes];
+  Handle type[kOps][kDtypes] = {};
+  Handle op[kOps][kDtypes] = {};
   Types() {
     using T = OpTable<0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13>;
     const std::array<std::array<UserFn, kDtypes>, kOps> fns = {T::row<0>(), T::row<1>(),
                                                                T::row<2>()};
     for (int d = 0; d < kDtypes; ++d) {
+      Handle bytes = nullptr;
       int item = static_cast<int>(size_of(kDtypeOf[d]));
-      check(api().Type_contiguous(item, api().byte, &type[d]), "MPI_Type_contiguous");
-      check(api().Type_commit(&type[d]), "MPI_Type_commit");
+      check(api().Type_contiguous(item, api().byte, &bytes), "MPI_Type_contiguous");
+      check(api().Type_commit(&bytes), "MPI_Type_commit");
+      Handle builtin = kBuiltinType[d] ? dlsym(api().lib, kBuiltinType[d]) : nullptr;
       for (int o = 0; o < kOps; ++o) {
-        check(api().Op_create(fns[o][d], 1, &op[o][d]), "MPI_Op_create");
+        bool floating = is_inexact(kDtypeOf[d]);
+        if (builtin != nullptr && (o == 0 || !floating)) {
+          type[o][d] = builtin;
+          op[o][d] = dlsym(api().lib, kBuiltinOp[o]);
+        }
+        if (builtin == nullptr || op[o][d] == nullptr || (o != 0 && floating)) {
+          type[o][d] = bytes;
+          check(api().Op_create(fns[o][d], 1, &op[o][d]), "MPI_Op_create");
+        }
       }
     }
   }
@@ -177,7 +206,7 @@ class Mpi final : public Communicator {
 
   void all_reduce(void* data, size_t count, Dtype dtype, ReduceOp op) override {
     run("all_reduce", [&](Handle* req) {
-      return api().Iallreduce(kInPlace, data, as_int(count, "all_reduce"), type(dtype),
+      return api().Iallreduce(kInPlace, data, as_int(count, "all_reduce"), type(dtype, op),
                               this->op(dtype, op), comm_, req);
     });
   }
@@ -189,7 +218,7 @@ class Mpi final : public Communicator {
   }
   void reduce_scatter(const void* in, void* out, size_t count, Dtype dtype, ReduceOp op) override {
     run("sum_scatter", [&](Handle* req) {
-      return api().Ireduce_scatter_block(in, out, as_int(count, "sum_scatter"), type(dtype),
+      return api().Ireduce_scatter_block(in, out, as_int(count, "sum_scatter"), type(dtype, op),
                                          this->op(dtype, op), comm_, req);
     });
   }
@@ -212,7 +241,9 @@ class Mpi final : public Communicator {
   }
 
  private:
-  Handle type(Dtype d) const { return types_->type[static_cast<int>(d.val)]; }
+  Handle type(Dtype d, ReduceOp o) const {
+    return types_->type[static_cast<int>(o)][static_cast<int>(d.val)];
+  }
   Handle op(Dtype d, ReduceOp o) const {
     return types_->op[static_cast<int>(o)][static_cast<int>(d.val)];
   }
