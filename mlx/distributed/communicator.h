@@ -23,8 +23,8 @@ class Communicator {
   virtual int size() const = 0;
   virtual const char* name() const = 0;
 
-  // data[0, count) = the reduction over ranks, in place.
-  virtual void all_reduce(void* data, size_t count, Dtype dtype, ReduceOp op) = 0;
+  // out[0, count) = the reduction over ranks of in[0, count); in == out reduces in place.
+  virtual void all_reduce(const void* in, void* out, size_t count, Dtype dtype, ReduceOp op) = 0;
   // out[r * bytes, (r + 1) * bytes) = rank r's `in`.
   virtual void all_gather(const void* in, void* out, size_t bytes) = 0;
   // out[0, count) = part `rank()` of the reduction of `in` (size() * count elements).
@@ -34,6 +34,13 @@ class Communicator {
   virtual void recv(void* data, size_t bytes, int src) = 0;
   // The members with the same color, ordered by (key, rank); a collective over this group.
   virtual std::shared_ptr<Communicator> split(int color, int key) = 0;
+
+  // Whether the buffers are device memory (NCCL). Such a communicator enqueues its work on
+  // the CUDA stream (a cudaStream_t) last given to set_device_stream: the GPU backend's
+  // kernels for the distributed primitives set it, then call the collective with device
+  // pointers. The host kernels (primitives.cpp) refuse these communicators.
+  virtual bool on_device() const { return false; }
+  virtual void set_device_stream(void* /*stream*/) {}
 };
 
 // Each backend's entry points; `init` returns null when the environment does not configure

@@ -204,10 +204,10 @@ class Mpi final : public Communicator {
   int size() const override { return size_; }
   const char* name() const override { return "mpi"; }
 
-  void all_reduce(void* data, size_t count, Dtype dtype, ReduceOp op) override {
+  void all_reduce(const void* in, void* out, size_t count, Dtype dtype, ReduceOp op) override {
     run("all_reduce", [&](Handle* req) {
-      return api().Iallreduce(kInPlace, data, as_int(count, "all_reduce"), type(dtype, op),
-                              this->op(dtype, op), comm_, req);
+      return api().Iallreduce(in == out ? kInPlace : in, out, as_int(count, "all_reduce"),
+                              type(dtype, op), this->op(dtype, op), comm_, req);
     });
   }
   void all_gather(const void* in, void* out, size_t bytes) override {
@@ -283,7 +283,7 @@ class Mpi final : public Communicator {
                        " s (MLX_DISTRIBUTED_TIMEOUT). A peer died or stopped answering.");
         throw std::runtime_error(failure_);
       }
-      if (spins > 20000) {
+      if (spins > 2000000) {
         std::this_thread::sleep_for(std::chrono::microseconds(50));
       } else if (spins > 1000) {
         sched_yield();

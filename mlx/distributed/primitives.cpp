@@ -2,9 +2,23 @@
 // streams reach these too (backend/cuda/missing_kernels.cpp brings the inputs to the host).
 #include "mlx/distributed/primitives.h"
 
+#include <stdexcept>
+
 #include "mlx/backend/cpu/copy.h"
+#include "mlx/utils.h"
 
 namespace mlx::core::distributed {
+
+detail::Communicator& DistPrimitive::host_comm() const {
+  auto& c = *group().communicator();
+  if (c.on_device()) {
+    throw std::runtime_error(msg("[", name(), "] The ", c.name(),
+                                 " backend works on GPU "
+                                 "memory and needs this primitive's GPU kernel, which the CUDA "
+                                 "backend does not provide yet."));
+  }
+  return c;
+}
 
 namespace {
 
@@ -32,9 +46,19 @@ const char* AllReduce::name() const {
 }
 
 void AllReduce::eval_cpu(const std::vector<array>& inputs, array& out) {
-  cpu::copy_to_contiguous(inputs[0], out);  // in place on a donated input when it can be
+  // In place on a dense input nothing else holds; otherwise into a new buffer, so that MPI
+  // reads the input where it is instead of a copy.
+  const array& x = inputs[0];
+  array in = x;
+  if (x.flags().row_contiguous && x.data_size() == x.size() && x.is_donatable()) {
+    out.copy_shared_buffer(x);
+    in = out;
+  } else {
+    in = dense(x);
+    out.set_data(allocator::malloc(out.nbytes()));
+  }
   if (out.size() > 0) {
-    comm().all_reduce(out.data<char>(), out.size(), out.dtype(), op_);
+    host_comm().all_reduce(in.data<char>(), out.data<char>(), out.size(), out.dtype(), op_);
   }
 }
 
@@ -48,7 +72,7 @@ void AllGather::eval_cpu(const std::vector<array>& inputs, array& out) {
   array in = dense(inputs[0]);
   out.set_data(allocator::malloc(out.nbytes()));
   if (out.size() > 0) {
-    comm().all_gather(in.data<char>(), out.data<char>(), in.nbytes());
+    host_comm().all_gather(in.data<char>(), out.data<char>(), in.nbytes());
   }
 }
 
@@ -62,20 +86,20 @@ void ReduceScatter::eval_cpu(const std::vector<array>& inputs, array& out) {
   array in = dense(inputs[0]);
   out.set_data(allocator::malloc(out.nbytes()));
   if (out.size() > 0) {
-    comm().reduce_scatter(in.data<char>(), out.data<char>(), out.size(), out.dtype(),
-                          detail::ReduceOp::sum);
+    host_comm().reduce_scatter(in.data<char>(), out.data<char>(), out.size(), out.dtype(),
+                               detail::ReduceOp::sum);
   }
 }
 
 void Send::eval_cpu(const std::vector<array>& inputs, array& out) {
   array in = dense(inputs[0]);
-  comm().send(in.data<char>(), in.nbytes(), dst_);
+  host_comm().send(in.data<char>(), in.nbytes(), dst_);
   out.copy_shared_buffer(inputs[0]);
 }
 
 void Recv::eval_cpu(const std::vector<array>&, array& out) {
   out.set_data(allocator::malloc(out.nbytes()));
-  comm().recv(out.data<char>(), out.nbytes(), src_);
+  host_comm().recv(out.data<char>(), out.nbytes(), src_);
 }
 
 }  // namespace mlx::core::distributed

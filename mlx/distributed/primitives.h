@@ -15,7 +15,8 @@ class DistPrimitive : public UnaryPrimitive {
   const Group& group() const { return group_; }
 
  protected:
-  detail::Communicator& comm() const { return *group_.communicator(); }
+  // The communicator, for host buffers (a device-memory one is a clear error).
+  detail::Communicator& host_comm() const;
 
  private:
   Group group_;

@@ -363,13 +363,15 @@ class Ring final : public Communicator {
   int size() const override { return static_cast<int>(members_.size()); }
   const char* name() const override { return "ring"; }
 
-  void all_reduce(void* data, size_t count, Dtype dtype, ReduceOp op) override {
+  void all_reduce(const void* in, void* out, size_t count, Dtype dtype, ReduceOp op) override {
     const size_t item = size_of(dtype);
     std::vector<size_t> offs(size() + 1);
     for (int c = 0; c <= size(); ++c)
       offs[c] = count * c / size() * item;
     auto lock = begin("all_reduce");
-    char* buf = static_cast<char*>(data);
+    char* buf = static_cast<char*>(out);
+    if (in != out)
+      std::memcpy(buf, in, offs.back());
     std::vector<char> scratch(offs[1] + item);
     reduce_scatter_steps(buf, offs, scratch.data(), dtype, op, "all_reduce");
     all_gather_steps(buf, offs, "all_reduce");

@@ -259,3 +259,42 @@ def test_two_rank_training_matches_one_rank_on_the_same_global_batch(extra):
     for rank in (0, 1):
         assert got[rank]["losses"] == pytest.approx(want, rel=1e-4, abs=1e-4)
     assert want[-1] < want[0]  # it learned something
+
+
+def run_python(code, **extra_env):
+    return subprocess.run([sys.executable, "-c", code], env=env(**extra_env),
+                          capture_output=True, text=True, timeout=HARD_TIMEOUT)
+
+
+NCCL_CHECK = """
+import mlx.core as mx
+available = mx.distributed.is_available("nccl")
+g = mx.distributed.init(backend="nccl")
+print(available, g.size())
+try:
+    mx.distributed.init(strict=True, backend="nccl")
+except RuntimeError as e:
+    print("strict:", e)
+"""
+
+
+def test_nccl_single_process_paths():
+    # Without NCCL (or a GPU) here: not available, a group of one, a clear strict error.
+    r = run_python(NCCL_CHECK)
+    assert r.returncode == 0, r.stderr
+    first, *rest = r.stdout.splitlines()
+    if first.startswith("True"):
+        pytest.skip("NCCL is installed: the multi-GPU run covers it")
+    assert first == "False 1"
+    assert "NCCL backend is not available" in rest[0]
+    # A library that is not NCCL: the missing piece is named.
+    r = run_python(NCCL_CHECK, MLX_NCCL_LIBNAME="libm.so.6")
+    assert r.returncode == 0 and "not available" in r.stdout, r.stdout + r.stderr
+
+
+def test_mpi_library_name_is_honoured():
+    r = run_python("import mlx.core as mx\nprint(mx.distributed.is_available('mpi'))\n"
+                   "mx.distributed.init(strict=True, backend='mpi')",
+                   MLX_MPI_LIBNAME="libdoes-not-exist.so")
+    assert r.stdout.strip() == "False"
+    assert r.returncode != 0 and "libdoes-not-exist.so" in r.stderr, r.stderr
