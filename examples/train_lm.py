@@ -134,11 +134,16 @@ def load_checkpoint(path, model, optimizer, rng, group, sharded):
     return meta["step"]
 
 
-def evaluate(model, data, args, rng, batches_count=8):
+def evaluate(model, data, args, rng, group, batches_count=8):
+    """The mean loss of a few global batches, each rank taking its rows of them."""
+    world, rank = group.size(), group.rank()
+    local = args.batch // world
     total = 0.0
     for _ in range(batches_count):
         x, y = batches(data, args.batch, args.context, rng)
-        total += nn.losses.cross_entropy(model(x), y, reduction="mean").item()
+        rows = slice(rank * local, (rank + 1) * local)
+        loss = nn.losses.cross_entropy(model(x[rows]), y[rows], reduction="mean")
+        total += (mx.distributed.all_sum(loss, group=group) / world).item()
     return total / batches_count
 
 
@@ -262,7 +267,7 @@ def main(argv=None):
                              f"{rate:,.0f} tok/s {memory_line()}{end}")
             sys.stdout.flush()
         if (it + 1) % args.eval_every == 0 or it + 1 == args.steps:
-            val_loss = evaluate(model, val, args, rng)
+            val_loss = evaluate(model, val, args, rng, group)
             if not quiet:
                 sys.stdout.write(f"\n  step {it + 1}: train {loss_avg:.3f}, val {val_loss:.3f}\n")
             if args.checkpoint:
