@@ -354,6 +354,9 @@ void Mesh::run(std::vector<Io>& ios, const char* op) {
 
 // ---- the communicator ------------------------------------------------------------------------
 
+// All-reduces up to this size exchange whole buffers (direct_all_reduce).
+constexpr size_t kDirectBytes = 16 << 10;
+
 class Ring final : public Communicator {
  public:
   Ring(std::shared_ptr<Mesh> mesh, std::vector<int> members, int rank)
@@ -370,8 +373,12 @@ class Ring final : public Communicator {
       offs[c] = count * c / size() * item;
     auto lock = begin("all_reduce");
     char* buf = static_cast<char*>(out);
-    if (in != out)
+    if (offs.back() <= kDirectBytes) {
+      return direct_all_reduce(in, buf, offs.back(), count, dtype, op);
+    }
+    if (in != out) {
       std::memcpy(buf, in, offs.back());
+    }
     std::vector<char> scratch(offs[1] + item);
     reduce_scatter_steps(buf, offs, scratch.data(), dtype, op, "all_reduce");
     all_gather_steps(buf, offs, "all_reduce");
@@ -457,6 +464,28 @@ class Ring final : public Communicator {
   int right() const { return members_[(rank_ + 1) % size()]; }
   int left() const { return members_[(rank_ + size() - 1) % size()]; }
   static int mod(int a, int n) { return ((a % n) + n) % n; }
+
+  // Small messages: one exchange with every member (a single round trip instead of the
+  // ring's 2 (n - 1) steps), then every rank reduces the same values in rank order, so the
+  // results agree bit for bit.
+  void direct_all_reduce(const void* in, char* out, size_t bytes, size_t count, Dtype dtype,
+                         ReduceOp op) {
+    const int n = size();
+    std::vector<char> all(bytes * n);
+    std::memcpy(all.data() + bytes * rank_, in, bytes);
+    std::vector<Io> ios;
+    for (int r = 0; r < n; ++r) {
+      if (r == rank_)
+        continue;
+      ios.push_back({members_[r], true, static_cast<char*>(const_cast<void*>(in)), bytes});
+      ios.push_back({members_[r], false, all.data() + bytes * r, bytes});
+    }
+    mesh_->run(ios, "all_reduce");
+    std::memcpy(out, all.data(), bytes);
+    for (int r = 1; r < n; ++r) {
+      reduce_into(out, all.data() + bytes * r, count, dtype, op);
+    }
+  }
 
   // Chunk c of buf is [offs[c], offs[c + 1]). After these n - 1 steps this rank's chunk
   // `rank_` holds the reduction over every rank.
