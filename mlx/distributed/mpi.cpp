@@ -22,6 +22,7 @@
 #include <thread>
 
 #include "mlx/distributed/communicator.h"
+#include "mlx/distributed/dynamic_library.h"
 #include "mlx/utils.h"
 
 namespace mlx::core::distributed::detail {
@@ -34,9 +35,8 @@ constexpr int kThreadMultiple = 3;
 void* const kInPlace = reinterpret_cast<void*>(1);  // MPI_IN_PLACE
 void* const kStatusIgnore = nullptr;                // MPI_STATUS_IGNORE
 
-struct Api {
-  void* lib = nullptr;
-  std::string error;
+// Global: OpenMPI's plugins resolve their symbols against libmpi.
+struct Api : DynamicLibrary {
   int (*Initialized)(int*);
   int (*Init_thread)(int*, char***, int, int*);
   int (*Finalize)();
@@ -56,30 +56,9 @@ struct Api {
   Handle comm_world = nullptr;
   Handle byte = nullptr;
 
-  template <typename F>
-  void sym(F& f, const char* name) {
-    f = reinterpret_cast<F>(dlsym(lib, name));
-    if (f == nullptr && error.empty())
-      error = msg("symbol ", name, " is missing");
-  }
-
-  Api() {
-    std::vector<std::string> names;
-    if (const char* n = std::getenv("MLX_MPI_LIBNAME"); n != nullptr && *n != '\0') {
-      names.push_back(n);
-    } else {
-      names = {"libmpi.so.40", "libmpi.so"};
-    }
-    for (auto& n : names) {
-      // Global: OpenMPI's plugins resolve their symbols against libmpi.
-      lib = dlopen(n.c_str(), RTLD_NOW | RTLD_GLOBAL);
-      if (lib != nullptr)
-        break;
-      error = msg("cannot load ", n, ": ", dlerror());
-    }
-    if (lib == nullptr)
+  Api() : DynamicLibrary("MLX_MPI_LIBNAME", {"libmpi.so.40", "libmpi.so"}, RTLD_NOW | RTLD_GLOBAL) {
+    if (handle == nullptr)
       return;
-    error.clear();
     sym(Initialized, "MPI_Initialized");
     sym(Init_thread, "MPI_Init_thread");
     sym(Finalize, "MPI_Finalize");
@@ -96,13 +75,12 @@ struct Api {
     sym(Isend, "MPI_Isend");
     sym(Irecv, "MPI_Irecv");
     sym(Test, "MPI_Test");
-    comm_world = dlsym(lib, "ompi_mpi_comm_world");
-    byte = dlsym(lib, "ompi_mpi_byte");
+    comm_world = address("ompi_mpi_comm_world");
+    byte = address("ompi_mpi_byte");
     if (error.empty() && (comm_world == nullptr || byte == nullptr)) {
       error = "not OpenMPI (ompi_mpi_comm_world is missing)";
     }
   }
-  bool ok() const { return lib != nullptr && error.empty(); }
 };
 
 Api& api() {
@@ -176,12 +154,12 @@ struct Types {
       int item = static_cast<int>(size_of(kDtypeOf[d]));
       check(api().Type_contiguous(item, api().byte, &bytes), "MPI_Type_contiguous");
       check(api().Type_commit(&bytes), "MPI_Type_commit");
-      Handle builtin = kBuiltinType[d] ? dlsym(api().lib, kBuiltinType[d]) : nullptr;
+      Handle builtin = kBuiltinType[d] ? api().address(kBuiltinType[d]) : nullptr;
       for (int o = 0; o < kOps; ++o) {
         bool floating = is_inexact(kDtypeOf[d]);
         if (builtin != nullptr && (o == 0 || !floating)) {
           type[o][d] = builtin;
-          op[o][d] = dlsym(api().lib, kBuiltinOp[o]);
+          op[o][d] = api().address(kBuiltinOp[o]);
         }
         if (builtin == nullptr || op[o][d] == nullptr || (o != 0 && floating)) {
           type[o][d] = bytes;

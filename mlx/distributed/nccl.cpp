@@ -1,8 +1,8 @@
 // The NCCL backend, loaded at run time: libnccl (MLX_NCCL_LIBNAME, else libnccl.so.2) and the
-// CUDA runtime (libcudart.so.12 / libcudart.so) are dlopen'ed, so it compiles and links
-// without CUDA. Ranks find each other through the ring backend's hostfile (MLX_HOSTFILE,
-// MLX_RANK, set by mlx.launch --backend nccl): rank 0's ncclUniqueId travels over it. Rank r
-// uses GPU r % (GPUs of its host).
+// CUDA runtime (MLX_CUDART_LIBNAME, else libcudart.so.12 / libcudart.so) are dlopen'ed, so it
+// compiles and links without CUDA. Ranks find each other through the ring backend's hostfile
+// (MLX_HOSTFILE, MLX_RANK, set by mlx.launch --backend nccl): rank 0's ncclUniqueId travels over
+// it. Rank r uses GPU r % (GPUs of its host).
 //
 // Buffers are device memory, enqueued on the CUDA stream the GPU backend hands over with
 // set_device_stream (its kernels for the distributed primitives do so; see on_device()).
@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "mlx/distributed/communicator.h"
+#include "mlx/distributed/dynamic_library.h"
 #include "mlx/utils.h"
 
 namespace mlx::core::distributed::detail {
@@ -34,9 +35,9 @@ enum NcclOp { kSum = 0, kProd, kMax, kMin };
 constexpr int kCudaSuccess = 0, kCudaNotReady = 600;
 
 struct Api {
-  void* nccl = nullptr;
-  void* cudart = nullptr;
-  std::string error;
+  DynamicLibrary nccl{"MLX_NCCL_LIBNAME", {"libnccl.so.2", "libnccl.so"}, RTLD_NOW | RTLD_LOCAL};
+  DynamicLibrary cudart{
+      "MLX_CUDART_LIBNAME", {"libcudart.so.12", "libcudart.so"}, RTLD_NOW | RTLD_LOCAL};
   int (*GetUniqueId)(UniqueId*);
   int (*CommInitRank)(Comm*, int, UniqueId, int);
   int (*CommSplit)(Comm, int, int, Comm*, void*);
@@ -52,48 +53,24 @@ struct Api {
   int (*GetDeviceCount)(int*);
   int (*StreamQuery)(Stream);
 
-  template <typename F>
-  void sym(void* lib, F& f, const char* name) {
-    f = reinterpret_cast<F>(dlsym(lib, name));
-    if (f == nullptr && error.empty())
-      error = msg("symbol ", name, " is missing");
-  }
-
-  static void* open_first(std::initializer_list<const char*> names, std::string& error) {
-    for (const char* n : names) {
-      if (void* lib = dlopen(n, RTLD_NOW | RTLD_LOCAL))
-        return lib;
-      error = msg("cannot load ", n, ": ", dlerror());
-    }
-    return nullptr;
-  }
-
   Api() {
-    const char* name = std::getenv("MLX_NCCL_LIBNAME");
-    nccl = name && *name ? open_first({name}, error)
-                         : open_first({"libnccl.so.2", "libnccl.so"}, error);
-    if (nccl == nullptr)
-      return;
-    cudart = open_first({"libcudart.so.12", "libcudart.so"}, error);
-    if (cudart == nullptr)
-      return;
-    error.clear();
-    sym(nccl, GetUniqueId, "ncclGetUniqueId");
-    sym(nccl, CommInitRank, "ncclCommInitRank");
-    sym(nccl, CommGetAsyncError, "ncclCommGetAsyncError");
-    sym(nccl, CommAbort, "ncclCommAbort");
-    sym(nccl, GetErrorString, "ncclGetErrorString");
-    sym(nccl, AllReduce, "ncclAllReduce");
-    sym(nccl, AllGather, "ncclAllGather");
-    sym(nccl, ReduceScatter, "ncclReduceScatter");
-    sym(nccl, Send, "ncclSend");
-    sym(nccl, Recv, "ncclRecv");
-    sym(cudart, SetDevice, "cudaSetDevice");
-    sym(cudart, GetDeviceCount, "cudaGetDeviceCount");
-    sym(cudart, StreamQuery, "cudaStreamQuery");
-    CommSplit = reinterpret_cast<decltype(CommSplit)>(dlsym(nccl, "ncclCommSplit"));  // 2.18+
+    nccl.sym(GetUniqueId, "ncclGetUniqueId");
+    nccl.sym(CommInitRank, "ncclCommInitRank");
+    nccl.sym(CommGetAsyncError, "ncclCommGetAsyncError");
+    nccl.sym(CommAbort, "ncclCommAbort");
+    nccl.sym(GetErrorString, "ncclGetErrorString");
+    nccl.sym(AllReduce, "ncclAllReduce");
+    nccl.sym(AllGather, "ncclAllGather");
+    nccl.sym(ReduceScatter, "ncclReduceScatter");
+    nccl.sym(Send, "ncclSend");
+    nccl.sym(Recv, "ncclRecv");
+    cudart.sym(SetDevice, "cudaSetDevice");
+    cudart.sym(GetDeviceCount, "cudaGetDeviceCount");
+    cudart.sym(StreamQuery, "cudaStreamQuery");
+    CommSplit = reinterpret_cast<decltype(CommSplit)>(nccl.address("ncclCommSplit"));  // 2.18+
   }
-  bool ok() const { return nccl != nullptr && cudart != nullptr && error.empty(); }
+  bool ok() const { return nccl.ok() && cudart.ok(); }
+  const std::string& error() const { return nccl.ok() ? cudart.error : nccl.error; }
 };
 
 Api& api() {
@@ -239,7 +216,7 @@ std::shared_ptr<Communicator> nccl_init(bool strict) {
   if (!a.ok()) {
     if (strict) {
       throw std::runtime_error(msg("[distributed.init] The NCCL backend is not available: ",
-                                   a.error, ". Install NCCL (or set MLX_NCCL_LIBNAME)."));
+                                   a.error(), ". Install NCCL (or set MLX_NCCL_LIBNAME)."));
     }
     return nullptr;
   }

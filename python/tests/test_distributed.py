@@ -210,23 +210,23 @@ def test_ring_rejects_a_bad_hostfile(tmp_path):
         assert r.returncode != 0 and why in r.stderr, r.stderr
 
 
-def test_ring_init_times_out_when_a_rank_never_comes(tmp_path):
+def init_alone(tmp_path, **extra_env):
+    """init() in a process of a 2-rank hostfile whose other rank never starts."""
     hostfile = tmp_path / "hosts.json"
     hostfile.write_text(json.dumps([[f"127.0.0.1:{p}"] for p in free_ports(2)]))
-    r = subprocess.run(
+    return subprocess.run(
         [sys.executable, "-c", "import mlx.core as mx; mx.distributed.init()"],
-        env=env(MLX_HOSTFILE=str(hostfile), MLX_RANK="0", MLX_DISTRIBUTED_TIMEOUT="1"),
+        env=env(MLX_HOSTFILE=str(hostfile), MLX_RANK="0", **extra_env),
         capture_output=True, text=True, timeout=HARD_TIMEOUT)
+
+
+def test_ring_init_times_out_when_a_rank_never_comes(tmp_path):
+    r = init_alone(tmp_path, MLX_DISTRIBUTED_TIMEOUT="1")
     assert r.returncode != 0 and "did not all connect" in r.stderr, r.stderr
 
 
 def test_bad_timeout_setting_is_a_clear_error(tmp_path):
-    hostfile = tmp_path / "hosts.json"
-    hostfile.write_text(json.dumps([[f"127.0.0.1:{p}"] for p in free_ports(2)]))
-    r = subprocess.run(
-        [sys.executable, "-c", "import mlx.core as mx; mx.distributed.init()"],
-        env=env(MLX_HOSTFILE=str(hostfile), MLX_RANK="0", MLX_DISTRIBUTED_TIMEOUT="soon"),
-        capture_output=True, text=True, timeout=HARD_TIMEOUT)
+    r = init_alone(tmp_path, MLX_DISTRIBUTED_TIMEOUT="soon")
     assert r.returncode != 0 and "MLX_DISTRIBUTED_TIMEOUT" in r.stderr
 
 
