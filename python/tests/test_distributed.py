@@ -246,17 +246,18 @@ def lm_results(stdout):
     return out
 
 
-@pytest.mark.parametrize("extra", [[], ["--zero"], ["--zero", "--zero-stage", "1"]])
-def test_two_rank_training_matches_one_rank_on_the_same_global_batch(extra):
+@pytest.mark.parametrize("n,extra", [(2, []), (2, ["--zero"]), (2, ["--zero", "--zero-stage", "1"]),
+                                     (4, ["--zero"])])
+def test_multi_rank_training_matches_one_rank_on_the_same_global_batch(n, extra):
     one = subprocess.run([sys.executable, TRAIN_LM, *TINY_LM], env=env(), capture_output=True,
                          text=True, timeout=HARD_TIMEOUT)
     assert one.returncode == 0, one.stderr[-2000:]
-    two = launch("-n", "2", TRAIN_LM, *TINY_LM, *extra)
-    assert two.returncode == 0, two.stderr[-2000:]
+    many = launch("-n", str(n), TRAIN_LM, *TINY_LM, *extra)
+    assert many.returncode == 0, many.stderr[-2000:]
     want = lm_results(one.stdout)[0]["losses"]
-    got = lm_results(two.stdout)
-    assert sorted(got) == [0, 1]
-    for rank in (0, 1):
+    got = lm_results(many.stdout)
+    assert sorted(got) == list(range(n))
+    for rank in range(n):
         assert got[rank]["losses"] == pytest.approx(want, rel=1e-4, abs=1e-4)
     assert want[-1] < want[0]  # it learned something
 
