@@ -299,3 +299,13 @@ def test_mpi_library_name_is_honoured():
                    MLX_MPI_LIBNAME="libdoes-not-exist.so")
     assert r.stdout.strip() == "False"
     assert r.returncode != 0 and "libdoes-not-exist.so" in r.stderr, r.stderr
+
+
+def test_launcher_hosts_and_verbose(tmp_path):
+    # Two local names are two hosts here (no ssh): -n 2 per host gives four ranks.
+    script = tmp_path / "size.py"
+    script.write_text("import mlx.core as mx\nprint(mx.distributed.init(strict=True).size())\n")
+    r = launch("--hosts", "localhost,127.0.0.1", "-n", "2", "--verbose", str(script))
+    assert r.returncode == 0, r.stderr
+    assert all(rank_lines(r.stdout, k) == ["4"] for k in range(4)), r.stdout
+    assert "mlx.launch: rank 3 on 127.0.0.1" in r.stderr
