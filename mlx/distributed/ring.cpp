@@ -15,6 +15,7 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -28,6 +29,7 @@
 #include <mutex>
 #include <sstream>
 #include <stdexcept>
+#include <string_view>
 #include <thread>
 
 #include "mlx/distributed/communicator.h"
@@ -139,11 +141,28 @@ void tune(int fd) {
 // ---- the mesh of connections -----------------------------------------------------------------
 
 // One pending transfer: `left` bytes still to send from / receive into `ptr` on `fd`.
+// What precedes every message of a group's operation: which group, which of its calls, how
+// many bytes. A receiver that expected another call (ranks issuing a group's collectives in
+// different orders, e.g. from two streams, or a recv of another size) fails with a clear
+// error instead of reading one call's bytes into another.
+struct Header {
+  uint64_t group = 0;  // a hash of the members and of the operation (send / recv: one kind)
+  uint64_t call = 0;   // the group's n-th collective, or the n-th message between the pair
+  uint64_t bytes = 0;
+
+  bool operator==(const Header&) const = default;
+};
+
+// One pending transfer: the header (when there is one) and then `left` bytes from / into
+// `ptr`, on the connection to `peer`.
 struct Io {
   int peer;
   bool is_send;
   char* ptr;
   size_t left;
+  Header head{};         // sent; or, for a receive, what is expected
+  Header got{};          // a receive's header as it arrives
+  size_t head_left = 0;  // header bytes still to move (0: no header)
 };
 
 // Every rank's socket (fds[rank] = -1 for this process). Shared by the global group and the
@@ -312,7 +331,7 @@ void Mesh::run(std::vector<Io>& ios, const char* op) {
     fds.clear();
     live.clear();
     for (Io& io : ios) {
-      if (io.left > 0) {
+      if (io.left > 0 || io.head_left > 0) {
         fds.push_back({fds_[io.peer], static_cast<short>(io.is_send ? POLLOUT : POLLIN), 0});
         live.push_back(&io);
       }
@@ -337,11 +356,30 @@ void Mesh::run(std::vector<Io>& ios, const char* op) {
       Io& io = *live[k];
       if (fds[k].revents == 0)
         continue;
-      ssize_t moved = io.is_send ? ::send(fds[k].fd, io.ptr, io.left, MSG_NOSIGNAL)
-                                 : ::recv(fds[k].fd, io.ptr, io.left, 0);
+      // Header and payload in one call.
+      char* head = reinterpret_cast<char*>(io.is_send ? &io.head : &io.got);
+      iovec iov[2] = {{head + sizeof(Header) - io.head_left, io.head_left}, {io.ptr, io.left}};
+      msghdr m{};
+      m.msg_iov = io.head_left > 0 ? iov : iov + 1;
+      m.msg_iovlen = io.head_left > 0 ? 2 : 1;
+      ssize_t moved =
+          io.is_send ? ::sendmsg(fds[k].fd, &m, MSG_NOSIGNAL) : ::recvmsg(fds[k].fd, &m, 0);
       if (moved > 0) {
-        io.ptr += moved;
-        io.left -= static_cast<size_t>(moved);
+        size_t n = static_cast<size_t>(moved);
+        size_t in_head = std::min(n, io.head_left);
+        io.head_left -= in_head;
+        if (in_head > 0 && io.head_left == 0 && !io.is_send && !(io.got == io.head)) {
+          fail(msg("[distributed] ring: rank ", rank_, ": ", op,
+                   " got a message of another "
+                   "call from ",
+                   who(io.peer), " (", io.got.bytes, " bytes of call ", io.got.call,
+                   "; this rank is in call ", io.head.call, " of ", io.head.bytes, " bytes",
+                   io.got.group == io.head.group ? "" : ", of another collective or group",
+                   "). Every rank must issue a group's collectives (and matching send / recv) "
+                   "in the same order with the same shapes: use one stream per group."));
+        }
+        io.ptr += n - in_head;
+        io.left -= n - in_head;
         last_progress = Clock::now();
       } else if (moved == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
         std::string why = moved == 0 ? "closed the connection" : std::strerror(errno);
@@ -360,7 +398,14 @@ constexpr size_t kDirectBytes = 16 << 10;
 class Ring final : public Communicator {
  public:
   Ring(std::shared_ptr<Mesh> mesh, std::vector<int> members, int rank)
-      : mesh_(std::move(mesh)), members_(std::move(members)), rank_(rank) {}
+      : mesh_(std::move(mesh)),
+        members_(std::move(members)),
+        rank_(rank),
+        sent_(members_.size()),
+        received_(members_.size()) {
+    for (int m : members_)
+      tag_ = (tag_ ^ static_cast<uint64_t>(m + 1)) * 1099511628211ull;
+  }
 
   int rank() const override { return rank_; }
   int size() const override { return static_cast<int>(members_.size()); }
@@ -409,28 +454,16 @@ class Ring final : public Communicator {
 
   void send(const void* data, size_t bytes, int dst) override {
     check_peer(dst, "send");
-    auto lock = begin("send");
-    uint64_t header = bytes;
-    // The length first, so that a recv of another size is a clear error, not a desync.
-    std::vector<Io> head{{members_[dst], true, reinterpret_cast<char*>(&header), sizeof(header)}};
-    mesh_->run(head, "send");
-    std::vector<Io> body{{members_[dst], true, static_cast<char*>(const_cast<void*>(data)), bytes}};
-    mesh_->run(body, "send");
+    auto lock = begin("send", false);
+    std::vector<Io> ios{io(dst, true, data, bytes, true)};
+    mesh_->run(ios, "send");
   }
 
   void recv(void* data, size_t bytes, int src) override {
     check_peer(src, "recv");
-    auto lock = begin("recv");
-    uint64_t header = 0;
-    std::vector<Io> head{{members_[src], false, reinterpret_cast<char*>(&header), sizeof(header)}};
-    mesh_->run(head, "recv");
-    if (header != bytes) {
-      mesh_->fail(msg("[distributed] ring: rank ", rank_, ": recv expected ", bytes,
-                      " bytes from rank ", src, ", which sent ", header,
-                      ": the shapes or dtypes of send and recv differ."));
-    }
-    std::vector<Io> body{{members_[src], false, static_cast<char*>(data), bytes}};
-    mesh_->run(body, "recv");
+    auto lock = begin("recv", false);
+    std::vector<Io> ios{io(src, false, data, bytes, true)};
+    mesh_->run(ios, "recv");
   }
 
   std::shared_ptr<Communicator> split(int color, int key) override {
@@ -450,9 +483,14 @@ class Ring final : public Communicator {
   }
 
  private:
-  std::unique_lock<std::mutex> begin(const char* op) {
+  // Takes the mesh for one operation; a collective counts as the group's next call.
+  std::unique_lock<std::mutex> begin(const char* op, bool collective = true) {
     std::unique_lock<std::mutex> lock(mesh_->mutex());
     mesh_->check_usable(op);
+    if (collective) {
+      ++calls_;
+      op_ = std::hash<std::string_view>{}(op) << 1;  // so that all_sum never matches all_gather
+    }
     return lock;
   }
   void check_peer(int peer, const char* op) const {
@@ -461,8 +499,8 @@ class Ring final : public Communicator {
                                       " of a group of size ", size(), "."));
     }
   }
-  int right() const { return members_[(rank_ + 1) % size()]; }
-  int left() const { return members_[(rank_ + size() - 1) % size()]; }
+  int right() const { return (rank_ + 1) % size(); }
+  int left() const { return (rank_ + size() - 1) % size(); }
   static int mod(int a, int n) { return ((a % n) + n) % n; }
 
   // Small messages: one exchange with every member (a single round trip instead of the
@@ -477,8 +515,8 @@ class Ring final : public Communicator {
     for (int r = 0; r < n; ++r) {
       if (r == rank_)
         continue;
-      ios.push_back({members_[r], true, static_cast<char*>(const_cast<void*>(in)), bytes});
-      ios.push_back({members_[r], false, all.data() + bytes * r, bytes});
+      ios.push_back(io(r, true, in, bytes));
+      ios.push_back(io(r, false, all.data() + bytes * r, bytes));
     }
     mesh_->run(ios, "all_reduce");
     std::memcpy(out, all.data(), bytes);
@@ -495,8 +533,8 @@ class Ring final : public Communicator {
     for (int s = 0; s + 1 < n; ++s) {
       int out = mod(rank_ - s - 1, n), in = mod(rank_ - s - 2, n);
       size_t in_bytes = offs[in + 1] - offs[in];
-      std::vector<Io> ios{{right(), true, buf + offs[out], offs[out + 1] - offs[out]},
-                          {left(), false, scratch, in_bytes}};
+      std::vector<Io> ios{io(right(), true, buf + offs[out], offs[out + 1] - offs[out]),
+                          io(left(), false, scratch, in_bytes)};
       mesh_->run(ios, name);
       reduce_into(buf + offs[in], scratch, in_bytes / size_of(dtype), dtype, op);
     }
@@ -506,15 +544,29 @@ class Ring final : public Communicator {
     const int n = size();
     for (int s = 0; s + 1 < n; ++s) {
       int out = mod(rank_ - s, n), in = mod(rank_ - s - 1, n);
-      std::vector<Io> ios{{right(), true, buf + offs[out], offs[out + 1] - offs[out]},
-                          {left(), false, buf + offs[in], offs[in + 1] - offs[in]}};
+      std::vector<Io> ios{io(right(), true, buf + offs[out], offs[out + 1] - offs[out]),
+                          io(left(), false, buf + offs[in], offs[in + 1] - offs[in])};
       mesh_->run(ios, name);
     }
+  }
+
+  // A transfer of this group's current collective (or, with `p2p`, its n-th message with
+  // that member).
+  Io io(int member, bool is_send, const void* ptr, size_t bytes, bool p2p = false) {
+    Io io{members_[member], is_send, static_cast<char*>(const_cast<void*>(ptr)), bytes};
+    uint64_t call = !p2p ? calls_ : is_send ? sent_[member]++ : received_[member]++;
+    io.head = {tag_ ^ (p2p ? 1 : op_), call, bytes};
+    io.head_left = sizeof(Header);
+    return io;
   }
 
   std::shared_ptr<Mesh> mesh_;
   std::vector<int> members_;  // global ranks, in this group's rank order
   int rank_;
+  uint64_t tag_ = 14695981039346656037ull;  // FNV-1a of the members
+  uint64_t calls_ = 0;                      // collectives started
+  uint64_t op_ = 0;                         // the current one's kind (a hash of its name)
+  std::vector<uint64_t> sent_, received_;   // messages exchanged with each member
 };
 
 }  // namespace

@@ -5,6 +5,7 @@ non-zero exit).
 
     python distributed_worker.py collectives | point_to_point | transforms | split
     python distributed_worker.py die <victim> | stall <victim>    (timeout tests)
+    python distributed_worker.py mismatch 0|1|2                   (ranks that disagree)
 """
 
 import os
@@ -272,6 +273,29 @@ def stall(g, victim):
     _expect_failure(g)
 
 
+def mismatch(g, kind):
+    """Ranks that disagree on a call: the ring names it instead of mixing their bytes."""
+    r = g.rank()
+    try:
+        if kind == 0:  # all_sum of different sizes
+            mx.eval(mx.distributed.all_sum(mx.ones((5 + 2 * r,)), group=g))
+        elif kind == 1:  # different collectives, in different orders
+            first, second = (mx.distributed.all_sum, mx.distributed.all_gather)[::1 - 2 * (r % 2)]
+            mx.eval(first(mx.ones((3,)), group=g))
+            mx.eval(second(mx.ones((3,)), group=g))
+        else:  # a recv of another size than the send
+            if r == 1:
+                mx.eval(mx.distributed.recv((5,), mx.float32, 0, group=g))
+            else:  # the sender cannot tell; its send is buffered
+                if r == 0:
+                    mx.eval(mx.distributed.send(mx.ones((4,)), 1, group=g))
+                sys.exit(EXPECTED_FAILURE)
+    except RuntimeError as e:
+        print(f"rank {r} failed after 0 s: {e}", flush=True)
+        sys.exit(EXPECTED_FAILURE)
+    raise AssertionError("the mismatch went unnoticed")
+
+
 def _expect_failure(g):
     time.sleep(0.2)
     t0 = time.monotonic()
@@ -287,7 +311,7 @@ def _expect_failure(g):
 def main():
     mode = sys.argv[1]
     g = mx.distributed.init(strict=True)
-    if mode in ("die", "stall"):
+    if mode in ("die", "stall", "mismatch"):
         globals()[mode](g, int(sys.argv[2]))
     else:
         for m in mode.split(","):

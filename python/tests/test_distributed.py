@@ -69,13 +69,14 @@ def free_ports(n):
     return ports
 
 
-def run_ring_by_hand(tmp_path, n, mode, victim, timeout_s):
+def run_ring_by_hand(tmp_path, n, args, timeout_s, skip=None):
     """The ranks started without the launcher (which would stop the survivors itself), so
-    that each survivor's own error and timing are seen. Returns {rank: (returncode, out)}."""
+    that each one's own error and timing are seen; rank `skip` (killed or stopped by the
+    test) is not waited for. Returns {rank: (returncode, out)}."""
     hostfile = tmp_path / "hosts.json"
     hostfile.write_text(json.dumps([[f"127.0.0.1:{p}"] for p in free_ports(n)]))
     procs = [subprocess.Popen(
-        [sys.executable, WORKER, mode, str(victim)],
+        [sys.executable, WORKER, *args],
         env=env(MLX_HOSTFILE=str(hostfile), MLX_RANK=str(r),
                 MLX_DISTRIBUTED_TIMEOUT=str(timeout_s)),
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -83,7 +84,7 @@ def run_ring_by_hand(tmp_path, n, mode, victim, timeout_s):
     results = {}
     try:
         for r, p in enumerate(procs):
-            if r == victim:
+            if r == skip:
                 continue
             out, _ = p.communicate(timeout=HARD_TIMEOUT)
             results[r] = (p.returncode, out)
@@ -104,7 +105,7 @@ def failure_seconds(out):
 @pytest.mark.parametrize("n", [2, 4])
 def test_ring_dead_peer_fails_every_survivor_at_once(tmp_path, n):
     # The timeout is long: a dead peer closes its sockets, so no one should need it.
-    results = run_ring_by_hand(tmp_path, n, "die", victim=1, timeout_s=60)
+    results = run_ring_by_hand(tmp_path, n, ["die", "1"], timeout_s=60, skip=1)
     assert sorted(results) == [r for r in range(n) if r != 1]
     for rank, (code, out) in results.items():
         assert code == EXPECTED_FAILURE, out
@@ -115,12 +116,22 @@ def test_ring_dead_peer_fails_every_survivor_at_once(tmp_path, n):
 
 @pytest.mark.parametrize("n", [2, 4])
 def test_ring_silent_peer_times_out(tmp_path, n):
-    results = run_ring_by_hand(tmp_path, n, "stall", victim=n - 1, timeout_s=2)
+    results = run_ring_by_hand(tmp_path, n, ["stall", str(n - 1)], timeout_s=2, skip=n - 1)
     for rank, (code, out) in results.items():
         assert code == EXPECTED_FAILURE, out
         seconds, message = failure_seconds(out)
         assert "MLX_DISTRIBUTED_TIMEOUT" in message or "closed the connection" in message
         assert seconds < 2 + 20
+
+
+@pytest.mark.parametrize("kind", [0, 1, 2])
+def test_ring_ranks_that_disagree_get_a_clear_error(tmp_path, kind):
+    # Sizes, collectives or send / recv that do not match: an error naming the call, at once
+    # (the timeout is long, so only the check can end the run in time).
+    results = run_ring_by_hand(tmp_path, 2, ["mismatch", str(kind)], timeout_s=600)
+    assert all(code == EXPECTED_FAILURE for code, _ in results.values()), results
+    outs = [out for _, out in results.values()]
+    assert any("got a message of another call" in out for out in outs), outs
 
 
 @pytest.mark.skipif(not has_mpi, reason="OpenMPI is not installed")
