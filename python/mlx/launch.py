@@ -182,6 +182,17 @@ def _signal(p, sig):
         pass
 
 
+def _die_with_parent():
+    # In the child: SIGKILL when the launcher dies, even by SIGKILL (Linux), so that no rank
+    # outlives the process that supervises it.
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
 def _spawn(cmd, env, prefix):
     p = subprocess.Popen(
         cmd,
@@ -190,6 +201,7 @@ def _spawn(cmd, env, prefix):
         stderr=subprocess.PIPE,
         stdin=subprocess.DEVNULL,
         start_new_session=True,
+        preexec_fn=_die_with_parent,
     )
     outs = [
         _Output(p.stdout, sys.stdout, prefix),

@@ -320,3 +320,23 @@ def test_launcher_hosts_and_verbose(tmp_path):
     assert r.returncode == 0, r.stderr
     assert all(rank_lines(r.stdout, k) == ["4"] for k in range(4)), r.stdout
     assert "mlx.launch: rank 3 on 127.0.0.1" in r.stderr
+
+
+def test_ranks_die_with_a_killed_launcher(tmp_path):
+    # Even SIGKILL (no chance to clean up) must not leave ranks behind.
+    script = tmp_path / "sleep.py"
+    script.write_text("import os, time\nprint(os.getpid(), flush=True)\ntime.sleep(600)\n")
+    p = subprocess.Popen([sys.executable, "-m", "mlx.launch", "-n", "2", str(script)],
+                         env=env(), stdout=subprocess.PIPE, text=True)
+    try:
+        pids = [int(p.stdout.readline().split()[-1]) for _ in range(2)]
+    finally:
+        p.kill()
+        p.wait()
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and any(os.path.exists(f"/proc/{q}") for q in pids):
+        time.sleep(0.1)
+    alive = [q for q in pids if os.path.exists(f"/proc/{q}")]
+    for q in alive:
+        os.kill(q, signal.SIGKILL)
+    assert not alive
