@@ -146,12 +146,17 @@ def test_mpi_silent_peer_times_out_and_the_job_stops():
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_launcher_stops_the_others_when_a_rank_fails(backend, tmp_path):
+    # Rank 1 fails once every rank has started (each leaves a file), the others sleep.
     script = tmp_path / "fail.py"
     script.write_text(
         "import os, sys, time\n"
         "rank = int(os.environ.get('MLX_RANK', os.environ.get('OMPI_COMM_WORLD_RANK', -1)))\n"
         "print('started', rank, flush=True)\n"
-        "if rank == 1: sys.exit(7)\n"
+        f"open(os.path.join({str(tmp_path)!r}, f'started{{rank}}'), 'w').close()\n"
+        "if rank == 1:\n"
+        f"    while len([f for f in os.listdir({str(tmp_path)!r}) if f.startswith('started')]) < 3:\n"
+        "        time.sleep(0.05)\n"
+        "    sys.exit(7)\n"
         "time.sleep(600)\n"
     )
     t0 = time.monotonic()
