@@ -16,6 +16,7 @@ import argparse
 import json
 import os
 import shlex
+import shutil
 import signal
 import socket
 import subprocess
@@ -182,26 +183,21 @@ def _signal(p, sig):
         pass
 
 
-def _die_with_parent():
-    # In the child: SIGKILL when the launcher dies, even by SIGKILL (Linux), so that no rank
-    # outlives the process that supervises it.
-    try:
-        import ctypes
-
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        pass
+# Ranks get SIGKILL when the launcher dies, even by SIGKILL, so that no rank outlives the
+# process that supervises it: util-linux's setpriv sets the parent-death signal, then execs
+# the rank (in place, so its parent is still the launcher). Without setpriv, only the
+# launcher's own handlers stop the ranks.
+_PDEATHSIG = ["setpriv", "--pdeathsig", "KILL"] if shutil.which("setpriv") else []
 
 
 def _spawn(cmd, env, prefix):
     p = subprocess.Popen(
-        cmd,
+        _PDEATHSIG + cmd,
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         stdin=subprocess.DEVNULL,
         start_new_session=True,
-        preexec_fn=_die_with_parent,
     )
     outs = [
         _Output(p.stdout, sys.stdout, prefix),
