@@ -7,6 +7,12 @@ the GPU when there is one.
 
     python examples/train_lm.py                  # default run (a few minutes on 2 cores)
     python examples/train_lm.py --steps 50 --dims 64 --layers 2   # quick smoke run
+    mlx.launch -n 2 examples/train_lm.py         # data-parallel over 2 processes
+    mlx.launch -n 2 examples/train_lm.py --zero  # ... with the optimizer state sharded
+
+Under mlx.launch (or mpirun) the global batch (--batch) is split over the ranks, the
+gradients are averaged (nn.average_gradients), and rank 0 prints; with --zero each rank
+keeps 1/N of the optimizer state (optim.ShardedOptimizer, ZeRO stage 1 or 2).
 """
 import argparse
 import json
@@ -70,21 +76,28 @@ class GPT(nn.Module):
         return self.embed.as_linear(self.norm(x))
 
 
-def make_train_step(model, optimizer):
-    """The compiled training step (loss, gradients clipped at 1.0, optimizer update) and the
-    state it reads and writes."""
+def make_train_step(model, optimizer, group=None, sharded=False):
+    """The compiled training step (loss, gradients averaged over the ranks of `group` and
+    clipped at 1.0, optimizer update) and the state it reads and writes. A sharded optimizer
+    (optim.ShardedOptimizer) averages and clips itself. Returns the global batch's loss."""
 
     def loss_fn(model, x, y):
         return nn.losses.cross_entropy(model(x), y, reduction="mean")
 
     loss_and_grad = nn.value_and_grad(model, loss_fn)
     state = [model.state, optimizer.state, mx.random.state]
+    world = group.size() if group is not None else 1
 
     @partial(mx.compile, inputs=state, outputs=state)
     def step(x, y):
         loss, grads = loss_and_grad(model, x, y)
-        grads, _ = optim.clip_grad_norm(grads, 1.0)
+        if not sharded:
+            if world > 1:
+                grads = nn.average_gradients(grads, group)
+            grads, _ = optim.clip_grad_norm(grads, 1.0)
         optimizer.update(model, grads)
+        if world > 1:
+            loss = mx.distributed.all_sum(loss, group=group) / world
         return loss
 
     return step, state
@@ -122,18 +135,28 @@ def write_memory_trace(trace, args):
         print(f"memory trace written to {args.memory_trace}")
 
 
-def save_checkpoint(path, model, optimizer, step, rng):
+def optimizer_file(group, sharded):
+    # A sharded optimizer state is a different part on every rank.
+    return f"optimizer.rank{group.rank()}.safetensors" if sharded else "optimizer.safetensors"
+
+
+def save_checkpoint(path, model, optimizer, step, rng, group, sharded):
     """Writes the checkpoint next to the old one, then renames: a crash mid-save keeps the
-    previous checkpoint intact."""
+    previous checkpoint intact. Rank 0 writes the model; every rank its optimizer part when
+    the state is sharded."""
     os.makedirs(path, exist_ok=True)
-    files = {
-        "model.safetensors": lambda f: model.save_weights(f),
-        "optimizer.safetensors": lambda f: mx.save_safetensors(f, dict(tree_flatten(optimizer.state))),
-    }
+    files = {}
+    if group.rank() == 0:
+        files["model.safetensors"] = lambda f: model.save_weights(f)
+    if group.rank() == 0 or sharded:
+        files[optimizer_file(group, sharded)] = lambda f: mx.save_safetensors(
+            f, dict(tree_flatten(optimizer.state)))
     for name, write in files.items():
         tmp = os.path.join(path, "tmp." + name)
         write(tmp)
         os.replace(tmp, os.path.join(path, name))
+    if group.rank() != 0:
+        return
     meta = {"step": step, "rng": rng.bit_generator.state}
     tmp = os.path.join(path, "tmp.meta.json")
     with open(tmp, "w") as f:
@@ -141,9 +164,9 @@ def save_checkpoint(path, model, optimizer, step, rng):
     os.replace(tmp, os.path.join(path, "meta.json"))
 
 
-def load_checkpoint(path, model, optimizer, rng):
+def load_checkpoint(path, model, optimizer, rng, group, sharded):
     model.load_weights(os.path.join(path, "model.safetensors"))
-    state = mx.load(os.path.join(path, "optimizer.safetensors"))
+    state = mx.load(os.path.join(path, optimizer_file(group, sharded)))
     optimizer.state = tree_unflatten(list(state.items()))
     with open(os.path.join(path, "meta.json")) as f:
         meta = json.load(f)
@@ -151,11 +174,16 @@ def load_checkpoint(path, model, optimizer, rng):
     return meta["step"]
 
 
-def evaluate(model, data, args, rng, batches_count=8):
+def evaluate(model, data, args, rng, group, batches_count=8):
+    """The mean loss of a few global batches, each rank taking its rows of them."""
+    world, rank = group.size(), group.rank()
+    local = args.batch // world
     total = 0.0
     for _ in range(batches_count):
         x, y = batches(data, args.batch, args.context, rng)
-        total += nn.losses.cross_entropy(model(x), y, reduction="mean").item()
+        rows = slice(rank * local, (rank + 1) * local)
+        loss = nn.losses.cross_entropy(model(x[rows]), y[rows], reduction="mean")
+        total += (mx.distributed.all_sum(loss, group=group) / world).item()
     return total / batches_count
 
 
@@ -189,6 +217,14 @@ def main(argv=None):
     p.add_argument("--sample", type=int, default=300, help="characters to sample at the end")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--cpu", action="store_true", help="use the CPU even when a GPU exists")
+    p.add_argument("--zero", action="store_true",
+                   help="shard the optimizer state over the ranks (ZeRO, see --zero-stage)")
+    p.add_argument("--zero-stage", type=int, default=2, choices=[1, 2],
+                   help="1: shard the state; 2: the state and the averaged gradients")
+    p.add_argument("--log-every", type=int, default=10,
+                   help="steps between progress lines when several ranks run")
+    p.add_argument("--json", action="store_true",
+                   help="print every rank's losses and peak memory as a JSON line at the end")
     p.add_argument("--memory-plot", default=None, metavar="FILE",
                    help="trace the allocator during training and draw its timeline (PNG; needs "
                         "matplotlib)")
@@ -197,6 +233,13 @@ def main(argv=None):
                         "(.pickle) or a Chrome trace (.json)")
     args = p.parse_args(argv)
     tracing = (args.memory_plot or args.memory_trace) and hasattr(mx, "memory_stats")
+    group = mx.distributed.init()
+    world, rank = group.size(), group.rank()
+    if args.batch % world:
+        p.error(f"--batch {args.batch} must be divisible by the number of ranks ({world})")
+    local = args.batch // world
+    quiet = rank != 0
+    log = (lambda *a, **k: None) if quiet else print
 
     if not args.cpu and mx.is_available(mx.gpu):
         mx.set_default_device(mx.gpu)
@@ -212,19 +255,24 @@ def main(argv=None):
          optim.cosine_decay(args.lr, max(args.steps - args.warmup, 1), 0.1 * args.lr)],
         [args.warmup])
     optimizer = optim.AdamW(learning_rate=schedule, weight_decay=args.weight_decay)
+    if args.zero:
+        optimizer = optim.ShardedOptimizer(optimizer, group, stage=args.zero_stage,
+                                           max_grad_norm=1.0)
     optimizer.init(model.trainable_parameters())
 
     start = 0
     if args.resume and args.checkpoint and os.path.exists(os.path.join(args.checkpoint, "meta.json")):
-        start = load_checkpoint(args.checkpoint, model, optimizer, rng)
-        print(f"resumed from {args.checkpoint} at step {start}")
+        start = load_checkpoint(args.checkpoint, model, optimizer, rng, group, args.zero)
+        log(f"resumed from {args.checkpoint} at step {start}")
 
-    step, state = make_train_step(model, optimizer)
+    step, state = make_train_step(model, optimizer, group, sharded=args.zero)
 
     device = "gpu" if mx.default_device() == mx.gpu else "cpu"
-    print(f"device {device}, {n_params / 1e6:.2f}M parameters, vocab {vocab}, "
-          f"{len(train)} train / {len(val)} val characters")
-    print(f"unigram baseline: {unigram_loss(train, val, vocab):.3f} nats/char")
+    log(f"device {device}, {n_params / 1e6:.2f}M parameters, vocab {vocab}, "
+        f"{len(train)} train / {len(val)} val characters"
+        + (f", {world} ranks" + (f", ZeRO stage {args.zero_stage}" if args.zero else "")
+           if world > 1 or args.zero else ""))
+    log(f"unigram baseline: {unigram_loss(train, val, vocab):.3f} nats/char")
     mx.reset_peak_memory()
     if tracing:
         mx.memory.start_trace()
@@ -234,27 +282,34 @@ def main(argv=None):
     first_loss = None
     val_loss = None
     t_first = None  # end of the first step (which includes tracing and compiling)
+    losses = []
     for it in range(start, args.steps):
+        # Every rank draws the same global batch (same seed) and takes its rows of it.
         x, y = batches(train, args.batch, args.context, rng)
-        loss = step(x, y)
+        loss = step(x[rank * local:(rank + 1) * local], y[rank * local:(rank + 1) * local])
         mx.eval(state)
         loss = loss.item()
+        losses.append(loss)
         first_loss = loss if first_loss is None else first_loss
         t_first = time.perf_counter() if t_first is None else t_first
         loss_avg = loss if loss_avg is None else 0.9 * loss_avg + 0.1 * loss
         done = it + 1 - start
         rate = done * tokens_per_step / (time.perf_counter() - t0)
         bar = "#" * int(20 * (it + 1) / args.steps)
-        sys.stdout.write(f"\r[{bar:<20}] step {it + 1}/{args.steps} loss {loss_avg:.3f} "
-                         f"{rate:,.0f} tok/s {memory_line()}")
-        sys.stdout.flush()
+        # One line per update on a terminal; whole lines under a launcher (rank prefixes).
+        end = "\n" if world > 1 else ""
+        if not quiet and (world == 1 or (it + 1) % args.log_every == 0):
+            sys.stdout.write(f"\r[{bar:<20}] step {it + 1}/{args.steps} loss {loss_avg:.3f} "
+                             f"{rate:,.0f} tok/s {memory_line()}{end}")
+            sys.stdout.flush()
         if (it + 1) % args.eval_every == 0 or it + 1 == args.steps:
-            val_loss = evaluate(model, val, args, rng)
-            sys.stdout.write(f"\n  step {it + 1}: train {loss_avg:.3f}, val {val_loss:.3f}\n")
+            val_loss = evaluate(model, val, args, rng, group)
+            if not quiet:
+                sys.stdout.write(f"\n  step {it + 1}: train {loss_avg:.3f}, val {val_loss:.3f}\n")
             if args.checkpoint:
-                save_checkpoint(args.checkpoint, model, optimizer, it + 1, rng)
+                save_checkpoint(args.checkpoint, model, optimizer, it + 1, rng, group, args.zero)
     elapsed = time.perf_counter() - t0
-    if tracing:
+    if tracing and not quiet:
         write_memory_trace(mx.memory.stop_trace(), args)
     done = args.steps - start
     rate = steady_rate = None
@@ -262,18 +317,21 @@ def main(argv=None):
         rate = done * tokens_per_step / elapsed
         if done > 1:
             steady_rate = (done - 1) * tokens_per_step / (t0 + elapsed - t_first)
-        print(f"{done} steps in {elapsed:.1f} s, {rate:,.0f} tokens/s; {memory_line()}")
+        log(f"{done} steps in {elapsed:.1f} s, {rate:,.0f} tokens/s; {memory_line()}")
     if hasattr(mx, "memory_stats"):
-        print(mx.memory.summary())
+        log(mx.memory.summary())
     text = ""
     if args.sample:
         text = sample(model, chars, "ROMEO:", args.sample, 0.8, args.context)
-        print("--- sample ---")
-        print(text)
+        log("--- sample ---")
+        log(text)
+    if args.json:
+        print(json.dumps({"rank": rank, "world": world, "zero": args.zero, "losses": losses,
+                          "peak_memory": mx.get_peak_memory()}), flush=True)
+    stats = mx.memory_stats() if hasattr(mx, "memory_stats") else None
     return {"first_loss": first_loss, "train_loss": loss_avg, "val_loss": val_loss, "sample": text,
             "tokens_per_s": rate, "steady_tokens_per_s": steady_rate,
-            "peak_memory": mx.get_peak_memory(),
-            "memory_stats": mx.memory_stats() if hasattr(mx, "memory_stats") else None}
+            "peak_memory": mx.get_peak_memory(), "memory_stats": stats}
 
 
 if __name__ == "__main__":

@@ -22,6 +22,8 @@ have_header lapacke.h || missing+=(liblapacke-dev)
 have_header gtest/gtest.h || missing+=(libgtest-dev)
 have_header benchmark/benchmark.h || missing+=(libbenchmark-dev)
 have_header zlib.h || missing+=(zlib1g-dev)
+# mpirun and libmpi for the MPI backend's tests (the library loads libmpi at run time only).
+command -v mpirun >/dev/null || missing+=(openmpi-bin)
 python3 -c "import venv, ensurepip" 2>/dev/null || missing+=(python3-venv)
 python3 -c "import sysconfig, os, sys; sys.exit(not os.path.exists(sysconfig.get_paths()['include'] + '/Python.h'))" || missing+=(python3-dev)
 if [ ${#missing[@]} -gt 0 ]; then

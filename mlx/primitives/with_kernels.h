@@ -4,6 +4,7 @@
 #pragma once
 
 #include "mlx/primitives/compiled.h"
+#include "mlx/distributed/primitives.h"
 #include "mlx/primitives/conv.h"
 #include "mlx/primitives/creation.h"
 #include "mlx/primitives/elementwise.h"
@@ -34,5 +35,7 @@
   X(FFT) \
   X(QuantizedMatmul) \
   X(GatherMM) X(SegmentedMM) X(Hadamard) X(GatherQMM) \
-  X(fast::RMSNormVJP) X(fast::LayerNormVJP) X(fast::ScaledDotProductAttentionVJP)
+  X(fast::RMSNormVJP) X(fast::LayerNormVJP) X(fast::ScaledDotProductAttentionVJP) \
+  X(distributed::AllReduce) X(distributed::AllGather) X(distributed::ReduceScatter) \
+  X(distributed::Send) X(distributed::Recv)
 // clang-format on

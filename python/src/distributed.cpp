@@ -1,5 +1,4 @@
-// mx.distributed: the process group and its collectives (a group of one until a communication
-// backend lands; see mlx/distributed/distributed.h).
+// mx.distributed: process groups and their collectives (see mlx/distributed/distributed.h).
 #include "mlx/distributed/distributed.h"
 
 #include <nanobind/stl/optional.h>
@@ -54,9 +53,10 @@ const CollectiveDoc kCollectives[] = {
 void init_distributed(nb::module_& parent) {
   nb::module_ m = parent.def_submodule(
       "distributed",
-      "Process groups and collective communication. Without a communication backend (this "
-      "build has none yet) every process is a group of one and the collectives return their "
-      "input.");
+      "Process groups and collective communication over the ring (TCP), MPI or NCCL backends. "
+      "Without a configured backend every process is a group of one and the collectives "
+      "return their input. A peer that dies or stays silent for MLX_DISTRIBUTED_TIMEOUT "
+      "seconds (default 300) makes the evaluation raise RuntimeError on every other rank.");
   nb::class_<dist::Group>(m, "Group",
                           "A group of processes that communicate with each other. Obtain the "
                           "global one with :func:`init`.")
@@ -71,9 +71,9 @@ void init_distributed(nb::module_& parent) {
                ")";
       });
   m.def("is_available", &dist::is_available, "backend"_a = "any",
-        "is_available(backend='any')\n\nWhether a communication backend is available (``'any'``, "
-        "``'mpi'``, ``'ring'``, ``'nccl'`` or ``'jaccl'``). This build has none, so it returns "
-        "False.");
+        "is_available(backend='any')\n\nWhether a communication backend can be used (``'any'``, "
+        "``'mpi'``, ``'ring'``, ``'nccl'`` or ``'jaccl'``): the ring is built in, MPI and NCCL "
+        "need their libraries (loaded at run time), jaccl does not exist here.");
   m.def(
       "init",
       [](bool strict, const std::string& backend, nb::object all_gather_factory) {
@@ -82,8 +82,10 @@ void init_distributed(nb::module_& parent) {
       },
       "strict"_a = false, "backend"_a = "any", nb::kw_only(), "all_gather_factory"_a = nb::none(),
       "init(strict=False, backend='any', *, all_gather_factory=None)\n\nInitializes "
-      "communication and returns the global group. When no backend can start, it returns the "
-      "group of this process alone, or raises RuntimeError with ``strict=True``.\n\nArgs:\n    "
+      "communication and returns the global group (later calls return the same group). "
+      "``'any'`` uses the backend the environment configures (``mlx.launch`` or ``mpirun`` "
+      "set it). When none is configured it returns the group of this process alone, or "
+      "raises RuntimeError with ``strict=True``.\n\nArgs:\n    "
       "strict (bool): Raise instead of falling back to a group of one.\n    backend (str): "
       "``'any'`` tries every backend.\n\nReturns:\n    Group: The global group.");
   for (const auto& c : kCollectives) {

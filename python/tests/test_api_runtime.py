@@ -1,5 +1,5 @@
 """Namespaces and runtime helpers added for MLX API completeness: mx.distributed (a group of
-one), mx.metal, mx.cuda, device_info, thread-local streams, print options and finfo."""
+one, without a launcher; test_distributed.py runs several processes), mx.metal, mx.cuda, device_info, thread-local streams, print options and finfo."""
 import pickle
 import threading
 
@@ -10,7 +10,10 @@ import mlx.core as mx
 
 
 def test_distributed_group_of_one():
-    assert mx.distributed.is_available() is False
+    # The ring is built in; jaccl (Thunderbolt RDMA) does not exist here.
+    assert mx.distributed.is_available() is True
+    assert mx.distributed.is_available("ring") is True
+    assert mx.distributed.is_available("jaccl") is False
     g = mx.distributed.init()
     assert isinstance(g, mx.distributed.Group)
     assert (g.rank(), g.size()) == (0, 1)

@@ -224,7 +224,7 @@ def test_sharding_code_paths_for_larger_groups(monkeypatch):
 
     g = _FakeGroup(1, 2)
     # Every member holds the same values, so the sum over the group is size * x.
-    monkeypatch.setattr(mx.distributed, "all_sum", lambda x, group=None: x * group.size())
+    monkeypatch.setattr(mx.distributed, "all_sum", lambda x, group=None, stream=None: x * group.size())
     lin = nn.Linear(4, 6)
     w = np.array(lin.weight)
     # all-to-sharded: rank 1 of 2 takes the second half of the output rows, of each segment

@@ -37,5 +37,10 @@ MLX_NO_GPU_KERNEL(fast::ScaledDotProductAttentionVJP)
 MLX_NO_GPU_KERNEL(FFT)
 #endif
 MLX_NO_GPU_KERNEL(Compiled)
+MLX_NO_GPU_KERNEL(distributed::AllReduce)
+MLX_NO_GPU_KERNEL(distributed::AllGather)
+MLX_NO_GPU_KERNEL(distributed::ReduceScatter)
+MLX_NO_GPU_KERNEL(distributed::Send)
+MLX_NO_GPU_KERNEL(distributed::Recv)
 
 }  // namespace mlx::core

@@ -3,10 +3,11 @@ trainable parameters."""
 
 from collections.abc import Callable
 from functools import wraps
+from itertools import accumulate
 from typing import Optional
 
 import mlx.core as mx
-from mlx.utils import tree_map
+from mlx.utils import tree_flatten, tree_map, tree_unflatten
 
 
 def _with_parameters(model, fn: Callable) -> Callable:
@@ -77,13 +78,45 @@ def average_gradients(
     the global group), for data-parallel training: each member computes gradients on its own
     batch, then all of them apply the average.
 
-    With a group of one (always the case until a communication backend lands) the gradients
-    are returned unchanged. ``all_reduce_size`` and ``communication_stream`` tune how the
-    reduction is batched and where it runs; with one array per collective here they change
-    nothing.
+    Small arrays are not sent one by one: consecutive gradients of one dtype are concatenated
+    into buckets of about ``all_reduce_size`` bytes, one all-reduce each (``0`` or less: one
+    per array). ``communication_stream`` runs the all-reduces on that stream, so they can
+    overlap other work. With a group of one the gradients are returned unchanged.
     """
     group = group if group is not None else mx.distributed.init()
     n = group.size()
     if n == 1:
         return gradients
-    return tree_map(lambda g: mx.distributed.all_sum(g, group=group) / n, gradients)
+
+    def average(x):
+        return mx.distributed.all_sum(x, group=group, stream=communication_stream) / n
+
+    if all_reduce_size <= 0:
+        return tree_map(average, gradients)
+    flat = tree_flatten(gradients)
+    out = [None] * len(flat)
+    for bucket in _buckets([g for _, g in flat], all_reduce_size):
+        if len(bucket) == 1:
+            out[bucket[0]] = average(flat[bucket[0]][1])
+            continue
+        arrays = [flat[i][1] for i in bucket]
+        summed = average(mx.concatenate([a.reshape(-1) for a in arrays]))
+        offsets = list(accumulate(a.size for a in arrays))[:-1]
+        for i, a, part in zip(bucket, arrays, mx.split(summed, offsets)):
+            out[i] = part.reshape(a.shape)
+    return tree_unflatten([(path, g) for (path, _), g in zip(flat, out)])
+
+
+def _buckets(arrays, max_bytes):
+    """Indices of ``arrays`` grouped into runs of one dtype of at most ``max_bytes`` (an
+    array larger than that is a bucket alone)."""
+    buckets, current, size = [], [], 0
+    for i, a in enumerate(arrays):
+        if current and (a.dtype != arrays[current[0]].dtype or size + a.nbytes > max_bytes):
+            buckets.append(current)
+            current, size = [], 0
+        current.append(i)
+        size += a.nbytes
+    if current:
+        buckets.append(current)
+    return buckets

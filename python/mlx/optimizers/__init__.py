@@ -15,6 +15,7 @@ from mlx.optimizers.optimizers import (
     SGD,
     clip_grad_norm,
 )
+from mlx.optimizers.sharded import ShardedOptimizer
 from mlx.optimizers.schedulers import (
     cosine_decay,
     exponential_decay,
@@ -36,6 +37,7 @@ __all__ = [
     "Optimizer",
     "RMSprop",
     "SGD",
+    "ShardedOptimizer",
     "clip_grad_norm",
     "cosine_decay",
     "exponential_decay",

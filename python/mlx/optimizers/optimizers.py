@@ -805,18 +805,31 @@ def clip_grad_norm(grads, max_norm: float):
         gradient norm.
     """
 
+    total_norm = mx.sqrt(square_norm(grads))
+    return rescale_to_norm(grads, total_norm, max_norm), total_norm
+
+
+def square_norm(grads):
+    """The sum of the squares of every gradient, accumulated in at least float32 (half
+    precision squares overflow)."""
+
     def add_square_norm(total, g):
-        # Accumulate in at least float32: half-precision squares overflow.
         if g.dtype != mx.float64:
             g = g.astype(mx.float32)
         return total + mx.sum(mx.square(g))
 
-    total_norm = mx.sqrt(tree_reduce(add_square_norm, grads, mx.array(0.0)))
+    return tree_reduce(add_square_norm, grads, mx.array(0.0))
+
+
+def rescale_to_norm(grads, total_norm, max_norm: float):
+    """``grads`` scaled down so that a global norm of ``total_norm`` becomes at most
+    ``max_norm`` (clip_grad_norm's second half)."""
     scale = mx.minimum(max_norm / (total_norm + 1e-6), 1.0)
+
     def rescale(g):
         # Floating gradients keep their dtype; integer ones become floats.
         if mx.issubdtype(g.dtype, mx.floating):
             return g * scale.astype(g.dtype)
         return g * scale
 
-    return tree_map(rescale, grads), total_norm
+    return tree_map(rescale, grads)
