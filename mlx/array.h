@@ -4,9 +4,9 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <exception>
 #include <functional>
 #include <initializer_list>
-#include <exception>
 #include <memory>
 #include <mutex>
 #include <stdexcept>

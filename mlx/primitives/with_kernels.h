@@ -3,8 +3,8 @@
 // a build without a GPU backend makes each of these report that there is no GPU.
 #pragma once
 
-#include "mlx/primitives/compiled.h"
 #include "mlx/distributed/primitives.h"
+#include "mlx/primitives/compiled.h"
 #include "mlx/primitives/conv.h"
 #include "mlx/primitives/creation.h"
 #include "mlx/primitives/elementwise.h"

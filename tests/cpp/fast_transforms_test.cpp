@@ -514,7 +514,8 @@ TEST(FastRules, AttentionVjpMemory) {
   // The backward never allocates a (T_q x T_kv) array: the scores per head would take 4 MiB
   // here, the inputs, output and gradients 128 KiB each.
   if (default_device().type != Device::cpu) {
-    GTEST_SKIP() << "the GPU runs the composite, which holds the scores (issue 13: flash attention)";
+    GTEST_SKIP()
+        << "the GPU runs the composite, which holds the scores (issue 13: flash attention)";
   }
   AttnCase c{1, 2, 2, 1024, 1024, 16, 16};
   auto in = attn_inputs(c, float32);

@@ -133,8 +133,8 @@ array dense_copy(const array& a) {
 template <typename T>
 void im2col_conv(const Geometry& g, const array& in, const array& wt, array& out) {
   const int64_t M = g.N * g.X, width = g.K * g.Cg;
-  const int64_t chunk = std::clamp<int64_t>(kChunkBytes / std::max<int64_t>(width * sizeof(T), 1),
-                                            1, M);
+  const int64_t chunk =
+      std::clamp<int64_t>(kChunkBytes / std::max<int64_t>(width * sizeof(T), 1), 1, M);
   const int32_t Og = static_cast<int32_t>(g.Og), W = static_cast<int32_t>(width);
   array cols({static_cast<int32_t>(chunk), W}, in.dtype(), nullptr, {});
   allocate(cols);

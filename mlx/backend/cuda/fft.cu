@@ -25,7 +25,8 @@ void check_cufft(cufftResult r, const char* what) {
     if (r == CUFFT_ALLOC_FAILED) {
       throw std::bad_alloc();
     }
-    throw std::runtime_error(msg("[fft] ", what, " failed (cuFFT error ", static_cast<int>(r), ")."));
+    throw std::runtime_error(
+        msg("[fft] ", what, " failed (cuFFT error ", static_cast<int>(r), ")."));
   }
 }
 
@@ -55,8 +56,8 @@ CachedPlan& plan_for(int device, int64_t n, cufftType type, int64_t batch) {
   check_cufft(cufftCreate(&p.handle), "cufftCreate");
   long long len = n;
   size_t work = 0;
-  cufftResult r = cufftMakePlanMany64(p.handle, 1, &len, nullptr, 1, 0, nullptr, 1, 0, type,
-                                      batch, &work);
+  cufftResult r =
+      cufftMakePlanMany64(p.handle, 1, &len, nullptr, 1, 0, nullptr, 1, 0, type, batch, &work);
   if (r != CUFFT_SUCCESS) {
     cufftDestroy(p.handle);
     plans->erase(key);
@@ -111,18 +112,18 @@ void FFT::eval_gpu(const std::vector<array>& inputs, array& out) {
     std::lock_guard<std::mutex> lock(plan.mutex);
     check_cufft(cufftSetStream(plan.handle, cu::stream()), "cufftSetStream");
     if (type == CUFFT_C2C) {
-      check_cufft(cufftExecC2C(plan.handle, lines.gpu_data<cufftComplex>(),
-                               result.gpu_data<cufftComplex>(),
-                               inverse_ ? CUFFT_INVERSE : CUFFT_FORWARD),
-                  "cufftExecC2C");
+      check_cufft(
+          cufftExecC2C(plan.handle, lines.gpu_data<cufftComplex>(), result.gpu_data<cufftComplex>(),
+                       inverse_ ? CUFFT_INVERSE : CUFFT_FORWARD),
+          "cufftExecC2C");
     } else if (type == CUFFT_R2C) {
-      check_cufft(cufftExecR2C(plan.handle, lines.gpu_data<cufftReal>(),
-                               result.gpu_data<cufftComplex>()),
-                  "cufftExecR2C");
+      check_cufft(
+          cufftExecR2C(plan.handle, lines.gpu_data<cufftReal>(), result.gpu_data<cufftComplex>()),
+          "cufftExecR2C");
     } else {
-      check_cufft(cufftExecC2R(plan.handle, lines.gpu_data<cufftComplex>(),
-                               result.gpu_data<cufftReal>()),
-                  "cufftExecC2R");
+      check_cufft(
+          cufftExecC2R(plan.handle, lines.gpu_data<cufftComplex>(), result.gpu_data<cufftReal>()),
+          "cufftExecC2R");
     }
   }
   if (!last) {

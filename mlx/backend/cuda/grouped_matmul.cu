@@ -23,12 +23,10 @@ void GatherMM::eval_gpu(const std::vector<array>& inputs, array& out) {
     cu::copy_to_contiguous(inputs[0], a);
   }
   const int32_t K = b.shape(1), N = b.shape(2);
-  cu::grouped_products(a, lhs, rhs, b.shape(0), out,
-                       [&](int64_t e, const array& rows, array& res) {
-                         array be = cu::view_of(b, {K, N}, {b.strides()[1], b.strides()[2]},
-                                                e * b.strides()[0]);
-                         cu::gemm(rows, be, res);
-                       });
+  cu::grouped_products(a, lhs, rhs, b.shape(0), out, [&](int64_t e, const array& rows, array& res) {
+    array be = cu::view_of(b, {K, N}, {b.strides()[1], b.strides()[2]}, e * b.strides()[0]);
+    cu::gemm(rows, be, res);
+  });
 }
 
 void SegmentedMM::eval_gpu(const std::vector<array>& inputs, array& out) {

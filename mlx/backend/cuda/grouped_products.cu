@@ -1,10 +1,9 @@
-#include "mlx/backend/cuda/grouped_products.h"
-
 #include <algorithm>
 
 #include "mlx/backend/common/gathered_matrices.h"
 #include "mlx/backend/cuda/device_types.cuh"
 #include "mlx/backend/cuda/gemm.h"
+#include "mlx/backend/cuda/grouped_products.h"
 #include "mlx/backend/cuda/kernel_utils.cuh"
 
 namespace mlx::core::cu {
@@ -24,8 +23,8 @@ __global__ void copy_blocks(const T* src, T* dst, const int64_t* src_of, const i
   }
 }
 
-void launch_copy_blocks(const array& src, array& dst, const int64_t* src_of,
-                        const int64_t* dst_of, int64_t n, int64_t len) {
+void launch_copy_blocks(const array& src, array& dst, const int64_t* src_of, const int64_t* dst_of,
+                        int64_t n, int64_t len) {
   if (n * len == 0) {
     return;
   }
@@ -52,8 +51,7 @@ void grouped_products(const array& a, const std::vector<int64_t>& lhs,
   }
   Scratch dev_lists(lists.size() * sizeof(int64_t));
   MLX_CUDA_CHECK(cudaMemcpyAsync(dev_lists.as<int64_t>(), lists.data(),
-                                 lists.size() * sizeof(int64_t), cudaMemcpyHostToDevice,
-                                 stream()));
+                                 lists.size() * sizeof(int64_t), cudaMemcpyHostToDevice, stream()));
   const int64_t* src_of = dev_lists.as<int64_t>();
   const int64_t* dst_of = src_of + S;
   int64_t largest = 0;
@@ -62,8 +60,8 @@ void grouped_products(const array& a, const std::vector<int64_t>& lhs,
   }
   array rows_buf({static_cast<int32_t>(largest * M), static_cast<int32_t>(K)}, a.dtype(), nullptr,
                  {});
-  array res_buf({static_cast<int32_t>(largest * M), static_cast<int32_t>(N)}, out.dtype(),
-                nullptr, {});
+  array res_buf({static_cast<int32_t>(largest * M), static_cast<int32_t>(N)}, out.dtype(), nullptr,
+                {});
   allocate(rows_buf);
   allocate(res_buf);
   for (size_t g = 0; g + 1 < groups.starts.size(); ++g) {

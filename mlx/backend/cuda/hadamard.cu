@@ -67,8 +67,8 @@ void Hadamard::eval_gpu(const std::vector<array>& inputs, array& out) {
   const int64_t n = in.shape(-1);
   const size_t acc_size = in.dtype() == float64 ? 8 : 4;
   int max_smem = 0;
-  MLX_CUDA_CHECK(cudaDeviceGetAttribute(&max_smem, cudaDevAttrMaxSharedMemoryPerBlockOptin,
-                                        current().device));
+  MLX_CUDA_CHECK(
+      cudaDeviceGetAttribute(&max_smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, current().device));
   if (n * acc_size > static_cast<size_t>(max_smem)) {
     in.data<char>();  // a row longer than shared memory: the host kernel
     return eval_cpu(inputs, out);
@@ -93,10 +93,9 @@ void Hadamard::eval_gpu(const std::vector<array>& inputs, array& out) {
   dispatch_float<DeviceTypes>(out.dtype(), "hadamard_transform", [&]<typename T>() {
     using A = std::conditional_t<std::is_same_v<T, double>, double, float>;
     auto kernel = hadamard_kernel<T, A>;
-    MLX_CUDA_CHECK(
-        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-    kernel<<<grid, kThreads, smem, cu::stream()>>>(x.gpu_data<T>(), out.gpu_data<T>(), rows, n, hs.p,
-                                               hm, static_cast<A>(scale_), transpose_);
+    MLX_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+    kernel<<<grid, kThreads, smem, cu::stream()>>>(x.gpu_data<T>(), out.gpu_data<T>(), rows, n,
+                                                   hs.p, hm, static_cast<A>(scale_), transpose_);
   });
   check_launch("hadamard_transform");
 }

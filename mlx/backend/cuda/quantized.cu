@@ -315,26 +315,26 @@ void quantized_product(const StoredMatrices& st, int64_t index, int bits, bool t
   QuantMatrix m = st.matrix(index);
   dispatch_float<DeviceTypes>(out.dtype(), "quantized_matmul", [&]<typename T>() {
     if constexpr (is_half_v<T> || std::is_same_v<T, float>) {
-    dispatch_bits(bits, "quantized_matmul", [&]<int Bits>() {
-      if (transpose && M <= kMatvecRows) {
-        const int64_t threads = m.rows * 32;
-        qmv_kernel<T, Bits><<<blocks_for(threads), kThreads, 0, stream()>>>(
-            x.gpu_data<T>(), m, out.gpu_data<T>(), M);
+      dispatch_bits(bits, "quantized_matmul", [&]<int Bits>() {
+        if (transpose && M <= kMatvecRows) {
+          const int64_t threads = m.rows * 32;
+          qmv_kernel<T, Bits><<<blocks_for(threads), kThreads, 0, stream()>>>(x.gpu_data<T>(), m,
+                                                                              out.gpu_data<T>(), M);
+          check_launch("quantized_matmul");
+          return;
+        }
+        array dense({static_cast<int32_t>(m.rows), static_cast<int32_t>(m.cols)}, out.dtype(),
+                    nullptr, {});
+        allocate(dense);
+        dequantize_kernel<T, Bits>
+            <<<blocks_for(m.rows * m.cols / 32), kThreads, 0, stream()>>>(m, dense.gpu_data<T>());
         check_launch("quantized_matmul");
-        return;
-      }
-      array dense({static_cast<int32_t>(m.rows), static_cast<int32_t>(m.cols)}, out.dtype(),
-                  nullptr, {});
-      allocate(dense);
-      dequantize_kernel<T, Bits><<<blocks_for(m.rows * m.cols / 32), kThreads, 0, stream()>>>(
-          m, dense.gpu_data<T>());
-      check_launch("quantized_matmul");
-      const int32_t R = static_cast<int32_t>(m.rows), C = static_cast<int32_t>(m.cols);
-      array rhs = transpose ? view_of(dense, {C, R}, {1, C}) : dense;
-      array lhs = view_of(x, {M, static_cast<int32_t>(K)}, {K, 1});
-      array res = view_of(out, {M, static_cast<int32_t>(rhs.shape(1))}, {rhs.shape(1), 1});
-      gemm(lhs, rhs, res);
-    });
+        const int32_t R = static_cast<int32_t>(m.rows), C = static_cast<int32_t>(m.cols);
+        array rhs = transpose ? view_of(dense, {C, R}, {1, C}) : dense;
+        array lhs = view_of(x, {M, static_cast<int32_t>(K)}, {K, 1});
+        array res = view_of(out, {M, static_cast<int32_t>(rhs.shape(1))}, {rhs.shape(1), 1});
+        gemm(lhs, rhs, res);
+      });
     }
   });
 }
@@ -383,10 +383,9 @@ void GatherQMM::eval_gpu(const std::vector<array>& inputs, array& out) {
   }
   StoredMatrices st(inputs, mode_, n_in - 2, bits_, group_size_, out.dtype());
   array x = dense_as(inputs[0], out.dtype());
-  cu::grouped_products(x, lhs, rhs, w.shape(0), out,
-                       [&](int64_t e, const array& rows, array& res) {
-                         quantized_product(st, e, bits_, transpose_, rows, res);
-                       });
+  cu::grouped_products(x, lhs, rhs, w.shape(0), out, [&](int64_t e, const array& rows, array& res) {
+    quantized_product(st, e, bits_, transpose_, rows, res);
+  });
 }
 
 }  // namespace mlx::core
