@@ -114,12 +114,15 @@ TEST(Concurrency, OverlappingGraphsOnMixedStreams) {
   synchronize();
 }
 
-TEST(Concurrency, SharedFailureReachesEveryThread) {
+// A failing node on the CPU stream, its lazy consumer on `lazy_stream`, and six threads each
+// evaluating their own op over that consumer: every thread gets the error, and so does a later
+// evaluation of the consumer (a failed node stays failed, it is not recomputed).
+static void expect_shared_failure(const Stream& lazy_stream) {
   const Stream cpu = default_stream(Device::cpu);
   for (int round = 0; round < 10; ++round) {
     array in = array({1.0f, 2.0f});
     array bad({2}, float32, std::make_shared<Failing>(cpu), {in});
-    array lazy = exp(bad);
+    array lazy = exp(bad, lazy_stream);
     std::atomic<int> failed{0};
     run_threads(6, [&](int t) {
       array mine = add(lazy, array(static_cast<float>(t)), cpu);
@@ -131,11 +134,20 @@ TEST(Concurrency, SharedFailureReachesEveryThread) {
     });
     EXPECT_EQ(failed.load(), 6);
     EXPECT_EQ(lazy.status(), array::Status::failed);
+    EXPECT_THROW(eval(lazy), std::runtime_error);
   }
+}
+
+TEST(Concurrency, SharedFailureReachesEveryThread) {
+  expect_shared_failure(default_stream(default_device()));
   // The stream still runs new work.
-  array fine = add(array(1.0f), array(2.0f), cpu);
+  array fine = add(array(1.0f), array(2.0f), default_stream(Device::cpu));
   EXPECT_EQ(fine.item<float>(), 3.0f);
 }
+
+// The consumer on another stream: no consumer claimed before the failure may wait for a later
+// claim of the failed node (two streams' workers deadlocked when failed nodes were re-claimed).
+TEST(Concurrency, SharedFailureAcrossStreams) { expect_shared_failure(new_stream(Device::cpu)); }
 
 TEST(Concurrency, IndependentDeepChainsPerThread) {
   std::atomic<int> ok{0};
@@ -175,29 +187,5 @@ TEST(Concurrency, ThreadLocalStreams) {
     for (int u = 0; u < t; ++u) {
       EXPECT_NE(indices[t], indices[u]);
     }
-  }
-}
-
-// The failed node's consumer on another stream, claimed by several threads: a failed node is
-// never claimed again, so no consumer claimed before the failure waits for a later claim (a
-// deadlock between the two streams' workers before).
-TEST(Concurrency, SharedFailureAcrossStreams) {
-  const Stream cpu = default_stream(Device::cpu);
-  const Stream other = new_stream(Device::cpu);
-  for (int round = 0; round < 10; ++round) {
-    array in = array({1.0f, 2.0f});
-    array bad({2}, float32, std::make_shared<Failing>(cpu), {in});
-    array lazy = exp(bad, other);
-    std::atomic<int> failed{0};
-    run_threads(6, [&](int t) {
-      array mine = add(lazy, array(static_cast<float>(t)), cpu);
-      try {
-        eval(mine);
-      } catch (const std::runtime_error&) {
-        failed++;
-      }
-    });
-    EXPECT_EQ(failed.load(), 6);
-    EXPECT_THROW(eval(lazy), std::runtime_error);  // raised again, not recomputed
   }
 }

@@ -10,6 +10,8 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <stdexcept>
+#include <string>
 
 namespace mlx::core {
 
@@ -53,6 +55,30 @@ inline const std::array<float, 256>& e8m0_values() {
     return t;
   }();
   return table;
+}
+
+// Calls f.template operator()<Bits>() for the packed code widths the kernels take.
+template <typename F>
+void dispatch_quant_bits(int bits, const char* op, F&& f) {
+  switch (bits) {
+    case 1:
+      return f.template operator()<1>();
+    case 2:
+      return f.template operator()<2>();
+    case 3:
+      return f.template operator()<3>();
+    case 4:
+      return f.template operator()<4>();
+    case 5:
+      return f.template operator()<5>();
+    case 6:
+      return f.template operator()<6>();
+    case 8:
+      return f.template operator()<8>();
+    default:
+      throw std::invalid_argument(std::string("[") + op +
+                                  "] Unsupported number of bits: " + std::to_string(bits) + ".");
+  }
 }
 
 }  // namespace mlx::core

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <optional>
 
+#include "mlx/backend/common/conv_geometry.h"
 #include "mlx/backend/common/dispatch.h"
 #include "mlx/backend/cpu/copy.h"
 #include "mlx/backend/cpu/dense.h"
@@ -24,44 +25,24 @@ namespace {
 
 using namespace cpu;
 
-// The geometry with the spatial dimensions padded in front to three (size 1, stride 1).
-struct Geometry {
-  int64_t N, C, O, G, Cg, Og;
-  int64_t in[3], k[3], out[3];
-  int64_t S, K, X;  // input pixels, kernel taps, output pixels per image
+// The geometry and, per spatial dimension, which input element each output element reads
+// through each kernel tap.
+struct Geometry : ConvGeometry {
   // taps[d][x * k[d] + j]: input index along d read by output x through weight tap j, or -1.
   std::vector<int64_t> taps[3];
 };
 
 Geometry make_geometry(const ConvParams& p, const array& in, const array& wt, const array& out) {
-  int nd = static_cast<int>(in.ndim()) - 2;
-  Geometry g;
-  g.N = in.shape(0);
-  g.C = in.shape(-1);
-  g.O = wt.shape(0);
-  g.G = p.groups;
-  g.Cg = g.C / g.G;
-  g.Og = g.O / g.G;
-  g.S = g.K = g.X = 1;
+  Geometry g{conv_geometry(p, in, wt, out), {}};
   for (int d = 0; d < 3; ++d) {
-    int src = d - (3 - nd);
-    bool real = src >= 0;
-    g.in[d] = real ? in.shape(src + 1) : 1;
-    g.k[d] = real ? wt.shape(src + 1) : 1;
-    g.out[d] = real ? out.shape(src + 1) : 1;
-    g.S *= g.in[d];
-    g.K *= g.k[d];
-    g.X *= g.out[d];
-    int64_t stride = real ? p.stride[src] : 1, lo = real ? p.padding_lo[src] : 0;
-    int64_t kdil = real ? p.kernel_dilation[src] : 1, idil = real ? p.input_dilation[src] : 1;
     auto& t = g.taps[d];
     t.resize(g.out[d] * g.k[d]);
     for (int64_t x = 0; x < g.out[d]; ++x) {
       for (int64_t j = 0; j < g.k[d]; ++j) {
-        int64_t tap = p.flip ? g.k[d] - 1 - j : j;
-        int64_t q = x * stride + tap * kdil - lo;
-        bool ok = q >= 0 && q % idil == 0 && q / idil < g.in[d];
-        t[x * g.k[d] + j] = ok ? q / idil : -1;
+        int64_t tap = g.flip ? g.k[d] - 1 - j : j;
+        int64_t q = x * g.stride[d] + tap * g.kdil[d] - g.lo[d];
+        bool ok = q >= 0 && q % g.idil[d] == 0 && q / g.idil[d] < g.in[d];
+        t[x * g.k[d] + j] = ok ? q / g.idil[d] : -1;
       }
     }
   }

@@ -57,28 +57,6 @@ void decode(const uint32_t* words, int64_t n, float* out) {
   }
 }
 
-template <typename F>
-void dispatch_bits(int bits, F&& f) {
-  switch (bits) {
-    case 1:
-      return f.template operator()<1>();
-    case 2:
-      return f.template operator()<2>();
-    case 3:
-      return f.template operator()<3>();
-    case 4:
-      return f.template operator()<4>();
-    case 5:
-      return f.template operator()<5>();
-    case 6:
-      return f.template operator()<6>();
-    case 8:
-      return f.template operator()<8>();
-    default:
-      throw std::invalid_argument("[QuantizedMatmul] Unsupported number of bits.");
-  }
-}
-
 struct Operands {
   const float* x;  // (M, K)
   const uint32_t* w;
@@ -325,7 +303,7 @@ void quantized_product(const Operands& p, int bits, bool transpose, bool affine,
     }
     return;
   }
-  dispatch_bits(bits, [&]<int Bits>() {
+  dispatch_quant_bits(bits, "quantized_matmul", [&]<int Bits>() {
     if (affine && transpose && p.M <= kMatvecRows) {
       if (p.group_size == 32) {
         matvec<Bits, 32>(p, dst);

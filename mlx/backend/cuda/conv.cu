@@ -5,6 +5,7 @@
 // channels per group) run a direct kernel instead of per-group products of one column.
 #include <algorithm>
 
+#include "mlx/backend/common/conv_geometry.h"
 #include "mlx/backend/cuda/copy.cuh"
 #include "mlx/backend/cuda/device_types.cuh"
 #include "mlx/backend/cuda/gemm.h"
@@ -17,45 +18,9 @@ namespace {
 
 using namespace cu;
 
-// The geometry with the spatial dimensions padded in front to three (size 1, stride 1).
-struct Geometry {
-  int64_t N, C, O, G, Cg, Og;
-  int64_t in[3], k[3], out[3];
-  int64_t stride[3], lo[3], kdil[3], idil[3];
-  int64_t X, K;  // output pixels per image, kernel taps
-  bool flip;
-};
-
-Geometry make_geometry(const ConvParams& p, const array& in, const array& wt, const array& out) {
-  const int nd = static_cast<int>(in.ndim()) - 2;
-  Geometry g{};
-  g.N = in.shape(0);
-  g.C = in.shape(-1);
-  g.O = wt.shape(0);
-  g.G = p.groups;
-  g.Cg = g.C / g.G;
-  g.Og = g.O / g.G;
-  g.X = g.K = 1;
-  g.flip = p.flip;
-  for (int d = 0; d < 3; ++d) {
-    const int src = d - (3 - nd);
-    const bool real = src >= 0;
-    g.in[d] = real ? in.shape(src + 1) : 1;
-    g.k[d] = real ? wt.shape(src + 1) : 1;
-    g.out[d] = real ? out.shape(src + 1) : 1;
-    g.stride[d] = real ? p.stride[src] : 1;
-    g.lo[d] = real ? p.padding_lo[src] : 0;
-    g.kdil[d] = real ? p.kernel_dilation[src] : 1;
-    g.idil[d] = real ? p.input_dilation[src] : 1;
-    g.X *= g.out[d];
-    g.K *= g.k[d];
-  }
-  return g;
-}
-
 // The input pixel (within its image) that output pixel `x` reads through tap `tap`, or -1
 // when the tap falls in the padding or between dilated input elements.
-__device__ __forceinline__ int64_t input_pixel(const Geometry& g, int64_t x, int64_t tap) {
+__device__ __forceinline__ int64_t input_pixel(const ConvGeometry& g, int64_t x, int64_t tap) {
   int64_t xs[3], ts[3];
   xs[2] = x % g.out[2];
   xs[1] = x / g.out[2] % g.out[1];
@@ -78,25 +43,23 @@ __device__ __forceinline__ int64_t input_pixel(const Geometry& g, int64_t x, int
 
 // cols (rows, K Cg) for the output rows [r0, r0 + rows) of group grp.
 template <typename T>
-__global__ void im2col_kernel(const T* in, T* cols, Geometry g, int64_t r0, int64_t rows,
+__global__ void im2col_kernel(const T* in, T* cols, ConvGeometry g, int64_t r0, int64_t rows,
                               int64_t grp) {
   const int64_t width = g.K * g.Cg, total = rows * width;
-  const int64_t S = g.in[0] * g.in[1] * g.in[2];
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < total;
        i += int64_t(gridDim.x) * blockDim.x) {
     const int64_t r = r0 + i / width, col = i % width;
     const int64_t n = r / g.X, x = r - n * g.X, tap = col / g.Cg, c = col - tap * g.Cg;
     const int64_t pix = input_pixel(g, x, tap);
-    cols[i] = pix < 0 ? T(0) : in[(n * S + pix) * g.C + grp * g.Cg + c];
+    cols[i] = pix < 0 ? T(0) : in[(n * g.S + pix) * g.C + grp * g.Cg + c];
   }
 }
 
 // out[r, grp] = sum over taps and the group's channels of w[grp, tap, c] in[pixel, grp Cg + c]
 // (one output channel per group), one thread per output element, accumulated in float.
 template <typename T>
-__global__ void direct_kernel(const T* in, const T* wt, T* out, Geometry g) {
+__global__ void direct_kernel(const T* in, const T* wt, T* out, ConvGeometry g) {
   const int64_t total = g.N * g.X * g.G;
-  const int64_t S = g.in[0] * g.in[1] * g.in[2];
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < total;
        i += int64_t(gridDim.x) * blockDim.x) {
     const int64_t r = i / g.G, grp = i - r * g.G, n = r / g.X, x = r - n * g.X;
@@ -106,7 +69,7 @@ __global__ void direct_kernel(const T* in, const T* wt, T* out, Geometry g) {
       if (pix < 0) {
         continue;
       }
-      const T* src = in + (n * S + pix) * g.C + grp * g.Cg;
+      const T* src = in + (n * g.S + pix) * g.C + grp * g.Cg;
       const T* w = wt + (grp * g.K + tap) * g.Cg;
       for (int64_t c = 0; c < g.Cg; ++c) {
         acc += static_cast<compute_t<T>>(w[c]) * static_cast<compute_t<T>>(src[c]);
@@ -131,7 +94,7 @@ array dense_copy(const array& a) {
 }
 
 template <typename T>
-void im2col_conv(const Geometry& g, const array& in, const array& wt, array& out) {
+void im2col_conv(const ConvGeometry& g, const array& in, const array& wt, array& out) {
   const int64_t M = g.N * g.X, width = g.K * g.Cg;
   const int64_t chunk =
       std::clamp<int64_t>(kChunkBytes / std::max<int64_t>(width * sizeof(T), 1), 1, M);
@@ -175,7 +138,7 @@ void Convolution::eval_gpu(const std::vector<array>& inputs, array& out) {
   }
   array in = dense_copy(inputs[0]);
   array wt = dense_copy(inputs[1]);
-  Geometry g = make_geometry(params_, in, wt, out);
+  ConvGeometry g = conv_geometry(params_, in, wt, out);
   if (g.Cg == 0) {
     MLX_CUDA_CHECK(cudaMemsetAsync(out.gpu_data<char>(), 0, out.nbytes(), cu::stream()));
     return;

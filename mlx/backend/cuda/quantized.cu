@@ -224,28 +224,6 @@ __global__ void dequantize_kernel(QuantMatrix m, T* dst) {
   }
 }
 
-template <typename F>
-void dispatch_bits(int bits, const char* op, F&& f) {
-  switch (bits) {
-    case 1:
-      return f.template operator()<1>();
-    case 2:
-      return f.template operator()<2>();
-    case 3:
-      return f.template operator()<3>();
-    case 4:
-      return f.template operator()<4>();
-    case 5:
-      return f.template operator()<5>();
-    case 6:
-      return f.template operator()<6>();
-    case 8:
-      return f.template operator()<8>();
-    default:
-      throw std::invalid_argument(msg("[", op, "] Unsupported number of bits: ", bits, "."));
-  }
-}
-
 // `in` row-contiguous in `dtype` on the device, 16-byte aligned (itself when it already is).
 array dense_as(const array& in, Dtype dtype) {
   if (in.dtype() == dtype && is_dense(in) &&
@@ -315,7 +293,7 @@ void quantized_product(const StoredMatrices& st, int64_t index, int bits, bool t
   QuantMatrix m = st.matrix(index);
   dispatch_float<DeviceTypes>(out.dtype(), "quantized_matmul", [&]<typename T>() {
     if constexpr (is_half_v<T> || std::is_same_v<T, float>) {
-      dispatch_bits(bits, "quantized_matmul", [&]<int Bits>() {
+      dispatch_quant_bits(bits, "quantized_matmul", [&]<int Bits>() {
         if (transpose && M <= kMatvecRows) {
           const int64_t threads = m.rows * 32;
           qmv_kernel<T, Bits><<<blocks_for(threads), kThreads, 0, stream()>>>(x.gpu_data<T>(), m,

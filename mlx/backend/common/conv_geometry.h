@@ -1,0 +1,49 @@
+// A convolution's geometry with its spatial dimensions padded in front to three (size 1,
+// stride 1, no padding or dilation), as every backend's kernels walk it.
+#pragma once
+
+#include <cstdint>
+
+#include "mlx/array.h"
+#include "mlx/primitives/conv.h"
+
+namespace mlx::core {
+
+struct ConvGeometry {
+  int64_t N, C, O, G, Cg, Og;  // batch, channels, output channels, groups, per group
+  int64_t in[3], k[3], out[3];
+  int64_t stride[3], lo[3], kdil[3], idil[3];
+  int64_t S, K, X;  // input pixels, kernel taps, output pixels per image
+  bool flip;
+};
+
+inline ConvGeometry conv_geometry(const ConvParams& p, const array& in, const array& wt,
+                                  const array& out) {
+  const int nd = static_cast<int>(in.ndim()) - 2;
+  ConvGeometry g{};
+  g.N = in.shape(0);
+  g.C = in.shape(-1);
+  g.O = wt.shape(0);
+  g.G = p.groups;
+  g.Cg = g.C / g.G;
+  g.Og = g.O / g.G;
+  g.S = g.K = g.X = 1;
+  g.flip = p.flip;
+  for (int d = 0; d < 3; ++d) {
+    const int src = d - (3 - nd);
+    const bool real = src >= 0;
+    g.in[d] = real ? in.shape(src + 1) : 1;
+    g.k[d] = real ? wt.shape(src + 1) : 1;
+    g.out[d] = real ? out.shape(src + 1) : 1;
+    g.stride[d] = real ? p.stride[src] : 1;
+    g.lo[d] = real ? p.padding_lo[src] : 0;
+    g.kdil[d] = real ? p.kernel_dilation[src] : 1;
+    g.idil[d] = real ? p.input_dilation[src] : 1;
+    g.S *= g.in[d];
+    g.K *= g.k[d];
+    g.X *= g.out[d];
+  }
+  return g;
+}
+
+}  // namespace mlx::core
