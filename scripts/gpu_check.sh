@@ -11,7 +11,14 @@ bash scripts/build.sh > "$out/build.log" 2>&1 || { tail -40 "$out/build.log"; ex
 echo "build: $(( $(date +%s) - start )) s"
 export MLX_DEFAULT_DEVICE=gpu
 python=$(cat .mlx-python)
-timeout ${CTEST_TIMEOUT:-900} ctest --test-dir build -j 8 --timeout 300 > "$out/ctest.log" 2>&1
+# A hung test names itself and its Python stack in hang.log and ends the run (conftest.py).
+export MLX_TEST_TIMEOUT=${MLX_TEST_TIMEOUT:-120} MLX_TEST_HANG_LOG="$out/hang.log"
+# Fail fast: one reduction, read back, within seconds (a hang here would eat the whole budget).
+if ! PYTHONPATH=$PWD/python timeout 30 "$python" -c \
+    "import mlx.core as mx; assert mx.sum(mx.ones((6, 37, 5))).item() == 1110" > "$out/smoke.log" 2>&1; then
+  echo "smoke test failed or hung (30 s):"; tail -20 "$out/smoke.log"; exit 1
+fi
+timeout ${CTEST_TIMEOUT:-900} ctest --test-dir build -j 8 --timeout 150 > "$out/ctest.log" 2>&1
 grep -E "tests passed|tests failed|Failed|\*\*\*" "$out/ctest.log" | tail -30
 # The failures' own output, bounded so that the log comes back from the device machine.
 if ! grep -q "100% tests passed" "$out/ctest.log"; then

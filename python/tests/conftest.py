@@ -1,5 +1,24 @@
+import faulthandler
+import os
+import sys
+
 import numpy as np
 import pytest
+
+# MLX_TEST_TIMEOUT=S: a test still running after S seconds writes every thread's Python stack
+# to MLX_TEST_HANG_LOG (default hang.log here) and ends the run, so a hang (on the GPU machine,
+# whose minutes are few) names its test and line instead of using up the whole budget.
+_TEST_TIMEOUT = float(os.environ.get("MLX_TEST_TIMEOUT", "0") or 0)
+_hang_log = open(os.environ.get("MLX_TEST_HANG_LOG", "hang.log"), "w") if _TEST_TIMEOUT > 0 else None
+
+
+@pytest.fixture(autouse=_TEST_TIMEOUT > 0)
+def _hang_guard(request):
+    _hang_log.write(f"{request.node.nodeid}\n")
+    _hang_log.flush()
+    faulthandler.dump_traceback_later(_TEST_TIMEOUT, exit=True, file=_hang_log)
+    yield
+    faulthandler.cancel_dump_traceback_later()
 
 
 @pytest.fixture
@@ -10,8 +29,6 @@ def rng():
 def pytest_terminal_summary(terminalreporter):
     """Prints what the stress suite (test_stress.py, fuzz_ops.py) ran: counts per kind."""
     import json
-    import os
-    import sys
 
     counts = {}
     for name in ("test_stress", "test_fuzz_ops", "test_io_hostile"):
