@@ -5,7 +5,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-build/gpu-logs}
 mkdir -p "$out"
-nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee "$out/gpu.txt"
+{ nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader; uname -r; nproc; } | tee "$out/gpu.txt"
 start=$(date +%s)
 bash scripts/build.sh > "$out/build.log" 2>&1 || { tail -40 "$out/build.log"; exit 1; }
 echo "build: $(( $(date +%s) - start )) s"

@@ -84,15 +84,6 @@ constexpr int64_t kDirectMaxGroupChannels = 16;
 // Bytes of im2col columns per chunk of output rows.
 constexpr int64_t kChunkBytes = int64_t(64) << 20;
 
-array dense_copy(const array& a) {
-  if (is_dense(a)) {
-    return a;
-  }
-  array d(a.shape(), a.dtype(), nullptr, {});
-  copy_to_contiguous(a, d);
-  return d;
-}
-
 template <typename T>
 void im2col_conv(const ConvGeometry& g, const array& in, const array& wt, array& out) {
   const int64_t M = g.N * g.X, width = g.K * g.Cg;

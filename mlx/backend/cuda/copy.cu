@@ -124,4 +124,14 @@ void copy_to_contiguous(const array& in, array& out) {
   copy_strided(in, in.strides(), 0, out, row_major_strides(in.shape()), 0, in.shape());
 }
 
+array dense_copy(const array& in, Dtype dtype) {
+  if (in.dtype() == dtype && in.flags().row_contiguous && in.data_size() == in.size() &&
+      reinterpret_cast<uintptr_t>(in.gpu_data<char>()) % 16 == 0) {
+    return in;
+  }
+  array out(in.shape(), dtype, nullptr, {});
+  copy_to_contiguous(in, out);
+  return out;
+}
+
 }  // namespace mlx::core::cu

@@ -16,4 +16,9 @@ void copy_strided(const array& src, const Strides& src_strides, int64_t src_offs
 // `in` converted to out.dtype().
 void copy_to_contiguous(const array& in, array& out);
 
+// `in` itself when it is dense (row-contiguous, no gaps), 16-byte aligned and of `dtype`, else a
+// row-contiguous device copy converted to `dtype`: what kernels reading plain rows take.
+array dense_copy(const array& in, Dtype dtype);
+inline array dense_copy(const array& in) { return dense_copy(in, in.dtype()); }
+
 }  // namespace mlx::core::cu

@@ -17,11 +17,7 @@ void GatherMM::eval_gpu(const std::vector<array>& inputs, array& out) {
   if (out.size() == 0) {
     return;
   }
-  array a = inputs[0];
-  if (!cu::is_dense(a)) {
-    a = array(a.shape(), a.dtype(), nullptr, {});
-    cu::copy_to_contiguous(inputs[0], a);
-  }
+  array a = cu::dense_copy(inputs[0]);
   const int32_t K = b.shape(1), N = b.shape(2);
   cu::grouped_products(a, lhs, rhs, b.shape(0), out, [&](int64_t e, const array& rows, array& res) {
     array be = cu::view_of(b, {K, N}, {b.strides()[1], b.strides()[2]}, e * b.strides()[0]);

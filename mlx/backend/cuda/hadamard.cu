@@ -77,11 +77,7 @@ void Hadamard::eval_gpu(const std::vector<array>& inputs, array& out) {
   if (out.size() == 0) {
     return;
   }
-  array x = in;
-  if (!is_dense(in)) {
-    x = array(in.shape(), in.dtype(), nullptr, {});
-    copy_to_contiguous(in, x);
-  }
+  array x = dense_copy(in);
   const HadamardSize hs = hadamard_size(n);
   SmallHadamard hm{};
   hm.m = hs.m;

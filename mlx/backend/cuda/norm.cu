@@ -63,16 +63,6 @@ __global__ void norm_rows(const T* x, T* out, int64_t d, const T* w, int64_t w_s
   }
 }
 
-// A dense copy of x when it is not dense already.
-array dense(const array& x) {
-  if (is_dense(x)) {
-    return x;
-  }
-  array c(x.shape(), x.dtype(), nullptr, {});
-  copy_to_contiguous(x, c);
-  return c;
-}
-
 template <bool kLayer>
 void norm_gpu(const std::vector<array>& inputs, array& out, bool has_weight, bool has_bias,
               float eps, const char* name) {
@@ -80,7 +70,7 @@ void norm_gpu(const std::vector<array>& inputs, array& out, bool has_weight, boo
   if (out.size() == 0) {
     return;
   }
-  array x = dense(inputs[0]);
+  array x = dense_copy(inputs[0]);
   int64_t d = x.shape(-1);
   int64_t rows = static_cast<int64_t>(x.size()) / d;
   int next = 1;
@@ -161,8 +151,8 @@ void norm_vjp_gpu(const std::vector<array>& inputs, std::vector<array>& outputs,
   for (size_t k = 1; k < outputs.size(); ++k) {
     allocate(outputs[k]);
   }
-  array x = dense(inputs[0]);
-  array g = dense(inputs.back());
+  array x = dense_copy(inputs[0]);
+  array g = dense_copy(inputs.back());
   const array* w = has_weight ? &inputs[1] : nullptr;
   int64_t d = x.shape(-1);
   int64_t rows = d == 0 ? 0 : static_cast<int64_t>(x.size()) / d;

@@ -224,24 +224,13 @@ __global__ void dequantize_kernel(QuantMatrix m, T* dst) {
   }
 }
 
-// `in` row-contiguous in `dtype` on the device, 16-byte aligned (itself when it already is).
-array dense_as(const array& in, Dtype dtype) {
-  if (in.dtype() == dtype && is_dense(in) &&
-      reinterpret_cast<uintptr_t>(in.gpu_data<char>()) % 16 == 0) {
-    return in;
-  }
-  array out(in.shape(), dtype, nullptr, {});
-  copy_to_contiguous(in, out);
-  return out;
-}
-
 // The stored matrices of the inputs {.., w, scales, [biases | global scale], ..} of either
 // primitive, in the layouts the kernels read, and the operands of one of them.
 class StoredMatrices {
  public:
   StoredMatrices(const std::vector<array>& inputs, QuantMode mode, size_t extras_end, int bits,
                  int group_size, Dtype dtype)
-      : w_(dense_as(inputs[1], uint32)), bits_(bits) {
+      : w_(dense_copy(inputs[1], uint32)), bits_(bits) {
     const array& w = inputs[1];
     rows_ = w.shape(-2);
     cols_ = static_cast<int64_t>(w.shape(-1)) * 32 / bits;
@@ -250,15 +239,15 @@ class StoredMatrices {
     base_.cols = cols_;
     base_.groups = cols_ / group_size;
     if (mode == QuantMode::affine) {
-      scales_ = dense_as(inputs[2], dtype);
-      biases_ = dense_as(inputs[3], dtype);
+      scales_ = dense_copy(inputs[2], dtype);
+      biases_ = dense_copy(inputs[3], dtype);
     } else {
-      scales_ = dense_as(inputs[2], uint8);
+      scales_ = dense_copy(inputs[2], uint8);
       const float* tables = device_tables(current().device);
       base_.values = tables + (mode == QuantMode::mxfp8 ? kE4m3 : kFp4);
       base_.scale_values = tables + (mode == QuantMode::nvfp4 ? kE4m3 : kE8m0);
       if (extras_end > 3) {
-        global_ = dense_as(inputs[3], float32);
+        global_ = dense_copy(inputs[3], float32);
       }
     }
   }
@@ -341,7 +330,7 @@ void QuantizedMatmul::eval_gpu(const std::vector<array>& inputs, array& out) {
     return;
   }
   StoredMatrices st(inputs, mode_, inputs.size(), bits_, group_size_, out.dtype());
-  array x = dense_as(inputs[0], out.dtype());
+  array x = dense_copy(inputs[0], out.dtype());
   quantized_product(st, 0, bits_, transpose_, x, out);
 }
 
@@ -360,7 +349,7 @@ void GatherQMM::eval_gpu(const std::vector<array>& inputs, array& out) {
     return;
   }
   StoredMatrices st(inputs, mode_, n_in - 2, bits_, group_size_, out.dtype());
-  array x = dense_as(inputs[0], out.dtype());
+  array x = dense_copy(inputs[0], out.dtype());
   cu::grouped_products(x, lhs, rhs, w.shape(0), out, [&](int64_t e, const array& rows, array& res) {
     quantized_product(st, e, bits_, transpose_, rows, res);
   });

@@ -48,17 +48,12 @@ __global__ void rope_kernel(const T* x, T* out, int64_t rows, int64_t d, int64_t
 }  // namespace
 
 void RoPE::eval_gpu(const std::vector<array>& inputs, array& out) {
-  array x = inputs[0];
   const array& offset = inputs[1];
   allocate(out);
   if (out.size() == 0) {
     return;
   }
-  if (!is_dense(x)) {
-    array c(x.shape(), x.dtype(), nullptr, {});
-    copy_to_contiguous(inputs[0], c);
-    x = c;
-  }
+  array x = dense_copy(inputs[0]);
   int64_t half = dims_ / 2;
   if (half == 0) {
     copy_strided(x, x.strides(), 0, out, out.strides(), 0, x.shape());

@@ -129,11 +129,7 @@ __global__ void scan_lines(const In* in, Out* out, int64_t outer, int64_t n, int
 
 template <typename Op, typename In, typename Out>
 void scan_gpu(const array& in_, array& out, int axis, bool reverse, bool inclusive) {
-  array in = in_;
-  if (!is_dense(in_)) {
-    in = array(in_.shape(), in_.dtype(), nullptr, {});
-    copy_to_contiguous(in_, in);
-  }
+  array in = dense_copy(in_);
   // Each element is read before it is written, by the same thread.
   if (in.is_donatable() && in.dtype() == out.dtype()) {
     out.copy_shared_buffer(in);

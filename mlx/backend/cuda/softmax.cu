@@ -87,11 +87,7 @@ void softmax_gpu(const array& in_, array& out, const char* name) {
     cu::allocate(out);
     return;
   }
-  array in = in_;
-  if (!is_dense(in_)) {
-    in = array(in_.shape(), in_.dtype(), nullptr, {});
-    copy_to_contiguous(in_, in);
-  }
+  array in = dense_copy(in_);
   int64_t n = in.shape(-1);
   int64_t rows = kSoftmax ? static_cast<int64_t>(in.size()) / std::max<int64_t>(n, 1)
                           : static_cast<int64_t>(out.size());
