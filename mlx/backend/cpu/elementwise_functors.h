@@ -17,6 +17,14 @@ inline constexpr bool is_complex_v = std::is_same_v<T, complex64_t>;
 template <typename T>
 inline constexpr bool is_float_v = std::is_floating_point_v<T> || is_half_v<T>;
 
+// Integer arithmetic wraps as NumPy's does: in an unsigned type at least as wide as unsigned
+// int (signed overflow, and unsigned 16-bit products promoted to int, are undefined in C++).
+template <typename T>
+using wrap_t =
+    std::conditional_t<(sizeof(T) < sizeof(unsigned)), unsigned, std::make_unsigned_t<T>>;
+template <typename T>
+inline constexpr bool wraps_v = std::is_integral_v<T> && !std::is_same_v<T, bool>;
+
 // Applies a float-domain function to any floating type (halves go through float).
 #define MLX_FLOAT_FN(NAME, EXPR)          \
   struct NAME {                           \
@@ -165,6 +173,8 @@ struct Abs {
       return T(std::abs(static_cast<std::complex<float>>(x)));
     } else if constexpr (is_half_v<T>) {
       return T::from_bits(x.bits_ & 0x7fff);
+    } else if constexpr (wraps_v<T>) {
+      return x < T(0) ? T(wrap_t<T>(0) - wrap_t<T>(x)) : x;  // abs(INT_MIN) wraps to INT_MIN
     } else {
       return x < T(0) ? T(-x) : x;
     }
@@ -176,6 +186,8 @@ struct Negative {
   T operator()(T x) const {
     if constexpr (std::is_same_v<T, bool>) {
       return !x;
+    } else if constexpr (wraps_v<T>) {
+      return T(wrap_t<T>(0) - wrap_t<T>(x));
     } else {
       return T(-x);
     }
@@ -202,7 +214,11 @@ struct Sign {
 struct Square {
   template <typename T>
   T operator()(T x) const {
-    return T(x * x);
+    if constexpr (wraps_v<T>) {
+      return T(wrap_t<T>(x) * wrap_t<T>(x));
+    } else {
+      return T(x * x);
+    }
   }
 };
 
@@ -315,6 +331,8 @@ struct Add {
   T operator()(T a, T b) const {
     if constexpr (std::is_same_v<T, bool>)
       return a || b;
+    else if constexpr (wraps_v<T>)
+      return T(wrap_t<T>(a) + wrap_t<T>(b));
     else
       return T(a + b);
   }
@@ -322,7 +340,11 @@ struct Add {
 struct Subtract {
   template <typename T>
   T operator()(T a, T b) const {
-    return T(a - b);
+    if constexpr (wraps_v<T>) {
+      return T(wrap_t<T>(a) - wrap_t<T>(b));
+    } else {
+      return T(a - b);
+    }
   }
 };
 struct Multiply {
@@ -330,6 +352,8 @@ struct Multiply {
   T operator()(T a, T b) const {
     if constexpr (std::is_same_v<T, bool>)
       return a && b;
+    else if constexpr (wraps_v<T>)
+      return T(wrap_t<T>(a) * wrap_t<T>(b));
     else
       return T(a * b);
   }
