@@ -1,5 +1,6 @@
 #include "mlx/array.h"
 
+#include <algorithm>
 #include <sstream>
 
 #include "mlx/backend/common/convert.h"
@@ -56,11 +57,37 @@ array::ArrayDesc::~ArrayDesc() {
   // first handle and unlinked through its last one, never destroyed inside clear().
   auto unlink = [&pending](std::vector<array>& arrays) {
     for (auto& a : arrays) {
-      if (a.desc_ && a.desc_.use_count() == 1) {
-        pending.push_back(std::move(a.desc_));
-      } else {
-        a.desc_.reset();
+      if (!a.desc_) {
+        continue;
       }
+      if (a.desc_.use_count() == 1) {
+        pending.push_back(std::move(a.desc_));
+        continue;
+      }
+      // The last outside handle of a sibling group (an unevaluated multi-output node): the
+      // siblings' references to each other are all that is left, so take the group apart here
+      // and free its descs through the worklist (array::~array would, but recursively).
+      auto& sib = a.desc_->siblings;
+      const long n = static_cast<long>(sib.size());
+      if (n > 0 && a.desc_.use_count() == n + 1 &&
+          std::all_of(sib.begin(), sib.end(),
+                      [n](const array& s) { return s.desc_.use_count() == n; })) {
+        std::vector<array> group = std::move(sib);
+        sib.clear();
+        for (auto& s : group) {
+          std::vector<array> back = std::move(s.desc_->siblings);
+          s.desc_->siblings.clear();
+          for (auto& b : back) {
+            b.desc_.reset();
+          }
+        }
+        for (auto& s : group) {
+          pending.push_back(std::move(s.desc_));
+        }
+        pending.push_back(std::move(a.desc_));
+        continue;
+      }
+      a.desc_.reset();
     }
     arrays.clear();
   };
