@@ -5,6 +5,7 @@
 #include "mlx/backend/common/hadamard_matrices.h"
 #include "mlx/backend/cuda/copy.cuh"
 #include "mlx/backend/cuda/device_types.cuh"
+#include "mlx/backend/cuda/host_fallback.h"
 #include "mlx/backend/cuda/kernel_utils.cuh"
 #include "mlx/primitives/hadamard.h"
 
@@ -70,7 +71,7 @@ void Hadamard::eval_gpu(const std::vector<array>& inputs, array& out) {
   MLX_CUDA_CHECK(
       cudaDeviceGetAttribute(&max_smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, current().device));
   if (n * acc_size > static_cast<size_t>(max_smem)) {
-    in.data<char>();  // a row longer than shared memory: the host kernel
+    cu::inputs_to_host(inputs);  // a row longer than shared memory: the host kernel
     return eval_cpu(inputs, out);
   }
   cu::allocate(out);

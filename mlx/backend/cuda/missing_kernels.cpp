@@ -3,23 +3,14 @@
 // Until then each runs its CPU kernel on the GPU stream: the inputs come to the host once
 // (ordered after the GPU work that made them), the outputs are host buffers that move to the
 // GPU when a GPU kernel reads them. Correct everywhere, fast nowhere.
+#include "mlx/backend/cuda/host_fallback.h"
 #include "mlx/primitives/with_kernels.h"
 
 namespace mlx::core {
 
-namespace {
-// Brings every input to the host on this (the GPU stream's) thread, so the CPU kernel's own
-// threads find host copies and never issue transfers themselves.
-void inputs_to_host(const std::vector<array>& inputs) {
-  for (const auto& in : inputs) {
-    in.data<char>();
-  }
-}
-}  // namespace
-
 #define MLX_NO_GPU_KERNEL(P)                                             \
   void P::eval_gpu(const std::vector<array>& inputs, Outputs& outputs) { \
-    inputs_to_host(inputs);                                              \
+    cu::inputs_to_host(inputs);                                          \
     eval_cpu(inputs, outputs);                                           \
   }
 

@@ -15,6 +15,7 @@
 #include "mlx/backend/cuda/device_types.cuh"
 #include "mlx/backend/cuda/gemm.h"
 #include "mlx/backend/cuda/grouped_products.h"
+#include "mlx/backend/cuda/host_fallback.h"
 #include "mlx/backend/cuda/kernel_utils.cuh"
 #include "mlx/primitives/quantized.h"
 #include "mlx/utils.h"
@@ -311,18 +312,12 @@ bool gpu_supported(const array& x, int64_t cols) {
   return cols % 32 == 0 && is_floating_point(x.dtype()) && x.dtype() != float64;
 }
 
-void run_on_host(const std::vector<array>& inputs) {
-  for (const auto& in : inputs) {
-    in.data<char>();
-  }
-}
-
 }  // namespace
 
 void QuantizedMatmul::eval_gpu(const std::vector<array>& inputs, array& out) {
   const int64_t cols = static_cast<int64_t>(inputs[1].shape(-1)) * 32 / bits_;
   if (!gpu_supported(inputs[0], cols)) {
-    run_on_host(inputs);  // e.g. nvfp4 rows of 16-code multiples: the CPU kernel
+    cu::inputs_to_host(inputs);  // e.g. nvfp4 rows of 16-code multiples: the CPU kernel
     return eval_cpu(inputs, out);
   }
   cu::allocate(out);
@@ -337,7 +332,7 @@ void QuantizedMatmul::eval_gpu(const std::vector<array>& inputs, array& out) {
 void GatherQMM::eval_gpu(const std::vector<array>& inputs, array& out) {
   const int64_t cols = static_cast<int64_t>(inputs[1].shape(-1)) * 32 / bits_;
   if (!gpu_supported(inputs[0], cols)) {
-    run_on_host(inputs);
+    cu::inputs_to_host(inputs);
     return eval_cpu(inputs, out);
   }
   cu::allocate(out);
