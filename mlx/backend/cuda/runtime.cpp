@@ -6,9 +6,13 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cctype>
+#include <cstdio>
+#include <cstdlib>
 #include <deque>
 #include <exception>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "mlx/backend/cuda/cuda_check.h"
@@ -31,6 +35,38 @@ struct StreamRegistry {
 StreamRegistry& registry() {
   static auto* r = new StreamRegistry();  // leaked: streams outlive static destruction
   return *r;
+}
+
+// Whether the build holds machine code for a GPU of compute capability `sm` (major * 10 +
+// minor), judged from CMAKE_CUDA_ARCHITECTURES ("90", "80-real;90", "90a"). Values CMake
+// resolves itself ("native", "all") count as yes.
+bool built_for(int sm) {
+  std::string archs = MLX_CUDA_ARCHITECTURES;
+  size_t start = 0;
+  while (start <= archs.size()) {
+    size_t end = std::min(archs.find(';', start), archs.size());
+    std::string entry = archs.substr(start, end - start);
+    if (entry.empty() || !std::isdigit(static_cast<unsigned char>(entry[0]))) {
+      return true;
+    }
+    bool virtual_only = entry.find("-virtual") != std::string::npos;
+    if (std::atoi(entry.c_str()) == sm && !virtual_only) {
+      return true;
+    }
+    start = end + 1;
+  }
+  return false;
+}
+
+void warn_if_jit_compiled(const cudaDeviceProp& props) {
+  int sm = props.major * 10 + props.minor;
+  if (!built_for(sm)) {
+    std::fprintf(stderr,
+                 "[cuda] This build has no machine code for %s (sm_%d; built for %s): the driver "
+                 "compiles each kernel module on first use, which can take minutes. Rebuild "
+                 "with -DCMAKE_CUDA_ARCHITECTURES=%d.\n",
+                 props.name, sm, MLX_CUDA_ARCHITECTURES, sm);
+  }
 }
 
 }  // namespace
@@ -64,6 +100,7 @@ DeviceContext& device(int index) {
     d->index = index;
     use_device(index);
     MLX_CUDA_CHECK(cudaGetDeviceProperties(&d->props, index));
+    warn_if_jit_compiled(d->props);
     MLX_CUDA_CHECK(cudaStreamCreateWithFlags(&d->transfer, cudaStreamNonBlocking));
     size_t free_bytes = 0;
     MLX_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &d->total_memory));
