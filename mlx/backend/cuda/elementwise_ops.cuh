@@ -27,12 +27,15 @@ __device__ __forceinline__ T down(C x) {
 __device__ __forceinline__ float erfinv_f(float a) { return erfinvf(a); }
 __device__ __forceinline__ double erfinv_f(double a) { return erfinv(a); }
 
-// cuda::std::acosh puts the two sides of its cut the wrong way round (z < -1 with imaginary part
-// +0 or -0), so complex acosh is log(z + sqrt(z + 1) sqrt(z - 1)) with a square root and a
-// logarithm whose signs follow the imaginary part's zero (C99 Annex G), as the host's.
+// The complex square root of C99 (Annex G): exact zeros on the cut, whose sides follow the
+// sign of the imaginary part's zero. cuda::std::sqrt goes through polar(), whose cos(pi / 2)
+// leaves a tiny real part that flips later signs (acosh(-2 + 0i) came out as -pi).
 __device__ inline complex_t c99_sqrt(complex_t z) {
   const float a = z.real(), b = z.imag();
-  const float t = sqrtf((fabsf(a) + hypotf(a, b)) * 0.5f);
+  if (isinf(a) || isinf(b)) {
+    return cuda::std::sqrt(z);  // handles the infinities as C99 does
+  }
+  const float t = sqrtf(0.5f * fabsf(a) + 0.5f * hypotf(a, b));
   if (t == 0.0f) {
     return complex_t(0.0f, b);
   }
@@ -43,12 +46,11 @@ __device__ inline complex_t c99_sqrt(complex_t z) {
 }
 
 template <typename T>
-__device__ T acosh_of(T x) {
+__device__ T sqrt_of(T x) {
   if constexpr (is_complex_v<T>) {
-    complex_t w = x + c99_sqrt(x + T(1)) * c99_sqrt(x - T(1));
-    return complex_t(logf(hypotf(w.real(), w.imag())), atan2f(w.imag(), w.real()));
+    return c99_sqrt(x);
   } else {
-    return ::acosh(x);
+    return ::sqrt(x);
   }
 }
 
@@ -71,8 +73,8 @@ __device__ T acosh_of(T x) {
     }                                     \
   };
 
-MLX_CU_FLOAT_FN(Sqrt, sqrt(x))
-MLX_CU_FLOAT_FN(Rsqrt, decltype(x)(1) / sqrt(x))
+MLX_CU_FLOAT_FN(Sqrt, sqrt_of(x))
+MLX_CU_FLOAT_FN(Rsqrt, decltype(x)(1) / sqrt_of(x))
 MLX_CU_FLOAT_FN(Exp, exp(x))
 MLX_CU_FLOAT_FN(Expm1, ::expm1(x))
 MLX_CU_FLOAT_FN(Log, log(x))
@@ -89,7 +91,7 @@ MLX_CU_FLOAT_FN(Sinh, sinh(x))
 MLX_CU_FLOAT_FN(Cosh, cosh(x))
 MLX_CU_FLOAT_FN(Tanh, tanh(x))
 MLX_CU_FLOAT_FN(ArcSinh, ::asinh(x))
-MLX_CU_FLOAT_FN(ArcCosh, acosh_of(x))
+MLX_CU_FLOAT_FN(ArcCosh, acosh(x))
 MLX_CU_FLOAT_FN(ArcTanh, ::atanh(x))
 MLX_CU_FLOAT_FN(Erf, ::erf(x))
 MLX_CU_FLOAT_FN(ErfInv, erfinv_f(x))
