@@ -155,6 +155,13 @@ class array {
     return desc_->data ? reinterpret_cast<const T*>(desc_->data->device(false) + desc_->offset)
                        : nullptr;
   }
+  // The blocks behind this array's buffer (host, device; each empty where it has none), for
+  // tools that match arrays against allocator blocks.
+  std::pair<const void*, const void*> block_addresses() const {
+    return desc_->data ? std::pair<const void*, const void*>(desc_->data->buffer.ptr(),
+                                                             desc_->data->gpu.ptr())
+                       : std::pair<const void*, const void*>(nullptr, nullptr);
+  }
   // Where this array's bytes are valid now (allocator::kOnHost / kOnDevice bits).
   uint8_t residency() const { return desc_->data ? desc_->data->valid.load() : 0; }
 

@@ -64,12 +64,13 @@ void init_memory(nb::module_& m) {
         "Resets the peak memory (see get_peak_memory) to the current active memory.");
   m.def("get_cache_memory", &get_cache_memory, "Bytes held in the buffer cache for reuse.");
   m.def("set_memory_limit", &set_memory_limit, nb::arg("limit"),
-        "Sets the memory limit in bytes; returns the previous one.");
+        "Sets the memory limit in bytes, on each device (host, each GPU); returns the previous "
+        "one.");
   m.def("get_memory_limit", &get_memory_limit,
         "The memory limit in bytes: allocations beyond it first release the cache, then raise "
         "MemoryError. Default: the physical RAM.");
   m.def("set_cache_limit", &set_cache_limit, nb::arg("limit"),
-        "Sets the buffer cache limit in bytes; returns the previous one.");
+        "Sets the buffer cache limit in bytes, on each device; returns the previous one.");
   m.def("get_cache_limit", &get_cache_limit,
         "The most bytes the buffer cache keeps for reuse (default: the memory limit).");
   m.def("set_wired_limit", &set_wired_limit, nb::arg("limit"),

@@ -7,6 +7,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "mlx/array.h"
 #include "mlx/memory/caching_allocator.h"
 #include "mlx/memory/trace.h"
 #include "python/src/bindings.h"
@@ -145,6 +146,14 @@ void init_memory_trace(nb::module_& m) {
       "requested, op, device, stack, stream, cached, active, cache).");
   t.def("stack_frames", &stack_frames, nb::arg("stack"),
         "The frames (filename, line, name) of an interned stack, innermost first.");
+  t.def(
+      "block_addresses",
+      [](const array& a) {
+        auto [host, device] = a.block_addresses();
+        return nb::make_tuple(reinterpret_cast<uintptr_t>(host),
+                              reinterpret_cast<uintptr_t>(device));
+      },
+      nb::arg("a"), "The (host, device) allocator blocks behind an array's buffer (0: none).");
   t.def(
       "snapshot",
       []() {

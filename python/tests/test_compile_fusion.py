@@ -42,6 +42,17 @@ BINARY = ["add", "subtract", "multiply", "divide", "remainder", "floor_divide", 
           "bitwise_or", "bitwise_xor", "left_shift", "right_shift"]
 
 
+@pytest.fixture(autouse=True)
+def on_the_host(monkeypatch):
+    """Fusion generates host kernels only, until the GPU has its generator (transforms/fuse.cpp):
+    these tests run on the host whatever the default device, and so do their subprocesses."""
+    saved = mx.default_device()
+    mx.set_default_device(mx.cpu)
+    monkeypatch.setenv("MLX_DEFAULT_DEVICE", "cpu")
+    yield
+    mx.set_default_device(saved)
+
+
 def counts(fn):
     """The primitives that ran while fn() was evaluated, by name."""
     mx._kernel_counts(True, True)
