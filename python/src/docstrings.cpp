@@ -555,14 +555,14 @@ Returns:
     {"linalg.cholesky", Kind::plain,
      R"doc(The Cholesky factor L of a symmetric positive definite matrix (``A = L @ L.T``), or the upper factor with ``upper=True``.
 
-The LAPACK-backed functions run on the CPU stream; integer and bool matrices are promoted to float32, float32 and float64 are computed in their own precision.
+The LAPACK-backed functions run on the CPU stream unless given a GPU one (cuSOLVER there); integer and bool matrices are promoted to float32, float32 and float64 are computed in their own precision.
 
 Returns:
     array)doc"},
     {"linalg.cholesky_inv", Kind::plain,
      R"doc(The inverse of a symmetric positive definite matrix from its Cholesky factor ``a`` (lower, or upper with ``upper=True``).
 
-The LAPACK-backed functions run on the CPU stream; integer and bool matrices are promoted to float32, float32 and float64 are computed in their own precision.
+The LAPACK-backed functions run on the CPU stream unless given a GPU one (cuSOLVER there); integer and bool matrices are promoted to float32, float32 and float64 are computed in their own precision.
 
 Returns:
     array)doc"},
@@ -574,7 +574,7 @@ Returns:
     {"linalg.det", Kind::plain,
      R"doc(The determinant of a square matrix (or of each matrix of a batch).
 
-The LAPACK-backed functions run on the CPU stream; integer and bool matrices are promoted to float32, float32 and float64 are computed in their own precision.
+The LAPACK-backed functions run on the CPU stream unless given a GPU one (cuSOLVER there); integer and bool matrices are promoted to float32, float32 and float64 are computed in their own precision.
 
 Returns:
     array
@@ -585,49 +585,49 @@ Example:
     {"linalg.eig", Kind::plain,
      R"doc(The eigenvalues and eigenvectors (columns) of a general square matrix, as complex64.
 
-The LAPACK-backed functions run on the CPU stream; integer and bool matrices are promoted to float32, float32 and float64 are computed in their own precision.
+The LAPACK-backed functions run on the CPU stream unless given a GPU one (cuSOLVER there); integer and bool matrices are promoted to float32, float32 and float64 are computed in their own precision.
 
 Returns:
     tuple(array, array): ``(w, v)``.)doc"},
     {"linalg.eigh", Kind::plain,
      R"doc(The eigenvalues (ascending) and eigenvectors (columns) of a symmetric matrix.
 
-The LAPACK-backed functions run on the CPU stream; integer and bool matrices are promoted to float32, float32 and float64 are computed in their own precision.
+The LAPACK-backed functions run on the CPU stream unless given a GPU one (cuSOLVER there); integer and bool matrices are promoted to float32, float32 and float64 are computed in their own precision.
 
 Returns:
     tuple(array, array): ``(w, v)``.)doc"},
     {"linalg.eigvals", Kind::plain,
      R"doc(The eigenvalues of a general square matrix, as complex64.
 
-The LAPACK-backed functions run on the CPU stream; integer and bool matrices are promoted to float32, float32 and float64 are computed in their own precision.
+The LAPACK-backed functions run on the CPU stream unless given a GPU one (cuSOLVER there); integer and bool matrices are promoted to float32, float32 and float64 are computed in their own precision.
 
 Returns:
     array)doc"},
     {"linalg.eigvalsh", Kind::plain,
      R"doc(The eigenvalues of a symmetric (Hermitian) matrix in ascending order, from its lower (``UPLO='L'``) or upper triangle.
 
-The LAPACK-backed functions run on the CPU stream; integer and bool matrices are promoted to float32, float32 and float64 are computed in their own precision.
+The LAPACK-backed functions run on the CPU stream unless given a GPU one (cuSOLVER there); integer and bool matrices are promoted to float32, float32 and float64 are computed in their own precision.
 
 Returns:
     array)doc"},
     {"linalg.inv", Kind::plain,
      R"doc(The inverse of a square matrix (or of each matrix of a batch). Singular matrices raise ValueError when evaluated.
 
-The LAPACK-backed functions run on the CPU stream; integer and bool matrices are promoted to float32, float32 and float64 are computed in their own precision.
+The LAPACK-backed functions run on the CPU stream unless given a GPU one (cuSOLVER there); integer and bool matrices are promoted to float32, float32 and float64 are computed in their own precision.
 
 Returns:
     array)doc"},
     {"linalg.lu", Kind::plain,
      R"doc(The LU factorization with partial pivoting: ``a = L[p] @ U``.
 
-The LAPACK-backed functions run on the CPU stream; integer and bool matrices are promoted to float32, float32 and float64 are computed in their own precision.
+The LAPACK-backed functions run on the CPU stream unless given a GPU one (cuSOLVER there); integer and bool matrices are promoted to float32, float32 and float64 are computed in their own precision.
 
 Returns:
     tuple(array, array, array): ``(p, L, U)``, the row permutation as indices.)doc"},
     {"linalg.lu_factor", Kind::plain,
      R"doc(The packed LU factorization of a square matrix (LAPACK's getrf): L below the diagonal (unit diagonal implied) and U on and above it, with the row pivots.
 
-The LAPACK-backed functions run on the CPU stream; integer and bool matrices are promoted to float32, float32 and float64 are computed in their own precision.
+The LAPACK-backed functions run on the CPU stream unless given a GPU one (cuSOLVER there); integer and bool matrices are promoted to float32, float32 and float64 are computed in their own precision.
 
 Returns:
     tuple(array, array): ``(LU, pivots)``.)doc"},
@@ -649,42 +649,42 @@ Example:
     {"linalg.pinv", Kind::plain,
      R"doc(The Moore-Penrose pseudo-inverse (through an SVD).
 
-The LAPACK-backed functions run on the CPU stream; integer and bool matrices are promoted to float32, float32 and float64 are computed in their own precision.
+The LAPACK-backed functions run on the CPU stream unless given a GPU one (cuSOLVER there); integer and bool matrices are promoted to float32, float32 and float64 are computed in their own precision.
 
 Returns:
     array)doc"},
     {"linalg.qr", Kind::plain,
      R"doc(The reduced QR factorization ``a = Q @ R``.
 
-The LAPACK-backed functions run on the CPU stream; integer and bool matrices are promoted to float32, float32 and float64 are computed in their own precision.
+The LAPACK-backed functions run on the CPU stream unless given a GPU one (cuSOLVER there); integer and bool matrices are promoted to float32, float32 and float64 are computed in their own precision.
 
 Returns:
     tuple(array, array): ``(Q, R)``.)doc"},
     {"linalg.slogdet", Kind::plain,
      R"doc(The sign and the natural log of the absolute value of the determinant, which stays finite where the determinant itself would overflow.
 
-The LAPACK-backed functions run on the CPU stream; integer and bool matrices are promoted to float32, float32 and float64 are computed in their own precision.
+The LAPACK-backed functions run on the CPU stream unless given a GPU one (cuSOLVER there); integer and bool matrices are promoted to float32, float32 and float64 are computed in their own precision.
 
 Returns:
     tuple(array, array): ``(sign, logabsdet)``.)doc"},
     {"linalg.solve", Kind::plain,
      R"doc(The solution x of ``a @ x = b`` for a square ``a``; a 1-D ``b`` is one right-hand side, otherwise its last axis holds several. Batches broadcast.
 
-The LAPACK-backed functions run on the CPU stream; integer and bool matrices are promoted to float32, float32 and float64 are computed in their own precision.
+The LAPACK-backed functions run on the CPU stream unless given a GPU one (cuSOLVER there); integer and bool matrices are promoted to float32, float32 and float64 are computed in their own precision.
 
 Returns:
     array)doc"},
     {"linalg.solve_triangular", Kind::plain,
      R"doc(The solution x of ``a @ x = b`` for a triangular ``a`` (lower, or upper with ``upper=True``).
 
-The LAPACK-backed functions run on the CPU stream; integer and bool matrices are promoted to float32, float32 and float64 are computed in their own precision.
+The LAPACK-backed functions run on the CPU stream unless given a GPU one (cuSOLVER there); integer and bool matrices are promoted to float32, float32 and float64 are computed in their own precision.
 
 Returns:
     array)doc"},
     {"linalg.svd", Kind::plain,
      R"doc(The singular value decomposition ``a = U @ diag(S) @ Vt``.
 
-The LAPACK-backed functions run on the CPU stream; integer and bool matrices are promoted to float32, float32 and float64 are computed in their own precision.
+The LAPACK-backed functions run on the CPU stream unless given a GPU one (cuSOLVER there); integer and bool matrices are promoted to float32, float32 and float64 are computed in their own precision.
 
 Args:
     compute_uv (bool): Also return U and Vt. Default: ``True``.
@@ -694,7 +694,7 @@ Returns:
     {"linalg.tri_inv", Kind::plain,
      R"doc(The inverse of a triangular matrix: the lower triangle is used, or the upper one with ``upper=True``.
 
-The LAPACK-backed functions run on the CPU stream; integer and bool matrices are promoted to float32, float32 and float64 are computed in their own precision.
+The LAPACK-backed functions run on the CPU stream unless given a GPU one (cuSOLVER there); integer and bool matrices are promoted to float32, float32 and float64 are computed in their own precision.
 
 Returns:
     array)doc"},

@@ -1,6 +1,10 @@
 """GPU results against CPU results for every primitive, over dtypes and layouts (dense,
 transposed, sliced with negative steps, broadcast, 0-size). Runs where a GPU is available."""
 
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -642,14 +646,103 @@ def test_linalg():
         u, s, vt = mx.linalg.svd(t, stream=stream)
         return mx.matmul(u * s[..., None, :], vt, stream=stream)
     check(svd_product, m, **tol)
-    def lu_product(t, stream):
-        p, l, u = mx.linalg.lu(t, stream=stream)
-        return mx.matmul(mx.matmul(p, l, stream=stream), u, stream=stream)
     check(lu_product, m, **tol)
     def eig_values(t, stream):
         w = mx.linalg.eigvals(t, stream=stream)
         return mx.sort(mx.real(w), stream=stream)
     check(eig_values, spd, **tol)
+
+
+def lu_product(t, stream):
+    """L[p] @ U, which lu promises equals t."""
+    p, l, u = mx.linalg.lu(t, stream=stream)
+    rows = mx.broadcast_to(p[..., None], l.shape)
+    return mx.matmul(mx.take_along_axis(l, rows, axis=-2, stream=stream), u, stream=stream)
+
+
+LINALG_SHAPES = [(4, 4), (1, 1), (2, 3, 6, 4), (5, 7), (3, 9, 9)]
+
+
+@pytest.mark.parametrize("dtype", [mx.float32, mx.float64])
+@pytest.mark.parametrize("shape", LINALG_SHAPES, ids=str)
+def test_linalg_kernels(shape, dtype):
+    """Every cuSOLVER-backed primitive against the CPU's LAPACK: tall, wide, square, batched,
+    1 x 1; unique outputs directly, sign-ambiguous factors through what they reconstruct."""
+    rng = np.random.default_rng(11)
+    a = mx.array(rng.standard_normal(shape)).astype(dtype)
+    tol = dict(rtol=2e-3, atol=2e-3) if dtype == mx.float32 else dict(rtol=1e-9, atol=1e-9)
+    la = mx.linalg
+    check(lambda t, stream: la.svd(t, compute_uv=False, stream=stream), a, **tol)
+
+    def svd_parts(t, stream):
+        u, s, vt = la.svd(t, stream=stream)
+        k = min(t.shape[-2:])
+        usv = mx.matmul(u[..., :k] * s[..., None, :], vt[..., :k, :], stream=stream)
+        eye_u = mx.matmul(u.swapaxes(-1, -2), u, stream=stream)
+        eye_v = mx.matmul(vt, vt.swapaxes(-1, -2), stream=stream)
+        return [usv, eye_u, eye_v]
+    check(svd_parts, a, **tol)
+
+    def qr_parts(t, stream):
+        q, r = la.qr(t, stream=stream)
+        return [mx.matmul(q, r, stream=stream), mx.matmul(q.swapaxes(-1, -2), q, stream=stream),
+                mx.abs(r, stream=stream)]
+    check(qr_parts, a, **tol)
+    # Partial pivoting picks the same rows on both sides for random matrices.
+    check(lambda t, stream: la.lu_factor(t, stream=stream), a, **tol)
+
+    check(lu_product, a, **tol)
+    np.testing.assert_allclose(np.array(lu_product(a, mx.gpu)), np.array(a), **tol)
+    if shape[-1] != shape[-2]:
+        return
+    n = shape[-1]
+    m = a + 4 * mx.eye(n, dtype=dtype)
+    spd = mx.matmul(a, a.swapaxes(-1, -2)) + n * mx.eye(n, dtype=dtype)
+    b = mx.array(rng.standard_normal(shape[:-1] + (3,))).astype(dtype)
+    check(lambda t, stream: la.inv(t, stream=stream), m, **tol)
+    check(lambda t, u, stream: la.solve(t, u, stream=stream), m, b, **tol)
+    for upper in (False, True):
+        check(lambda t, stream: la.cholesky(t, upper=upper, stream=stream), spd, **tol)
+        check(lambda t, stream: la.tri_inv(t, upper=upper, stream=stream), m, **tol)
+        factor = la.cholesky(spd, upper=upper, stream=mx.cpu)
+        check(lambda t, stream: la.cholesky_inv(t, upper=upper, stream=stream), factor, **tol)
+        check(lambda t, stream: la.eigvalsh(t, UPLO="U" if upper else "L", stream=stream), spd,
+              **tol)
+
+    def eigh_parts(t, stream):
+        w, v = la.eigh(t, stream=stream)
+        vwv = mx.matmul(v * w[..., None, :], v.swapaxes(-1, -2), stream=stream)
+        return [w, vwv, mx.matmul(v.swapaxes(-1, -2), v, stream=stream)]
+    check(eigh_parts, spd, **tol)
+
+    def eig_parts(t, stream):
+        w, v = la.eig(t, stream=stream)
+        residual = mx.matmul(t.astype(mx.complex64), v, stream=stream) - v * w[..., None, :]
+        return [mx.sort(mx.real(w), stream=stream), mx.sort(mx.imag(w), stream=stream),
+                mx.abs(residual, stream=stream)]
+    check(eig_parts, a, rtol=1e-4, atol=1e-4)  # complex64 results whatever the input
+
+
+def test_linalg_failures_raise_on_the_gpu():
+    singular = mx.array([[1.0, 2.0], [2.0, 4.0]])
+    with pytest.raises(ValueError, match="singular"):
+        mx.eval(mx.linalg.inv(singular, stream=mx.gpu))
+    with pytest.raises(ValueError, match="singular"):
+        mx.eval(mx.linalg.solve(singular, mx.ones((2, 1)), stream=mx.gpu))
+    with pytest.raises(ValueError, match="singular"):
+        mx.eval(mx.linalg.tri_inv(mx.array([[1.0, 0.0], [3.0, 0.0]]), stream=mx.gpu))
+    with pytest.raises(ValueError, match="singular"):
+        mx.eval(mx.linalg.cholesky_inv(mx.array([[2.0, 0.0], [1.0, 0.0]]), stream=mx.gpu))
+    with pytest.raises(ValueError, match="positive definite"):
+        mx.eval(mx.linalg.cholesky(mx.array([[1.0, 2.0], [2.0, 1.0]]), stream=mx.gpu))
+    with pytest.raises(RuntimeError, match="NaN or infinite"):
+        mx.eval(mx.linalg.eig(mx.array([[1.0, float("inf")], [0.0, 1.0]]), stream=mx.gpu))
+    # A zero pivot is not an error for lu: the factors are still valid.
+    lu, piv = mx.linalg.lu_factor(singular, stream=mx.gpu)
+    np.testing.assert_allclose(np.array(lu), [[2.0, 4.0], [0.5, 0.0]])
+    # The device keeps working after the failures.
+    x = mx.linalg.inv(mx.array([[2.0, 0.0], [0.0, 4.0]]), stream=mx.gpu)
+    np.testing.assert_allclose(np.array(x), [[0.5, 0.0], [0.0, 0.25]])
 
 
 def test_divmod_diagonal_strided_views():
@@ -660,3 +753,49 @@ def test_divmod_diagonal_strided_views():
     check(lambda x, y, stream: mx.divmod(x, y, stream=stream), f, f[::-1] + 5)
     check(lambda x, stream: mx.diagonal(x, offset=1, stream=stream), f)
     check(lambda x, stream: mx.as_strided(x, (3, 4), (6, 1), 2, stream=stream) + 1, f)
+
+
+COMPILED_ON_GPU = r"""
+import numpy as np
+import mlx.core as mx
+
+rng = np.random.default_rng(0)
+x = mx.array(rng.standard_normal((4, 33)).astype(np.float32))
+y = mx.array(rng.standard_normal((33,)).astype(np.float32))
+cases = {
+    "broadcast chain": (lambda a, b: mx.exp(a) * b + 2.0, (x, y)),
+    "select and cast": (lambda a: mx.where(a > 0, a, 0.1 * a).astype(mx.float16), (x,)),
+    "two outputs": (lambda a, b: (mx.tanh(a - b), mx.sigmoid(a) * b), (x, y)),
+    "reduction epilogue": (lambda a: mx.sum(mx.square(a - 1.0), axis=-1), (x,)),
+    "strided input": (lambda a: mx.abs(a) + mx.cos(a), (x.T[::-1],)),
+}
+for name, (f, args) in cases.items():
+    want = f(*args)
+    mx._kernel_counts(True, True)
+    got = mx.compile(f)(*args)
+    mx.eval(got)
+    ran = mx._kernel_counts(False, True)
+    assert ran.get("Compiled", 0) >= 1, (name, ran)
+    for w, g in zip(want if isinstance(want, tuple) else [want],
+                    got if isinstance(got, tuple) else [got]):
+        assert w.dtype == g.dtype and w.shape == g.shape, name
+        np.testing.assert_allclose(np.array(g).astype(np.float32), np.array(w).astype(np.float32),
+                                   rtol=1e-6, atol=1e-6, err_msg=name)
+shapeless = mx.compile(lambda a, b: mx.exp(a) * b + 2.0, shapeless=True)
+for n in (33, 7):
+    a = mx.array(rng.standard_normal((3, n)).astype(np.float32))
+    b = mx.array(rng.standard_normal((n,)).astype(np.float32))
+    np.testing.assert_allclose(np.array(shapeless(a, b)), np.array(mx.exp(a) * b + 2.0),
+                               rtol=1e-6, atol=1e-6)
+print("ok")
+"""
+
+
+def test_compiled_regions_run_on_the_gpu():
+    """With GPU fusion on, compiled functions run their fused regions (Compiled) on the GPU and
+    give the eager results: broadcasts, casts, selects, several outputs, a reduction
+    epilogue, a strided input, shapeless replays at two shapes."""
+    env = dict(os.environ, MLX_COMPILE_FUSE_GPU="1", MLX_DEFAULT_DEVICE="gpu")
+    out = subprocess.run([sys.executable, "-c", COMPILED_ON_GPU], env=env, capture_output=True,
+                         text=True, timeout=300)
+    assert out.returncode == 0 and "ok" in out.stdout, out.stderr[-3000:]

@@ -12,6 +12,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "mlx/backend/common/lapack_common.h"
 #include "mlx/backend/cpu/copy.h"
 #include "mlx/backend/cpu/scratch.h"
 #include "mlx/backend/cpu/thread_pool.h"
@@ -70,18 +71,6 @@ MLX_LAPACK_TRAITS(float, s)
 MLX_LAPACK_TRAITS(double, d)
 #undef MLX_LAPACK_TRAITS
 
-template <typename F>
-void dispatch_lapack(Dtype dt, const char* op, F&& f) {
-  if (dt == float32) {
-    f.template operator()<float>();
-  } else if (dt == float64) {
-    f.template operator()<double>();
-  } else {
-    throw std::invalid_argument(
-        msg("[", op, "] Expected float32 or float64 input; got ", dtype_name(dt), "."));
-  }
-}
-
 void check_row_contiguous(const array& a, const char* op) {
   if (!a.flags().row_contiguous) {
     throw std::runtime_error(msg("[", op, "] Internal error: input is not row-contiguous."));
@@ -94,9 +83,9 @@ int64_t batch_count(const array& a) {
 }
 
 // Runs f(i) -> LAPACK info for each of `count` matrices, in parallel when the batch is large,
-// and throws `what(info)` for the first matrix that failed.
-template <typename F, typename W>
-void for_each_matrix(int64_t count, int64_t bytes_per_matrix, F&& f, W&& what) {
+// and throws for the first matrix that failed (lapack_errors.h).
+template <typename F>
+void for_each_matrix(int64_t count, int64_t bytes_per_matrix, F&& f, const char* op) {
   std::vector<int> info(count, 0);
   int64_t grain = std::max<int64_t>(1, kParallelBytes / std::max<int64_t>(bytes_per_matrix, 1));
   parallel_for(count, grain, [&](int64_t begin, int64_t end) {
@@ -106,11 +95,10 @@ void for_each_matrix(int64_t count, int64_t bytes_per_matrix, F&& f, W&& what) {
   });
   for (int64_t i = 0; i < count; ++i) {
     if (info[i] < 0) {
-      throw std::runtime_error(msg("LAPACK argument ", -info[i],
-                                   " was invalid (the matrix may hold NaN or infinite values)."));
+      throw std::runtime_error(lapack_rejected(op, info[i]));
     }
     if (info[i] > 0) {
-      throw std::invalid_argument(what(info[i]));
+      throw std::invalid_argument(lapack_failure(op, info[i]));
     }
   }
 }
@@ -171,10 +159,7 @@ void Inverse::eval_cpu(const std::vector<array>& inputs, array& out) {
           }
           return 0;
         },
-        [&](int info) {
-          return msg("[linalg::inv] The matrix is singular (zero pivot at position ", info,
-                     "); it has no inverse.");
-        });
+        "linalg::inv");
   });
 }
 
@@ -192,10 +177,7 @@ void Cholesky::eval_cpu(const std::vector<array>& inputs, array& out) {
           keep_triangle(a, n, upper_);
           return info;
         },
-        [&](int info) {
-          return msg("[linalg::cholesky] The matrix is not positive definite (leading minor ", info,
-                     " is not positive).");
-        });
+        "linalg::cholesky");
   });
 }
 
@@ -214,10 +196,7 @@ void Solve::eval_cpu(const std::vector<array>& inputs, array& out) {
           std::vector<int> ipiv(n);
           return Lapack<T>::gesv(n, k, work.data() + i * n * n, ipiv.data(), b + i * n * k);
         },
-        [&](int info) {
-          return msg("[linalg::solve] The matrix is singular (zero pivot at position ", info,
-                     "); the system has no unique solution.");
-        });
+        "linalg::solve");
   });
 }
 
@@ -252,7 +231,7 @@ void QRF::eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs
           }
           return info;
         },
-        [](int info) { return msg("[linalg::qr] LAPACK failed with info ", info, "."); });
+        "linalg::qr");
   });
 }
 
@@ -276,10 +255,7 @@ void SVD::eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs
                                   outputs[0].data<T>() + i * m * m,
                                   outputs[2].data<T>() + i * n * n);
         },
-        [](int info) {
-          return msg("[linalg::svd] The SVD did not converge (", info,
-                     " superdiagonals did not reach zero).");
-        });
+        "linalg::svd");
   });
 }
 
@@ -306,9 +282,7 @@ void Eigh::eval_cpu(const std::vector<array>& inputs, std::vector<array>& output
           return Lapack<T>::syevd(compute_vectors_ ? 'V' : 'N', upper_ ? 'U' : 'L', n,
                                   vecs + i * n * n, w.data<T>() + i * n);
         },
-        [](int info) {
-          return msg("[linalg::eigh] The eigen-decomposition did not converge (info ", info, ").");
-        });
+        "linalg::eigh");
   });
 }
 
@@ -360,9 +334,7 @@ void Eig::eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs
           }
           return 0;
         },
-        [](int info) {
-          return msg("[linalg::eig] The eigen-decomposition did not converge (info ", info, ").");
-        });
+        "linalg::eig");
   });
 }
 
@@ -407,7 +379,7 @@ void LUF::eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs
           }
           return std::min(info, 0);
         },
-        [](int info) { return msg("[linalg::lu] LAPACK failed with info ", info, "."); });
+        "linalg::lu");
   });
 }
 

@@ -14,6 +14,7 @@ namespace mlx::core {
     eval_cpu(inputs, outputs);                                           \
   }
 
+#ifndef MLX_CUDA_HAS_CUSOLVER
 MLX_NO_GPU_KERNEL(Inverse)
 MLX_NO_GPU_KERNEL(Cholesky)
 MLX_NO_GPU_KERNEL(Solve)
@@ -22,12 +23,12 @@ MLX_NO_GPU_KERNEL(SVD)
 MLX_NO_GPU_KERNEL(Eigh)
 MLX_NO_GPU_KERNEL(Eig)
 MLX_NO_GPU_KERNEL(LUF)
+#endif
 MLX_NO_GPU_KERNEL(fast::ScaledDotProductAttention)
 MLX_NO_GPU_KERNEL(fast::ScaledDotProductAttentionVJP)
 #ifndef MLX_CUDA_HAS_CUFFT
 MLX_NO_GPU_KERNEL(FFT)
 #endif
-MLX_NO_GPU_KERNEL(Compiled)
 MLX_NO_GPU_KERNEL(distributed::AllReduce)
 MLX_NO_GPU_KERNEL(distributed::AllGather)
 MLX_NO_GPU_KERNEL(distributed::ReduceScatter)
