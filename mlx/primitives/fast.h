@@ -169,5 +169,8 @@ class ScaledDotProductAttentionVJP : public Primitive {
 // exist.
 array attention_composite(const std::vector<array>& inputs, float scale, bool causal, bool has_mask,
                           bool has_sinks, Stream s);
+// ScaledDotProductAttentionVJP's outputs as such a composite, from the same inputs.
+std::vector<array> attention_vjp_composite(const std::vector<array>& inputs, float scale,
+                                           bool causal, bool has_mask, bool has_sinks, Stream s);
 
 }  // namespace mlx::core::fast

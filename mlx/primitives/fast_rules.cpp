@@ -729,4 +729,9 @@ array attention_composite(const std::vector<array>& inputs, float scale, bool ca
   return attention_reference(inputs, AttnSpec{scale, causal, has_mask, has_sinks, s})[0];
 }
 
+std::vector<array> attention_vjp_composite(const std::vector<array>& inputs, float scale,
+                                           bool causal, bool has_mask, bool has_sinks, Stream s) {
+  return attention_backward_reference(inputs, AttnSpec{scale, causal, has_mask, has_sinks, s});
+}
+
 }  // namespace mlx::core::fast

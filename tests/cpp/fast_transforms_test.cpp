@@ -6,6 +6,7 @@
 #include <string>
 
 #include "mlx/mlx.h"
+#include "mlx/primitives/fast.h"
 #include "mlx/primitives/primitive.h"
 #include "test_utils.h"
 #include "transform_check.h"
@@ -527,6 +528,37 @@ TEST(FastRules, AttentionVjpMemory) {
   reset_peak_memory();
   eval(grads);
   EXPECT_LT(get_peak_memory() - base, size_t(2) << 20);
+}
+
+TEST(FastRules, AttentionPrimitivesRunOnTheGpu) {
+  // The op layer builds the composite on GPU streams; primitives made on the host (an imported
+  // function, say) still run on a GPU stream, as their composites' GPU kernels.
+  if (!is_available(Device::gpu)) {
+    GTEST_SKIP() << "no GPU";
+  }
+  Stream cpu = default_stream(Device::cpu), gpu = default_stream(Device::gpu);
+  auto in = attn_inputs(AttnCase{2, 4, 2, 3, 5, 4, 6}, float32);
+  eval(in);
+  auto f = [&](const std::vector<array>& x) {
+    return std::vector<array>{
+        fast::scaled_dot_product_attention(x[0], x[1], x[2], 0.6f, "causal", {}, {}, cpu)};
+  };
+  array out = f(in)[0];
+  ASSERT_EQ(std::string(out.primitive().name()), "ScaledDotProductAttention");
+  array on_gpu(out.shape(), float32,
+               std::make_shared<fast::ScaledDotProductAttention>(gpu, 0.6f, true, false, false),
+               out.inputs());
+  expect_close(on_gpu, to_vector(out), out.shape(), 1e-5, 1e-5);
+  array d_o = random_array(out.shape(), float32, -1, 1, 4);
+  auto grads = vjp(f, in, {d_o}).second;
+  ASSERT_EQ(std::string(grads[0].primitive().name()), "ScaledDotProductAttentionVJP");
+  auto gpu_grads = array::make_arrays(
+      {grads[0].shape(), grads[1].shape(), grads[2].shape()}, {float32, float32, float32},
+      std::make_shared<fast::ScaledDotProductAttentionVJP>(gpu, 0.6f, true, false, false),
+      grads[0].inputs());
+  for (int i = 0; i < 3; ++i) {
+    expect_close(gpu_grads[i], to_vector(grads[i]), grads[i].shape(), 1e-4, 1e-4);
+  }
 }
 
 TEST(FastRules, AttentionVmap) {

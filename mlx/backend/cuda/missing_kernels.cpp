@@ -24,8 +24,6 @@ MLX_NO_GPU_KERNEL(Eigh)
 MLX_NO_GPU_KERNEL(Eig)
 MLX_NO_GPU_KERNEL(LUF)
 #endif
-MLX_NO_GPU_KERNEL(fast::ScaledDotProductAttention)
-MLX_NO_GPU_KERNEL(fast::ScaledDotProductAttentionVJP)
 #ifndef MLX_CUDA_HAS_CUFFT
 MLX_NO_GPU_KERNEL(FFT)
 #endif
