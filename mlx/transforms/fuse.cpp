@@ -28,10 +28,13 @@ std::atomic<bool>& fusion_flag() {
   return on;
 }
 
-// The GPU has no fused kernel yet (the CUDA generator reads the same IR): its regions would
-// run on the host. MLX_COMPILE_FUSE_GPU=1 fuses them anyway.
+// GPU regions too (backend/cuda/compiled.cu generates their kernels); MLX_COMPILE_FUSE_GPU=0
+// leaves them unfused.
 bool fuse_on(const Stream& s) {
-  static const bool gpu = env_flag("MLX_COMPILE_FUSE_GPU");
+  static const bool gpu = [] {
+    const char* v = std::getenv("MLX_COMPILE_FUSE_GPU");
+    return v == nullptr || env_flag("MLX_COMPILE_FUSE_GPU");
+  }();
   return s.device.type == Device::cpu || gpu;
 }
 
@@ -268,11 +271,13 @@ class Fuser {
 
   // A float32 Sum / Max / Min over the trailing axes of a region value joins the region as its
   // epilogue (one per region): the value is reduced as it is computed. Regions only read values
-  // placed before, so no member reads the reduction's result.
+  // placed before, so no member reads the reduction's result. Host regions only: the GPU's
+  // generated kernels have no epilogue yet (its reduction stays its own kernel).
   void attach_reduction(int s) {
     const ProgramStep& st = p_.steps[s];
     auto* reduce = dynamic_cast<Reduce*>(st.primitive.get());
-    if (!reduce || !fuse_on(st.primitive->stream()) || st.dtypes[0] != float32) {
+    if (!reduce || st.primitive->stream().device.type != Device::cpu ||
+        st.dtypes[0] != float32) {
       return;
     }
     auto type = reduce->type();

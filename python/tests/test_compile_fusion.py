@@ -44,8 +44,9 @@ BINARY = ["add", "subtract", "multiply", "divide", "remainder", "floor_divide", 
 
 @pytest.fixture(autouse=True)
 def on_the_host(monkeypatch):
-    """Fusion generates host kernels only, until the GPU has its generator (transforms/fuse.cpp):
-    these tests run on the host whatever the default device, and so do their subprocesses."""
+    """These tests check the host's fused kernels (interpreter, generated C++, reduction
+    epilogues, memory plans), so they run on the host whatever the default device, and so do
+    their subprocesses. The GPU's generated kernels: test_cross_device.py."""
     saved = mx.default_device()
     mx.set_default_device(mx.cpu)
     monkeypatch.setenv("MLX_DEFAULT_DEVICE", "cpu")

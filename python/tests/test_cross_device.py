@@ -787,15 +787,24 @@ for n in (33, 7):
     b = mx.array(rng.standard_normal((n,)).astype(np.float32))
     np.testing.assert_allclose(np.array(shapeless(a, b)), np.array(mx.exp(a) * b + 2.0),
                                rtol=1e-6, atol=1e-6)
+stats = mx._fused_kernel_stats(True)
+print("stats", stats)
+assert stats["failed"] == 0, stats
+generated = stats["built"] + stats["from_disk"]
+assert (generated > 0 and stats["memory_hits"] > 0) == (jit == "sync"), stats
 print("ok")
 """
 
 
-def test_compiled_regions_run_on_the_gpu():
-    """With GPU fusion on, compiled functions run their fused regions (Compiled) on the GPU and
-    give the eager results: broadcasts, casts, selects, several outputs, a reduction
-    epilogue, a strided input, shapeless replays at two shapes."""
-    env = dict(os.environ, MLX_COMPILE_FUSE_GPU="1", MLX_DEFAULT_DEVICE="gpu")
-    out = subprocess.run([sys.executable, "-c", COMPILED_ON_GPU], env=env, capture_output=True,
-                         text=True, timeout=300)
-    assert out.returncode == 0 and "ok" in out.stdout, out.stderr[-3000:]
+@pytest.mark.parametrize("jit", ["sync", "0"])
+def test_compiled_regions_run_on_the_gpu(jit, tmp_path):
+    """Compiled functions run their fused regions (Compiled) on the GPU and give the eager
+    results: broadcasts, casts, selects, several outputs, a region before a reduction, a strided
+    input, shapeless replays at two shapes; through generated kernels (MLX_COMPILE_JIT=sync
+    builds them before the first run) and op by op (=0)."""
+    env = dict(os.environ, MLX_DEFAULT_DEVICE="gpu", MLX_COMPILE_JIT=jit,
+               MLX_KERNEL_CACHE=str(tmp_path))
+    code = f"jit = {jit!r}\n" + COMPILED_ON_GPU
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0 and "ok" in out.stdout, (out.stdout[-2000:], out.stderr[-3000:])

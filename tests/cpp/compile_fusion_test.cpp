@@ -29,8 +29,8 @@ detail::Program fused_program(const ArrayFn& f, const std::vector<array>& inputs
   return detail::fuse_elementwise(detail::build_program(placeholders, outs, false), false);
 }
 
-// The pass fuses host steps only until the GPU has generated kernels (fuse.cpp), so these
-// run on the host whatever the default device.
+// These check the host's regions (reduction epilogues attach there only) and its kernels, so
+// they run on the host whatever the default device.
 class CompileFusion : public ::testing::Test {
  protected:
   void SetUp() override { set_default_device(Device::cpu); }

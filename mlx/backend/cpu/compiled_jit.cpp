@@ -2,21 +2,11 @@
 
 #include <dlfcn.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
-#include <atomic>
-#include <condition_variable>
-#include <cstdio>
 #include <cstdlib>
-#include <deque>
-#include <fstream>
-#include <functional>
-#include <iostream>
-#include <memory>
-#include <mutex>
 #include <sstream>
-#include <thread>
-#include <unordered_map>
+
+#include "mlx/backend/common/jit_cache.h"
 
 namespace mlx::core::cpu {
 
@@ -178,249 +168,61 @@ std::optional<std::string> jit_source(const Compiled& c, const std::vector<char>
 
 namespace {
 
-bool env_is(const char* name, const char* value) {
-  const char* v = std::getenv(name);
-  return v && std::string(v) == value;
+bool header_exists() {
+  struct stat st;
+  return ::stat((std::string(MLX_JIT_SOURCE_DIR) + "/mlx/backend/cpu/simd/vec.h").c_str(), &st) ==
+         0;
 }
 
-std::string cache_dir() {
-  if (const char* d = std::getenv("MLX_KERNEL_CACHE")) {
-    return d;
+void* open_library(const std::string& path, const std::string& name) {
+  void* handle = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!handle) {
+    return nullptr;
   }
-  const char* xdg = std::getenv("XDG_CACHE_HOME");
-  const char* home = std::getenv("HOME");
-  std::string base = xdg ? xdg : (home ? std::string(home) + "/.cache" : "/tmp");
-  return base + "/mlx-linux/kernels";
+  void* fn = ::dlsym(handle, name.c_str());
+  if (!fn) {
+    ::dlclose(handle);
+  }
+  return fn;
 }
 
-void make_dirs(const std::string& path) {
-  for (size_t p = 1; p <= path.size(); ++p) {
-    if (p == path.size() || path[p] == '/') {
-      ::mkdir(path.substr(0, p).c_str(), 0755);
-    }
-  }
+JitCache& cache() {
+  static auto* c = new JitCache({
+      "cpu",
+      // Its flags are part of each kernel's key.
+      std::string("// mlx-linux fused kernel; flags: ") + MLX_JIT_FLAGS +
+          "\n#include <cstdint>\n#include \"mlx/backend/cpu/simd/vec.h\"\n"
+          "using namespace mlx::core::simd;\n",
+      ".cpp",
+      ".so",
+      [](const std::string& src, const std::string& out) {
+        const char* cxx = std::getenv("MLX_JIT_CXX");
+        return std::string(cxx ? cxx : MLX_JIT_CXX) + " " + MLX_JIT_FLAGS + " -I" +
+               MLX_JIT_SOURCE_DIR + " " + src + " -o " + out;
+      },
+      open_library,
+      header_exists(),
+  });  // leaked: regions may run during static destruction
+  return *c;
 }
-
-std::string hex(size_t h) {
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "%016zx", h);
-  return buf;
-}
-
-// What every generated file starts with; its flags are part of each kernel's key.
-const std::string& prelude() {
-  static const std::string p = std::string("// mlx-linux fused kernel; flags: ") + MLX_JIT_FLAGS +
-                               "\n#include <cstdint>\n#include \"mlx/backend/cpu/simd/vec.h\"\n"
-                               "using namespace mlx::core::simd;\n";
-  return p;
-}
-
-struct Kernel {
-  std::atomic<BlockKernel> fn{nullptr};
-  std::atomic<bool> done{false};
-  std::string name, source;
-};
-
-class Jit {
- public:
-  static Jit& get() {
-    static auto* j = new Jit();  // leaked: regions may run during static destruction
-    return *j;
-  }
-
-  BlockKernel lookup(const Compiled& c, const std::vector<char>& scalars,
-                     const std::vector<int>& outputs) {
-    if (!enabled_.load(std::memory_order_relaxed)) {
-      return nullptr;
-    }
-    std::string key;
-    for (char s : scalars) {
-      key += s ? 's' : 'd';
-    }
-    key += c.code();
-    for (int o : outputs) {
-      key += ' ';
-      key += std::to_string(o);
-    }
-    std::shared_ptr<Kernel> k;
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      auto found = kernels_.find(key);
-      if (found != kernels_.end()) {
-        k = found->second;
-      } else {
-        k = std::make_shared<Kernel>();
-        k->name = "mlx_fused_" + hex(std::hash<std::string>{}(key));
-        auto src = jit_source(c, scalars, outputs, k->name);
-        kernels_[key] = k;
-        if (!src) {
-          k->done = true;
-          return nullptr;
-        }
-        k->source = *src;
-        if (!load_from_disk(*k)) {
-          pending_.push_back(k);
-          start_worker();
-          cv_.notify_one();
-        }
-      }
-    }
-    if (sync_ && !k->done) {
-      wait();
-    }
-    BlockKernel fn = k->fn.load();
-    if (fn) {
-      ++stats_.memory_hits;
-    } else {
-      ++stats_.interpreted;
-    }
-    return fn;
-  }
-
-  void wait() {
-    std::unique_lock<std::mutex> lock(mutex_);
-    idle_.wait(lock, [&] { return pending_.empty() && !building_; });
-  }
-
-  void set_enabled(bool on) { enabled_ = on && header_exists(); }
-
-  detail::FusedKernelStats stats() const {
-    return {stats_.built.load(), stats_.from_disk.load(), stats_.memory_hits.load(),
-            stats_.interpreted.load(), stats_.failed.load()};
-  }
-
- private:
-  Jit()
-      : enabled_(!env_is("MLX_COMPILE_JIT", "0") && header_exists()),
-        sync_(env_is("MLX_COMPILE_JIT", "sync")),
-        debug_(std::getenv("MLX_COMPILE_DEBUG") && !env_is("MLX_COMPILE_DEBUG", "0")),
-        dir_(cache_dir()) {}
-
-  static bool header_exists() {
-    struct stat st;
-    return ::stat((std::string(MLX_JIT_SOURCE_DIR) + "/mlx/backend/cpu/simd/vec.h").c_str(), &st) ==
-           0;
-  }
-
-  std::string path_of(const Kernel& k) const {
-    return dir_ + "/" + hex(std::hash<std::string>{}(prelude() + k.source)) + ".so";
-  }
-
-  bool open(Kernel& k, const std::string& lib) {
-    void* handle = ::dlopen(lib.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (!handle) {
-      return false;
-    }
-    auto fn = reinterpret_cast<BlockKernel>(::dlsym(handle, k.name.c_str()));
-    if (!fn) {
-      ::dlclose(handle);
-      return false;
-    }
-    k.fn = fn;
-    k.done = true;
-    return true;
-  }
-
-  bool load_from_disk(Kernel& k) {
-    if (open(k, path_of(k))) {
-      ++stats_.from_disk;
-      return true;
-    }
-    return false;
-  }
-
-  void start_worker() {
-    if (worker_started_) {
-      return;
-    }
-    worker_started_ = true;
-    std::thread([this] { run(); }).detach();
-  }
-
-  // Builds pending kernels one file each (a file per kernel keeps the disk cache per kernel).
-  void run() {
-    std::unique_lock<std::mutex> lock(mutex_);
-    for (;;) {
-      cv_.wait(lock, [&] { return !pending_.empty(); });
-      std::shared_ptr<Kernel> k = pending_.front();
-      pending_.pop_front();
-      building_ = true;
-      lock.unlock();
-      build(*k);
-      lock.lock();
-      building_ = false;
-      if (pending_.empty()) {
-        idle_.notify_all();
-      }
-    }
-  }
-
-  void build(Kernel& k) {
-    make_dirs(dir_);
-    std::string lib = path_of(k);
-    std::string tmp = lib + "." + std::to_string(::getpid()) + ".tmp";
-    std::string src = tmp + ".cpp";
-    {
-      std::ofstream f(src);
-      f << prelude() << k.source;
-    }
-    const char* cxx = std::getenv("MLX_JIT_CXX");
-    // At the lowest priority: the compiler must not slow down the work it is building for.
-    std::string cmd = "nice -n 19 " + std::string(cxx ? cxx : MLX_JIT_CXX) + " " + MLX_JIT_FLAGS +
-                      " -I" + MLX_JIT_SOURCE_DIR + " " + src + " -o " + tmp + " 2>&1";
-    if (debug_) {
-      std::cerr << "[compile] building " << k.name << ":\n" << k.source;
-    }
-    std::string log;
-    if (FILE* p = ::popen(cmd.c_str(), "r")) {
-      char buf[512];
-      while (std::fgets(buf, sizeof(buf), p)) {
-        log += buf;
-      }
-      int rc = ::pclose(p);
-      if (rc == 0 && std::rename(tmp.c_str(), lib.c_str()) == 0 && open(k, lib)) {
-        ++stats_.built;
-      } else {
-        ++stats_.failed;
-        std::cerr << "[compile] building fused kernel " << k.name << " failed; it runs "
-                  << "interpreted.\n"
-                  << log;
-      }
-    } else {
-      ++stats_.failed;
-    }
-    std::remove(src.c_str());
-    std::remove(tmp.c_str());
-    k.done = true;
-  }
-
-  struct Counters {
-    std::atomic<int64_t> built{0}, from_disk{0}, memory_hits{0}, interpreted{0}, failed{0};
-  };
-
-  std::atomic<bool> enabled_;
-  const bool sync_, debug_;
-  const std::string dir_;
-  std::mutex mutex_;
-  std::condition_variable cv_, idle_;
-  std::unordered_map<std::string, std::shared_ptr<Kernel>> kernels_;
-  std::deque<std::shared_ptr<Kernel>> pending_;
-  bool worker_started_ = false;
-  bool building_ = false;
-  Counters stats_;
-};
+// Registered from the start, so that the switches and statistics reach it before first use.
+const bool registered = (cache(), true);
 
 }  // namespace
 
 BlockKernel jit_kernel(const Compiled& c, const std::vector<char>& scalar_inputs,
                        const std::vector<int>& outputs) {
-  return Jit::get().lookup(c, scalar_inputs, outputs);
+  std::string key;
+  for (char s : scalar_inputs) {
+    key += s ? 's' : 'd';
+  }
+  key += c.code();
+  for (int o : outputs) {
+    key += ' ';
+    key += std::to_string(o);
+  }
+  return reinterpret_cast<BlockKernel>(cache().lookup(
+      key, [&](const std::string& name) { return jit_source(c, scalar_inputs, outputs, name); }));
 }
 
 }  // namespace mlx::core::cpu
-
-namespace mlx::core::detail {
-FusedKernelStats fused_kernel_stats() { return cpu::Jit::get().stats(); }
-void wait_for_fused_kernels() { cpu::Jit::get().wait(); }
-void set_fused_kernel_generation(bool enabled) { cpu::Jit::get().set_enabled(enabled); }
-}  // namespace mlx::core::detail

@@ -1,0 +1,238 @@
+#include "mlx/backend/common/jit_cache.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <thread>
+
+namespace mlx::core {
+
+namespace {
+
+bool env_is(const char* name, const char* value) {
+  const char* v = std::getenv(name);
+  return v && std::string(v) == value;
+}
+
+std::string cache_dir() {
+  if (const char* d = std::getenv("MLX_KERNEL_CACHE")) {
+    return d;
+  }
+  const char* xdg = std::getenv("XDG_CACHE_HOME");
+  const char* home = std::getenv("HOME");
+  std::string base = xdg ? xdg : (home ? std::string(home) + "/.cache" : "/tmp");
+  return base + "/mlx-linux/kernels";
+}
+
+void make_dirs(const std::string& path) {
+  for (size_t p = 1; p <= path.size(); ++p) {
+    if (p == path.size() || path[p] == '/') {
+      ::mkdir(path.substr(0, p).c_str(), 0755);
+    }
+  }
+}
+
+std::string hex(size_t h) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%016zx", h);
+  return buf;
+}
+
+struct Registry {
+  std::mutex mutex;
+  std::vector<JitCache*> caches;
+};
+Registry& registry() {
+  static auto* r = new Registry();  // leaked, as the caches
+  return *r;
+}
+
+}  // namespace
+
+JitCache::JitCache(Toolchain toolchain)
+    : toolchain_(std::move(toolchain)),
+      enabled_(!env_is("MLX_COMPILE_JIT", "0") && toolchain_.available),
+      sync_(env_is("MLX_COMPILE_JIT", "sync")),
+      debug_(std::getenv("MLX_COMPILE_DEBUG") && !env_is("MLX_COMPILE_DEBUG", "0")),
+      dir_(cache_dir()) {
+  auto& r = registry();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  r.caches.push_back(this);
+}
+
+std::vector<JitCache*> JitCache::all() {
+  auto& r = registry();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  return r.caches;
+}
+
+void* JitCache::lookup(
+    const std::string& key,
+    const std::function<std::optional<std::string>(const std::string&)>& make_source) {
+  if (!enabled_.load(std::memory_order_relaxed)) {
+    return nullptr;
+  }
+  std::shared_ptr<Kernel> k;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto found = kernels_.find(key);
+    if (found != kernels_.end()) {
+      k = found->second;
+    } else {
+      k = std::make_shared<Kernel>();
+      k->name = "mlx_fused_" + hex(std::hash<std::string>{}(key));
+      auto src = make_source(k->name);
+      kernels_[key] = k;
+      if (!src) {
+        k->done = true;
+        return nullptr;
+      }
+      k->source = *src;
+      if (open(*k, path_of(*k))) {
+        ++stats_.from_disk;
+      } else {
+        pending_.push_back(k);
+        start_worker();
+        cv_.notify_one();
+      }
+    }
+  }
+  if (sync_ && !k->done) {
+    wait();
+  }
+  void* fn = k->fn.load();
+  if (fn) {
+    ++stats_.memory_hits;
+  } else {
+    ++stats_.interpreted;
+  }
+  return fn;
+}
+
+void JitCache::wait() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  idle_.wait(lock, [&] { return pending_.empty() && !building_; });
+}
+
+detail::FusedKernelStats JitCache::stats() const {
+  return {stats_.built.load(), stats_.from_disk.load(), stats_.memory_hits.load(),
+          stats_.interpreted.load(), stats_.failed.load()};
+}
+
+std::string JitCache::path_of(const Kernel& k) const {
+  return dir_ + "/" + hex(std::hash<std::string>{}(toolchain_.prelude + k.source)) +
+         toolchain_.artifact_suffix;
+}
+
+bool JitCache::open(Kernel& k, const std::string& artifact) {
+  struct stat st;
+  if (::stat(artifact.c_str(), &st) != 0) {
+    return false;
+  }
+  void* fn = toolchain_.load(artifact, k.name);
+  if (!fn) {
+    return false;
+  }
+  k.fn = fn;
+  k.done = true;
+  return true;
+}
+
+void JitCache::start_worker() {
+  if (worker_started_) {
+    return;
+  }
+  worker_started_ = true;
+  std::thread([this] { run(); }).detach();
+}
+
+// Builds pending kernels one file each (a file per kernel keeps the disk cache per kernel).
+void JitCache::run() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  for (;;) {
+    cv_.wait(lock, [&] { return !pending_.empty(); });
+    std::shared_ptr<Kernel> k = pending_.front();
+    pending_.pop_front();
+    building_ = true;
+    lock.unlock();
+    build(*k);
+    lock.lock();
+    building_ = false;
+    if (pending_.empty()) {
+      idle_.notify_all();
+    }
+  }
+}
+
+void JitCache::build(Kernel& k) {
+  make_dirs(dir_);
+  std::string artifact = path_of(k);
+  std::string tmp = artifact + "." + std::to_string(::getpid()) + ".tmp";
+  std::string src = tmp + toolchain_.source_suffix;
+  {
+    std::ofstream f(src);
+    f << toolchain_.prelude << k.source;
+  }
+  // At the lowest priority: the compiler must not slow down the work it is building for.
+  std::string cmd = "nice -n 19 " + toolchain_.command(src, tmp) + " 2>&1";
+  if (debug_) {
+    std::cerr << "[compile] building " << toolchain_.label << " kernel " << k.name << ":\n"
+              << k.source;
+  }
+  std::string log;
+  if (FILE* p = ::popen(cmd.c_str(), "r")) {
+    char buf[512];
+    while (std::fgets(buf, sizeof(buf), p)) {
+      log += buf;
+    }
+    int rc = ::pclose(p);
+    if (rc == 0 && std::rename(tmp.c_str(), artifact.c_str()) == 0 && open(k, artifact)) {
+      ++stats_.built;
+    } else {
+      ++stats_.failed;
+      std::cerr << "[compile] building fused " << toolchain_.label << " kernel " << k.name
+                << " failed; it runs op by op.\n"
+                << log;
+    }
+  } else {
+    ++stats_.failed;
+  }
+  std::remove(src.c_str());
+  std::remove(tmp.c_str());
+  k.done = true;
+}
+
+}  // namespace mlx::core
+
+namespace mlx::core::detail {
+
+FusedKernelStats fused_kernel_stats() {
+  FusedKernelStats total;
+  for (auto* c : JitCache::all()) {
+    FusedKernelStats s = c->stats();
+    total.built += s.built;
+    total.from_disk += s.from_disk;
+    total.memory_hits += s.memory_hits;
+    total.interpreted += s.interpreted;
+    total.failed += s.failed;
+  }
+  return total;
+}
+
+void wait_for_fused_kernels() {
+  for (auto* c : JitCache::all()) {
+    c->wait();
+  }
+}
+
+void set_fused_kernel_generation(bool enabled) {
+  for (auto* c : JitCache::all()) {
+    c->set_enabled(enabled);
+  }
+}
+
+}  // namespace mlx::core::detail

@@ -1,0 +1,80 @@
+// Kernels generated at run time and built by an external compiler (the system C++ compiler for
+// the CPU, nvcc for the GPU): built in the background while the caller runs the region another
+// way (an interpreter), cached in memory by key and on disk by source (MLX_KERNEL_CACHE, else
+// ~/.cache/mlx-linux/kernels). MLX_COMPILE_JIT=sync builds before the first run, =0 never;
+// MLX_COMPILE_DEBUG=1 prints each source it builds.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <unordered_map>
+
+#include "mlx/primitives/compiled.h"
+
+namespace mlx::core {
+
+class JitCache {
+ public:
+  struct Toolchain {
+    std::string label;            // "cpu", "cuda": for messages
+    std::string prelude;          // starts every source file; part of each kernel's disk key
+    std::string source_suffix;    // ".cpp", ".cu"
+    std::string artifact_suffix;  // ".so", ".cubin"
+    // The shell command that builds source file `src` into `out`.
+    std::function<std::string(const std::string& src, const std::string& out)> command;
+    // The entry point `name` of a built artifact (a function pointer, a CUfunction), or null.
+    std::function<void*(const std::string& path, const std::string& name)> load;
+    bool available = true;  // false: the toolchain is missing here (never generate)
+  };
+
+  explicit JitCache(Toolchain toolchain);
+
+  // The kernel for `key` once built; null while it is being built, when make_source says the
+  // region has no generated form (nullopt), when generation is off, or when the build failed.
+  // make_source(name) writes a kernel whose entry point is `name`; it runs once per key.
+  void* lookup(const std::string& key,
+               const std::function<std::optional<std::string>(const std::string&)>& make_source);
+
+  void wait();  // until no kernel is pending
+  void set_enabled(bool on) { enabled_ = on && toolchain_.available; }
+  detail::FusedKernelStats stats() const;
+
+  // Every cache of the process (the host's, the GPU's): the public stats sum them.
+  static std::vector<JitCache*> all();
+
+ private:
+  struct Kernel {
+    std::atomic<void*> fn{nullptr};
+    std::atomic<bool> done{false};
+    std::string name, source;
+  };
+  struct Counters {
+    std::atomic<int64_t> built{0}, from_disk{0}, memory_hits{0}, interpreted{0}, failed{0};
+  };
+
+  std::string path_of(const Kernel& k) const;
+  bool open(Kernel& k, const std::string& artifact);
+  void start_worker();
+  void run();
+  void build(Kernel& k);
+
+  Toolchain toolchain_;
+  std::atomic<bool> enabled_;
+  const bool sync_, debug_;
+  const std::string dir_;
+  std::mutex mutex_;
+  std::condition_variable cv_, idle_;
+  std::unordered_map<std::string, std::shared_ptr<Kernel>> kernels_;
+  std::deque<std::shared_ptr<Kernel>> pending_;
+  bool worker_started_ = false;
+  bool building_ = false;
+  Counters stats_;
+};
+
+}  // namespace mlx::core
