@@ -118,6 +118,14 @@ void JitCache::wait() {
   idle_.wait(lock, [&] { return pending_.empty() && !building_; });
 }
 
+void JitCache::report_unusable(const std::string& why) {
+  ++stats_.failed;
+  if (enabled_.exchange(false)) {
+    std::cerr << "[compile] a generated " << toolchain_.label << " kernel could not run (" << why
+              << "); fused regions run op by op from now on.\n";
+  }
+}
+
 detail::FusedKernelStats JitCache::stats() const {
   return {stats_.built.load(), stats_.from_disk.load(), stats_.memory_hits.load(),
           stats_.interpreted.load(), stats_.failed.load()};

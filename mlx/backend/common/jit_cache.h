@@ -42,6 +42,9 @@ class JitCache {
                const std::function<std::optional<std::string>(const std::string&)>& make_source);
 
   void wait();  // until no kernel is pending
+  // A built kernel that could not run: counted as a failure, and generation stops (the caller
+  // runs its regions the other way from now on).
+  void report_unusable(const std::string& why);
   void set_enabled(bool on) { enabled_ = on && toolchain_.available; }
   detail::FusedKernelStats stats() const;
 

@@ -291,9 +291,15 @@ void Compiled::eval_gpu(const std::vector<array>& inputs, std::vector<array>& ou
   }
   std::vector<char> params = parameters(inputs, outputs, access, shape);
   void* args[] = {params.data()};
-  MLX_CUDA_CHECK(cudaLaunchKernel(static_cast<const void*>(kernel),
-                                  dim3(cu::blocks_for(outputs[0].size())), dim3(cu::kThreads), args,
-                                  0, cu::stream()));
+  cudaError_t err =
+      cudaLaunchKernel(static_cast<const void*>(kernel), dim3(cu::blocks_for(outputs[0].size())),
+                       dim3(cu::kThreads), args, 0, cu::stream());
+  if (err != cudaSuccess) {
+    // A launch error is not sticky: say why once, then run this and later regions op by op.
+    cudaGetLastError();
+    cache().report_unusable(cudaGetErrorString(err));
+    cu::run_graph_into(expand(inputs), outputs);
+  }
 }
 
 }  // namespace mlx::core
