@@ -127,6 +127,36 @@ class SolverCall {
   std::vector<char> host_work_;
 };
 
+// getrf of `count` column-major m x n matrices, m * n apart from f (leading dimension m); each
+// one's min(m, n) pivots go to ipiv, its failure to call.info(i).
+template <typename T>
+void factor_lu(SolverCall& call, T* f, int64_t m, int64_t n, int64_t count, int64_t* ipiv) {
+  const cudaDataType type = kDataType<T>;
+  size_t dw = 0, hw = 0;
+  MLX_CUSOLVER_CHECK(
+      cusolverDnXgetrf_bufferSize(call.handle(), call.params(), m, n, type, f, m, type, &dw, &hw));
+  call.reserve(dw, hw);
+  for (int64_t i = 0; i < count; ++i) {
+    MLX_CUSOLVER_CHECK(cusolverDnXgetrf(call.handle(), call.params(), m, n, type, f + i * m * n, m,
+                                        ipiv + i * std::min(m, n), type, call.device_work(),
+                                        call.device_bytes(), call.host_work(), call.host_bytes(),
+                                        call.info(i)));
+  }
+}
+
+// op(A_i) X_i = B_i for the n x n factors of factor_lu and column-major n x nrhs right-hand
+// sides b (overwritten by X).
+template <typename T>
+void solve_lu(SolverCall& call, cublasOperation_t op, const T* f, int64_t n, const int64_t* ipiv,
+              T* b, int64_t nrhs, int64_t count) {
+  const cudaDataType type = kDataType<T>;
+  for (int64_t i = 0; i < count; ++i) {
+    MLX_CUSOLVER_CHECK(cusolverDnXgetrs(call.handle(), call.params(), op, n, nrhs, type,
+                                        f + i * n * n, n, ipiv + i * n, type, b + i * n * nrhs, n,
+                                        call.arg_info(i)));
+  }
+}
+
 // orgqr has no 64-bit form: the typed one.
 template <typename T>
 struct Orgqr;
@@ -345,19 +375,9 @@ void Inverse::eval_gpu(const std::vector<array>& inputs, array& out) {
         allocate(out);
         set_identity<T>(out);
         Scratch ipiv(sizeof(int64_t) * count * n);
-        MLX_CUSOLVER_CHECK(cusolverDnXgetrf_bufferSize(call.handle(), call.params(), n, n, type,
-                                                       lu.gpu_data<T>(), n, type, &dw, &hw));
-        call.reserve(dw, hw);
-        for (int64_t i = 0; i < count; ++i) {
-          T* f = lu.gpu_data<T>() + i * n * n;
-          int64_t* p = ipiv.as<int64_t>() + i * n;
-          MLX_CUSOLVER_CHECK(cusolverDnXgetrf(call.handle(), call.params(), n, n, type, f, n, p,
-                                              type, call.device_work(), call.device_bytes(),
-                                              call.host_work(), call.host_bytes(), call.info(i)));
-          MLX_CUSOLVER_CHECK(cusolverDnXgetrs(call.handle(), call.params(), CUBLAS_OP_N, n, n, type,
-                                              f, n, p, type, out.gpu_data<T>() + i * n * n, n,
-                                              call.arg_info(i)));
-        }
+        factor_lu(call, lu.gpu_data<T>(), n, n, count, ipiv.as<int64_t>());
+        solve_lu(call, CUBLAS_OP_N, lu.gpu_data<T>(), n, ipiv.as<int64_t>(), out.gpu_data<T>(), n,
+                 count);
         call.finish();
         break;
       }
@@ -429,26 +449,13 @@ void Solve::eval_gpu(const std::vector<array>& inputs, array& out) {
   const int64_t n = a.shape(-1), k = out.shape(-1), count = matrices(a);
   dispatch_lapack(a.dtype(), "linalg::solve", [&]<typename T>() {
     SolverCall call("linalg::solve", count);
-    const cudaDataType type = kDataType<T>;
     // The factors are A^T's (column-major A): A X = B is a transposed solve, with B and X
     // column-major.
     array lu = work_copy(a);
     array x = transposed(inputs[1], n, k);
     Scratch ipiv(sizeof(int64_t) * count * n);
-    size_t dw = 0, hw = 0;
-    MLX_CUSOLVER_CHECK(cusolverDnXgetrf_bufferSize(call.handle(), call.params(), n, n, type,
-                                                   lu.gpu_data<T>(), n, type, &dw, &hw));
-    call.reserve(dw, hw);
-    for (int64_t i = 0; i < count; ++i) {
-      T* f = lu.gpu_data<T>() + i * n * n;
-      int64_t* p = ipiv.as<int64_t>() + i * n;
-      MLX_CUSOLVER_CHECK(cusolverDnXgetrf(call.handle(), call.params(), n, n, type, f, n, p, type,
-                                          call.device_work(), call.device_bytes(), call.host_work(),
-                                          call.host_bytes(), call.info(i)));
-      MLX_CUSOLVER_CHECK(cusolverDnXgetrs(call.handle(), call.params(), CUBLAS_OP_T, n, k, type, f,
-                                          n, p, type, x.gpu_data<T>() + i * n * k, n,
-                                          call.arg_info(i)));
-    }
+    factor_lu(call, lu.gpu_data<T>(), n, n, count, ipiv.as<int64_t>());
+    solve_lu(call, CUBLAS_OP_T, lu.gpu_data<T>(), n, ipiv.as<int64_t>(), x.gpu_data<T>(), k, count);
     allocate(out);
     transpose_into(x, k, n, out);
     call.finish();
@@ -648,19 +655,9 @@ void LUF::eval_gpu(const std::vector<array>& inputs, std::vector<array>& outputs
   const int64_t m = in.shape(-2), n = in.shape(-1), k = std::min(m, n), count = matrices(in);
   dispatch_lapack(in.dtype(), "linalg::lu", [&]<typename T>() {
     SolverCall call("linalg::lu", count);
-    const cudaDataType type = kDataType<T>;
     array f = transposed(in, m, n);  // column-major m x n
     Scratch ipiv(sizeof(int64_t) * count * k);
-    size_t dw = 0, hw = 0;
-    MLX_CUSOLVER_CHECK(cusolverDnXgetrf_bufferSize(call.handle(), call.params(), m, n, type,
-                                                   f.gpu_data<T>(), m, type, &dw, &hw));
-    call.reserve(dw, hw);
-    for (int64_t i = 0; i < count; ++i) {
-      MLX_CUSOLVER_CHECK(
-          cusolverDnXgetrf(call.handle(), call.params(), m, n, type, f.gpu_data<T>() + i * m * n, m,
-                           ipiv.as<int64_t>() + i * k, type, call.device_work(),
-                           call.device_bytes(), call.host_work(), call.host_bytes(), call.info(i)));
-    }
+    factor_lu(call, f.gpu_data<T>(), m, n, count, ipiv.as<int64_t>());
     for (auto& o : outputs) {
       allocate(o);
     }
