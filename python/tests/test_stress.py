@@ -340,3 +340,26 @@ def test_out_of_memory_raises_and_recovers():
     # The same program continues once memory is there.
     assert mx.sum(mx.exp(mx.zeros((1 << 22,)))).item() == 1 << 22
     count("out-of-memory errors recovered", 3)
+
+
+@pytest.mark.skipif(not mx.is_available(mx.gpu), reason="no GPU")
+def test_gpu_allocation_beyond_the_device_raises_and_recovers():
+    """A cudaMalloc that fails (1 TiB, more than the GPU has, under a limit that allows it): the
+    allocator releases its cache, waits for the device, retries, then raises MemoryError naming
+    the device and the sizes; the device keeps working and nothing stays allocated."""
+    kept = mx.arange(1000, stream=mx.gpu) * 2
+    mx.eval(kept)
+    before = active_memory_settled()
+    old = mx.set_memory_limit(1 << 42)
+    try:
+        with pytest.raises(MemoryError) as info:
+            mx.eval(mx.zeros((1 << 20, 1 << 18), stream=mx.gpu))
+    finally:
+        mx.set_memory_limit(old)
+    msg = str(info.value)
+    assert "cuda" in msg and "requested 1099511627776 B" in msg, msg
+    assert kept[999].item() == 1998
+    assert mx.sum(mx.ones((1 << 20,), stream=mx.gpu), stream=mx.gpu).item() == 1 << 20
+    mx.clear_cache()
+    assert active_memory_settled() <= before
+    count("device allocation failures recovered", 1)
