@@ -158,17 +158,21 @@ void check_step(Primitive& prim, const std::vector<array>& in, const std::vector
   const char* name = prim.name();
 
   // Layout changes and the ops that keep their input's dtype.
-  if (!in.empty() && (dynamic_cast<Copy*>(&prim) || dynamic_cast<Broadcast*>(&prim) ||
-                      dynamic_cast<Reshape*>(&prim) || dynamic_cast<Transpose*>(&prim) ||
-                      dynamic_cast<Slice*>(&prim) || dynamic_cast<AsStrided*>(&prim) ||
-                      dynamic_cast<Diagonal*>(&prim) || dynamic_cast<SliceUpdate*>(&prim) ||
-                      dynamic_cast<Full*>(&prim) || dynamic_cast<StopGradient*>(&prim) ||
-                      dynamic_cast<DynamicBroadcast*>(&prim) || dynamic_cast<SqueezeAxes*>(&prim) ||
-                      dynamic_cast<ExpandAxes*>(&prim) || dynamic_cast<Softmax*>(&prim) ||
-                      dynamic_cast<LogSumExp*>(&prim) || dynamic_cast<Gather*>(&prim) ||
-                      dynamic_cast<GatherAxis*>(&prim) || dynamic_cast<Scatter*>(&prim) ||
-                      dynamic_cast<ScatterAxis*>(&prim))) {
+  if (!in.empty() &&
+      (dynamic_cast<Copy*>(&prim) || dynamic_cast<Broadcast*>(&prim) ||
+       dynamic_cast<Reshape*>(&prim) || dynamic_cast<Transpose*>(&prim) ||
+       dynamic_cast<Slice*>(&prim) || dynamic_cast<AsStrided*>(&prim) ||
+       dynamic_cast<Diagonal*>(&prim) || dynamic_cast<SliceUpdate*>(&prim) ||
+       dynamic_cast<Full*>(&prim) || dynamic_cast<StopGradient*>(&prim) ||
+       dynamic_cast<DynamicBroadcast*>(&prim) || dynamic_cast<DynamicUnbroadcast*>(&prim) ||
+       dynamic_cast<SqueezeAxes*>(&prim) || dynamic_cast<ExpandAxes*>(&prim) ||
+       dynamic_cast<Softmax*>(&prim) || dynamic_cast<LogSumExp*>(&prim) ||
+       dynamic_cast<Gather*>(&prim) || dynamic_cast<GatherAxis*>(&prim) ||
+       dynamic_cast<Scatter*>(&prim) || dynamic_cast<ScatterAxis*>(&prim))) {
     need(dtypes[0] == in[0].dtype(), "its output dtype differs from its input's");
+  }
+  if (dynamic_cast<DynamicUnbroadcast*>(&prim)) {
+    need(in.size() == 2, "it takes an array and one lending its shape");
   }
   if (auto* p = dynamic_cast<SortAlongAxis*>(&prim)) {
     auto kind = std::get<0>(p->state()).value;

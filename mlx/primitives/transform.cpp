@@ -153,19 +153,63 @@ std::vector<array> DynamicBroadcast::jvp(const std::vector<array>& primals,
 std::vector<array> DynamicBroadcast::vjp(const std::vector<array>& primals,
                                          const std::vector<array>& cotangents,
                                          const std::vector<int>& argnums,
-                                         const std::vector<array>& outputs) {
+                                         const std::vector<array>&) {
   std::vector<array> out;
   for (int a : argnums) {
-    out.push_back(
-        a == 0
-            ? Broadcast(stream(), outputs[0].shape()).vjp({primals[0]}, cotangents, {0}, outputs)[0]
-            : zeros_like(primals[a]));
+    out.push_back(a == 0 ? unbroadcast(cotangents[0], primals[0], stream())
+                         : zeros_like(primals[a], stream()));
   }
   return out;
 }
 std::pair<std::vector<array>, std::vector<int>> DynamicBroadcast::vmap(
     const std::vector<array>& inputs, const std::vector<int>& axes) {
   return {{dynamic_broadcast(detail::align_batch(inputs, axes), stream())}, {0}};
+}
+
+// DynamicUnbroadcast
+
+std::vector<int> DynamicUnbroadcast::summed_axes(const Shape& from, const Shape& to) {
+  int lead = static_cast<int>(from.size()) - static_cast<int>(to.size());
+  if (lead < 0) {
+    throw std::invalid_argument(
+        msg("[unbroadcast] Cannot sum an array of shape ", from, " to shape ", to, "."));
+  }
+  std::vector<int> axes;
+  for (int i = 0; i < static_cast<int>(from.size()); ++i) {
+    if (i < lead) {
+      axes.push_back(i);
+    } else if (to[i - lead] != from[i]) {
+      if (to[i - lead] != 1) {
+        throw std::invalid_argument(
+            msg("[unbroadcast] Cannot sum an array of shape ", from, " to shape ", to, "."));
+      }
+      axes.push_back(i);
+    }
+  }
+  return axes;
+}
+std::vector<Shape> DynamicUnbroadcast::output_shapes(const std::vector<array>& inputs) {
+  summed_axes(inputs[0].shape(), inputs[1].shape());
+  return {inputs[1].shape()};
+}
+std::vector<array> DynamicUnbroadcast::jvp(const std::vector<array>& primals,
+                                           const std::vector<array>& tangents,
+                                           const std::vector<int>& argnums) {
+  if (argnums[0] != 0) {
+    return {zeros_like(primals[1], stream())};
+  }
+  return {unbroadcast(tangents[0], primals[1], stream())};
+}
+std::vector<array> DynamicUnbroadcast::vjp(const std::vector<array>& primals,
+                                           const std::vector<array>& cotangents,
+                                           const std::vector<int>& argnums,
+                                           const std::vector<array>&) {
+  std::vector<array> out;
+  for (int a : argnums) {
+    out.push_back(a == 0 ? dynamic_broadcast({cotangents[0], primals[0]}, stream())
+                         : zeros_like(primals[1], stream()));
+  }
+  return out;
 }
 
 // NumberOfElements

@@ -1,5 +1,6 @@
-// Primitives that exist for the function transforms. None of them computes anything: their
-// outputs share their inputs' buffers, on any device.
+// Primitives that exist for the function transforms. Most compute nothing (their outputs
+// share their inputs' buffers, on any device); the shapeless ones below compute what depends on
+// shapes known only when a trace is replayed.
 #pragma once
 
 #include <functional>
@@ -102,6 +103,29 @@ class DynamicBroadcast : public UnaryPrimitive {
   }
   std::vector<Shape> output_shapes(const std::vector<array>& inputs) override;
   MLX_DECLARE_TRANSFORM_RULES
+};
+
+// Input 0 summed over the axes a DynamicBroadcast added or stretched to reach its shape from
+// input 1's (which only lends its shape): the DynamicBroadcast's vjp in shapeless traces, where
+// which axes were broadcast is known only when the shapes are. Its output has input 1's shape.
+class DynamicUnbroadcast : public UnaryPrimitive {
+ public:
+  explicit DynamicUnbroadcast(Stream stream) : UnaryPrimitive(stream) {}
+  MLX_DECLARE_EVAL
+  MLX_SERIALIZABLE(DynamicUnbroadcast)
+  const char* name() const override { return "DynamicUnbroadcast"; }
+  bool is_equivalent(const Primitive& other) const override {
+    return dynamic_cast<const DynamicUnbroadcast*>(&other) != nullptr;
+  }
+  std::vector<Shape> output_shapes(const std::vector<array>& inputs) override;
+  // The axes of input 0 that are summed (those input 1 lacks or has as 1 where input 0 does
+  // not); throws when input 1's shape does not broadcast to input 0's.
+  static std::vector<int> summed_axes(const Shape& from, const Shape& to);
+  std::vector<array> jvp(const std::vector<array>& primals, const std::vector<array>& tangents,
+                         const std::vector<int>& argnums) override;
+  std::vector<array> vjp(const std::vector<array>& primals, const std::vector<array>& cotangents,
+                         const std::vector<int>& argnums,
+                         const std::vector<array>& outputs) override;
 };
 
 // The number of elements of the input over `axes` (or its reciprocal), as a scalar of
