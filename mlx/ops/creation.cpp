@@ -117,6 +117,10 @@ array full_like(const array& a, array vals, Dtype dtype, StreamOrDevice s) {
   if (!detail::in_shapeless_tracing()) {
     return full(a.shape(), std::move(vals), dtype, s);
   }
+  if (broadcast_shapes(vals.shape(), a.shape(), "full_like") != a.shape()) {
+    throw std::invalid_argument(msg("[full_like] Cannot fill shape ", a.shape(),
+                                    " with values of shape ", vals.shape(), "."));
+  }
   array in = dynamic_broadcast({astype(std::move(vals), dtype, s), a}, s);
   Shape shape = in.shape();
   return array(std::move(shape), dtype, std::make_shared<Full>(to_stream(s)), {std::move(in)});

@@ -123,6 +123,9 @@ def test_broadcasts_of_size_one_axes():
     replays(lambda x: mx.zeros_like(x) + mx.ones_like(x) * 2 + mx.full_like(x, 3.0),
             [(2, 1)], [(2, 3)])
     replays(lambda x: mx.exp(x - mx.max(x, axis=-1, keepdims=True)), [(2, 1)], [(2, 3)])
+    # Fill values that do not fit the shape are refused, as without compile.
+    with pytest.raises(ValueError, match="full_like"):
+        mx.compile(lambda x: mx.full_like(x, mx.ones((2, 2, 3))), shapeless=True)(mx.ones((2, 3)))
 
 
 def test_reshapes_with_an_inferred_axis_that_was_one():
