@@ -40,7 +40,7 @@ array unbroadcast(const array& x, const array& like, StreamOrDevice s) {
     return array(like.shape(), x.dtype(), std::make_shared<DynamicUnbroadcast>(to_stream(s)),
                  {x, like});
   }
-  auto axes = DynamicUnbroadcast::summed_axes(x.shape(), like.shape());
+  auto axes = DynamicUnbroadcast::summed_axes(x.shape(), like.shape(), false);
   array summed = axes.empty() ? x : sum(x, axes, true, s);
   return reshape(summed, like.shape(), s);
 }

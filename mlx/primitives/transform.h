@@ -107,25 +107,28 @@ class DynamicBroadcast : public UnaryPrimitive {
 
 // Input 0 summed over the axes a DynamicBroadcast added or stretched to reach its shape from
 // input 1's (which only lends its shape): the DynamicBroadcast's vjp in shapeless traces, where
-// which axes were broadcast is known only when the shapes are. Its output has input 1's shape.
+// which axes were broadcast is known only when the shapes are. Its output has input 1's shape;
+// with `keep_front` (its vmap: the batch axis in front of both, of equal ranks) axis 0 is never
+// summed and has input 0's size.
 class DynamicUnbroadcast : public UnaryPrimitive {
  public:
-  explicit DynamicUnbroadcast(Stream stream) : UnaryPrimitive(stream) {}
+  explicit DynamicUnbroadcast(Stream stream, bool keep_front = false)
+      : UnaryPrimitive(stream), keep_front_(keep_front) {}
   MLX_DECLARE_EVAL
-  MLX_SERIALIZABLE(DynamicUnbroadcast)
+  MLX_SERIALIZABLE(DynamicUnbroadcast, keep_front_)
   const char* name() const override { return "DynamicUnbroadcast"; }
   bool is_equivalent(const Primitive& other) const override {
-    return dynamic_cast<const DynamicUnbroadcast*>(&other) != nullptr;
+    auto* o = dynamic_cast<const DynamicUnbroadcast*>(&other);
+    return o && o->keep_front_ == keep_front_;
   }
   std::vector<Shape> output_shapes(const std::vector<array>& inputs) override;
-  // The axes of input 0 that are summed (those input 1 lacks or has as 1 where input 0 does
-  // not); throws when input 1's shape does not broadcast to input 0's.
-  static std::vector<int> summed_axes(const Shape& from, const Shape& to);
-  std::vector<array> jvp(const std::vector<array>& primals, const std::vector<array>& tangents,
-                         const std::vector<int>& argnums) override;
-  std::vector<array> vjp(const std::vector<array>& primals, const std::vector<array>& cotangents,
-                         const std::vector<int>& argnums,
-                         const std::vector<array>& outputs) override;
+  // The axes of `from` that are summed (those `to` lacks or has as 1 where `from` does not,
+  // axis 0 excepted with keep_front); throws when `to` does not broadcast to `from`.
+  static std::vector<int> summed_axes(const Shape& from, const Shape& to, bool keep_front);
+  MLX_DECLARE_TRANSFORM_RULES
+
+ private:
+  bool keep_front_;
 };
 
 // The number of elements of the input over `axes` (or its reciprocal), as a scalar of

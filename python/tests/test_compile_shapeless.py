@@ -188,3 +188,28 @@ def test_shapeless_export_of_a_gradient_through_broadcasts(tmp_path):
     for shapes in ([(1, 4), (1, 4)], [(5, 4), (1, 4)], [(3, 1), (3, 6)]):
         args = [rand(s) for s in shapes]
         assert_same(list(g(*args)), list(f(*args)))
+
+
+def test_vmap_of_broadcasts_and_their_gradients():
+    # vmap lines operands up with expand_dims (a reshape there would bake the first shapes).
+    replays(mx.vmap(lambda x, y: x * y, in_axes=(0, None)), [(2, 1), (1,)], [(2, 3), (3,)])
+    g = mx.grad(lambda x, y: mx.sum((x * y) ** 2), argnums=(0, 1))
+    replays(mx.vmap(g), [(2, 1), (2, 1)], [(2, 3), (2, 1)], [(2, 1), (2, 4)])
+    replays(mx.vmap(g, in_axes=(0, None)), [(2, 1), (1,)], [(2, 3), (1,)], [(2, 3), (3,)])
+    replays(mx.vmap(g, in_axes=(None, 0)), [(1,), (2, 1)], [(3,), (2, 1)], [(1,), (2, 4)])
+    replays(mx.vmap(g, in_axes=(1, 1)), [(1, 2), (1, 2)], [(3, 2), (1, 2)], [(1, 2), (4, 2)])
+    bias = mx.grad(lambda x, b: mx.sum(mx.tanh(x + b)), argnums=1)
+    replays(mx.vmap(bias, in_axes=(0, None)), [(2, 1, 3), (3,)], [(2, 5, 3), (3,)])
+
+
+def test_forward_mode_through_shape_lending_operands():
+    # A constant exponent broadcast against x (x only lends its shape) has no tangent: its
+    # derivative (log of a negative x) must not be computed.
+    x = mx.array([[-1.5], [0.5]])
+    for f in (lambda b: mx.jvp(lambda d: d ** 2, [b], [b])[1][0],
+              lambda b: mx.jvp(lambda c: mx.grad(lambda d: mx.sum(d ** 2))(c), [b], [b])[1][0]):
+        got = mx.compile(f, shapeless=True)(x)
+        np.testing.assert_allclose(np.array(got), np.array(f(x)), rtol=1e-6)
+    replays(lambda x, y, t: mx.jvp(lambda b: mx.grad(lambda a, c: mx.sum((a * c) ** 2),
+                                                     argnums=1)(x, b), [y], [t])[1][0],
+            [(2, 1), (2, 1), (2, 1)], [(2, 3), (2, 1), (2, 1)])

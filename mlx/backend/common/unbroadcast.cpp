@@ -9,9 +9,9 @@ namespace mlx::core {
 namespace {
 
 template <bool Gpu>
-void unbroadcast_eval(Stream s, const std::vector<array>& inputs, array& out) {
+void unbroadcast_eval(Stream s, bool keep_front, const std::vector<array>& inputs, array& out) {
   const array& x = inputs[0];
-  auto axes = DynamicUnbroadcast::summed_axes(x.shape(), out.shape());
+  auto axes = DynamicUnbroadcast::summed_axes(x.shape(), out.shape(), keep_front);
   if (axes.empty()) {
     out.copy_shared_buffer(x);
     return;
@@ -35,11 +35,11 @@ void unbroadcast_eval(Stream s, const std::vector<array>& inputs, array& out) {
 }  // namespace
 
 void DynamicUnbroadcast::eval_cpu(const std::vector<array>& inputs, array& out) {
-  unbroadcast_eval<false>(stream(), inputs, out);
+  unbroadcast_eval<false>(stream(), keep_front_, inputs, out);
 }
 
 void DynamicUnbroadcast::eval_gpu(const std::vector<array>& inputs, array& out) {
-  unbroadcast_eval<true>(stream(), inputs, out);
+  unbroadcast_eval<true>(stream(), keep_front_, inputs, out);
 }
 
 }  // namespace mlx::core
