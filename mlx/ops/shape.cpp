@@ -1,6 +1,7 @@
 #include "mlx/ops/shape.h"
 
 #include <algorithm>
+#include <limits>
 #include <numeric>
 
 #include "mlx/ops/creation.h"
@@ -302,8 +303,14 @@ array moveaxis(const array& a, int source, int destination, StreamOrDevice s) {
 }
 
 array slice(const array& a, Shape start, Shape stop, Shape strides, StreamOrDevice s) {
+  // In a shapeless trace only a slice to the end of every axis (x[:, :]: stop INT32_MAX) is
+  // the identity for any shape; x[:, :3] of a 3-column input is not.
+  bool whole = true;
+  for (size_t i = 0; i < stop.size() && i < start.size(); ++i) {
+    whole &= start[i] == 0 && stop[i] == std::numeric_limits<int32_t>::max();
+  }
   Shape shape = normalize_slice(a.shape(), start, stop, strides, "slice");
-  bool identity = true;
+  bool identity = whole || !detail::in_shapeless_tracing();
   for (int i = 0; i < a.ndim(); ++i) {
     identity &= start[i] == 0 && strides[i] == 1 && shape[i] == a.shape(i);
   }
@@ -452,6 +459,9 @@ std::vector<array> unstack(const array& a, int axis, StreamOrDevice s) {
 
 std::vector<array> split(const array& a, const Shape& indices, int axis, StreamOrDevice s) {
   int ax = normalize_axis(axis, a.ndim(), "split");
+  if (indices.empty()) {
+    return {a};  // one piece: the whole array, whatever its shape
+  }
   std::vector<array> out;
   out.reserve(indices.size() + 1);
   Shape start(a.ndim(), 0);

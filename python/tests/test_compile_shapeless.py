@@ -213,3 +213,16 @@ def test_forward_mode_through_shape_lending_operands():
     replays(lambda x, y, t: mx.jvp(lambda b: mx.grad(lambda a, c: mx.sum((a * c) ** 2),
                                                      argnums=1)(x, b), [y], [t])[1][0],
             [(2, 1), (2, 1), (2, 1)], [(2, 3), (2, 1), (2, 1)])
+
+
+def test_slices_that_cover_the_first_input_are_not_the_identity():
+    # x[:, :1] of an (n, 1) input covers it, but not an (n, 3) one: the trace refuses the
+    # slice (as it does x[:, :1] of an (n, 3) input) instead of baking the identity.
+    for f in (lambda x: x[:, :1] * 2, lambda x: x[:, 0] * 2, lambda x: x[0] + 1,
+              lambda x: mx.topk(x, 1, axis=-1)):
+        with pytest.raises(ValueError, match="Slice"):
+            mx.compile(f, shapeless=True)(mx.ones((1, 1)))
+    # Slices to the end of every axis, and one split piece, are the identity for any shape.
+    replays(lambda x: x[:, :] * 2, [(2, 1)], [(2, 3)])
+    replays(lambda x: x[...] * 2, [(1, 1)], [(4, 3)])
+    replays(lambda x: mx.split(x, 1, axis=1)[0] * 2, [(2, 1)], [(2, 3)])
