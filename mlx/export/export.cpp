@@ -137,6 +137,7 @@ ExportedTrace trace_program(const ExportFn& fun, const Args& args, const Kwargs&
   {
     TracingScope scope;
     ShapelessScope shapeless_scope(shapeless);
+    UnfusedScope unfused;  // compiled functions called by fun add ordinary primitives
     auto placeholder = [&](const array& a) {
       t.dtypes.push_back(a.dtype());
       t.shapes.push_back(a.shape());

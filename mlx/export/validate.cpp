@@ -7,11 +7,15 @@
 #include <cstring>
 #include <set>
 
+#include "mlx/backend/common/hadamard_matrices.h"
+#include "mlx/ops/quantized_params.h"
 #include "mlx/primitives/conv.h"
 #include "mlx/primitives/creation.h"
 #include "mlx/primitives/elementwise.h"
 #include "mlx/primitives/fast.h"
 #include "mlx/primitives/fft.h"
+#include "mlx/primitives/grouped_matmul.h"
+#include "mlx/primitives/hadamard.h"
 #include "mlx/primitives/indexing.h"
 #include "mlx/primitives/linalg.h"
 #include "mlx/primitives/linalg_lapack.h"
@@ -158,17 +162,21 @@ void check_step(Primitive& prim, const std::vector<array>& in, const std::vector
   const char* name = prim.name();
 
   // Layout changes and the ops that keep their input's dtype.
-  if (!in.empty() && (dynamic_cast<Copy*>(&prim) || dynamic_cast<Broadcast*>(&prim) ||
-                      dynamic_cast<Reshape*>(&prim) || dynamic_cast<Transpose*>(&prim) ||
-                      dynamic_cast<Slice*>(&prim) || dynamic_cast<AsStrided*>(&prim) ||
-                      dynamic_cast<Diagonal*>(&prim) || dynamic_cast<SliceUpdate*>(&prim) ||
-                      dynamic_cast<Full*>(&prim) || dynamic_cast<StopGradient*>(&prim) ||
-                      dynamic_cast<DynamicBroadcast*>(&prim) || dynamic_cast<SqueezeAxes*>(&prim) ||
-                      dynamic_cast<ExpandAxes*>(&prim) || dynamic_cast<Softmax*>(&prim) ||
-                      dynamic_cast<LogSumExp*>(&prim) || dynamic_cast<Gather*>(&prim) ||
-                      dynamic_cast<GatherAxis*>(&prim) || dynamic_cast<Scatter*>(&prim) ||
-                      dynamic_cast<ScatterAxis*>(&prim))) {
+  if (!in.empty() &&
+      (dynamic_cast<Copy*>(&prim) || dynamic_cast<Broadcast*>(&prim) ||
+       dynamic_cast<Reshape*>(&prim) || dynamic_cast<Transpose*>(&prim) ||
+       dynamic_cast<Slice*>(&prim) || dynamic_cast<AsStrided*>(&prim) ||
+       dynamic_cast<Diagonal*>(&prim) || dynamic_cast<SliceUpdate*>(&prim) ||
+       dynamic_cast<Full*>(&prim) || dynamic_cast<StopGradient*>(&prim) ||
+       dynamic_cast<DynamicBroadcast*>(&prim) || dynamic_cast<DynamicUnbroadcast*>(&prim) ||
+       dynamic_cast<SqueezeAxes*>(&prim) || dynamic_cast<ExpandAxes*>(&prim) ||
+       dynamic_cast<Softmax*>(&prim) || dynamic_cast<LogSumExp*>(&prim) ||
+       dynamic_cast<Gather*>(&prim) || dynamic_cast<GatherAxis*>(&prim) ||
+       dynamic_cast<Scatter*>(&prim) || dynamic_cast<ScatterAxis*>(&prim))) {
     need(dtypes[0] == in[0].dtype(), "its output dtype differs from its input's");
+  }
+  if (dynamic_cast<DynamicUnbroadcast*>(&prim)) {
+    need(in.size() == 2, "it takes an array and one lending its shape");
   }
   if (auto* p = dynamic_cast<SortAlongAxis*>(&prim)) {
     auto kind = std::get<0>(p->state()).value;
@@ -402,21 +410,64 @@ void check_step(Primitive& prim, const std::vector<array>& in, const std::vector
       out.back() = y.back();
       need(in[0].shape() == out, "its addend does not have the product's shape");
     }
-  } else if (auto* p = dynamic_cast<QuantizedMatmul*>(&prim)) {
-    auto [group, bits, transpose, mode_field] = p->state();
-    const bool affine = mode_field.value == QuantMode::affine;
-    need(in.size() == (affine ? 4u : 3u) && bits >= 1 && bits <= 8 && group > 0 &&
-             in[0].shape().size() >= 1 && in[1].shape().size() >= 2 && in[1].dtype() == uint32,
-         "its quantization parameters or operands are invalid");
-    int64_t k = in[0].shape(-1);
-    int64_t packed = int64_t(in[1].shape(-1)) * 32 / bits;
-    int64_t kdim = transpose ? packed : in[1].shape(-2);
-    need(k == kdim && packed % group == 0, "its operands' shapes do not multiply");
-    // Scales and biases: one per group along the packed axis of the weight.
-    Shape groups = in[1].shape();
-    groups.back() = static_cast<int32_t>(packed / group);
-    need(in[2].shape() == groups && (!affine || in[3].shape() == groups),
-         "its scales and biases do not match the weight");
+  } else if (auto* q = dynamic_cast<QuantizedProduct*>(&prim)) {
+    // x, w, scales, then biases (affine) or an optional global scale (nvfp4, gather only), then
+    // lhs and rhs (gather).
+    const bool gather = dynamic_cast<GatherQMM*>(q) != nullptr;
+    const bool affine = q->mode() == QuantMode::affine;
+    const size_t rank = gather ? 3 : 2;
+    const size_t scale_inputs = in.size() - 2 - (gather ? 2 : 0);
+    need(in.size() >= (gather ? 5u : 3u) &&
+             (affine ? scale_inputs == 2
+                     : scale_inputs == 1 ||
+                           (gather && q->mode() == QuantMode::nvfp4 && scale_inputs == 2)),
+         "it does not take the inputs of its quantization mode");
+    need(in[1].shape().size() == rank && rank0 == (gather ? 3 : rank0) && rank0 >= 1,
+         "its operands do not have the ranks it multiplies");
+    int cols = 0;
+    try {
+      auto qp = quant_params(q->group_size(), q->bits(), quant_mode_name(q->mode()), name);
+      cols =
+          check_packed(in[1], in[2], affine ? std::optional<array>(in[3]) : std::nullopt, qp, name);
+    } catch (const std::exception& e) {
+      fail(e.what());
+    }
+    if (!affine && scale_inputs == 2) {
+      need(in[3].size() == 1 && in[3].dtype() == float32,
+           "its global scale is not a float32 scalar");
+    }
+    const int rows = in[1].shape(-2);
+    need(in[0].shape(-1) == (q->transpose() ? cols : rows), "its operands' shapes do not multiply");
+    need(is_floating_point(dtypes[0]) && in[0].dtype() == dtypes[0] &&
+             (!affine || (in[2].dtype() == dtypes[0] && in[3].dtype() == dtypes[0])),
+         "its operands differ from the output dtype");
+    if (gather) {
+      const array &lhs = in[in.size() - 2], &rhs = in[in.size() - 1];
+      need(is_integral(lhs.dtype()) && is_integral(rhs.dtype()) && lhs.shape() == rhs.shape(),
+           "its indices are not integer arrays of one shape");
+    }
+  } else if (dynamic_cast<GatherMM*>(&prim) || dynamic_cast<SegmentedMM*>(&prim)) {
+    const bool gather = dynamic_cast<GatherMM*>(&prim) != nullptr;
+    const size_t rank = gather ? 3 : 2;
+    need(in.size() == (gather ? 4u : 3u) && rank0 == rank && in[1].shape().size() == rank,
+         "its operands are not matrices (stacks of matrices) and indices");
+    need(in[0].shape(-1) == in[1].shape(-2), "its operands' shapes do not multiply");
+    need(is_floating_point(dtypes[0]) && in[0].dtype() == dtypes[0] && in[1].dtype() == dtypes[0],
+         "its operands differ from the output dtype");
+    for (size_t i = 2; i < in.size(); ++i) {
+      need(is_integral(in[i].dtype()), "its indices are not integers");
+    }
+    if (gather) {
+      need(in[2].shape() == in[3].shape(), "its index arrays differ in shape");
+    } else {
+      need(!in[2].shape().empty() && in[2].shape().back() == 2, "its segments are not pairs");
+    }
+  } else if (dynamic_cast<Hadamard*>(&prim)) {
+    need(in.size() == 1 && rank0 >= 1 && is_floating_point(in[0].dtype()) &&
+             dtypes[0] == in[0].dtype(),
+         "it takes one floating array of its output dtype");
+    int64_t n = in[0].shape(-1);
+    need(n == 0 || hadamard_size(n).m != 0, "its length is not m * 2^k (m in 1, 12, 20, 28)");
   } else if (auto* p = dynamic_cast<Convolution*>(&prim)) {
     auto [params] = p->state();
     size_t nd = rank0 >= 2 ? rank0 - 2 : 0;

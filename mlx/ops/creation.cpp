@@ -3,9 +3,11 @@
 #include <cmath>
 
 #include "mlx/ops/elementwise.h"
+#include "mlx/ops/graph.h"
 #include "mlx/ops/shape.h"
 #include "mlx/primitives/creation.h"
 #include "mlx/primitives/shape.h"
+#include "mlx/transforms/transforms.h"
 #include "mlx/utils.h"
 
 namespace mlx::core {
@@ -111,13 +113,31 @@ array full(Shape shape, array vals, StreamOrDevice s) {
 array zeros(const Shape& shape, Dtype dtype, StreamOrDevice s) {
   return full(shape, array(false), dtype, s);
 }
-array zeros_like(const array& a, StreamOrDevice s) { return zeros(a.shape(), a.dtype(), s); }
+array full_like(const array& a, array vals, Dtype dtype, StreamOrDevice s) {
+  if (!detail::in_shapeless_tracing()) {
+    return full(a.shape(), std::move(vals), dtype, s);
+  }
+  if (broadcast_shapes(vals.shape(), a.shape(), "full_like") != a.shape()) {
+    throw std::invalid_argument(msg("[full_like] Cannot fill shape ", a.shape(),
+                                    " with values of shape ", vals.shape(), "."));
+  }
+  array in = dynamic_broadcast({astype(std::move(vals), dtype, s), a}, s);
+  Shape shape = in.shape();
+  return array(std::move(shape), dtype, std::make_shared<Full>(to_stream(s)), {std::move(in)});
+}
+
+array zeros_like(const array& a, StreamOrDevice s) {
+  return full_like(a, array(false), a.dtype(), s);
+}
 array ones(const Shape& shape, Dtype dtype, StreamOrDevice s) {
   return full(shape, array(true), dtype, s);
 }
-array ones_like(const array& a, StreamOrDevice s) { return ones(a.shape(), a.dtype(), s); }
+array ones_like(const array& a, StreamOrDevice s) {
+  return full_like(a, array(true), a.dtype(), s);
+}
 array full_like(const array& a, array vals, StreamOrDevice s) {
-  return full(a.shape(), std::move(vals), a.dtype(), s);
+  Dtype dtype = a.dtype();
+  return full_like(a, std::move(vals), dtype, s);
 }
 
 namespace {

@@ -46,6 +46,9 @@ array ones(const Shape& shape, Dtype dtype, StreamOrDevice s = {});
 inline array ones(const Shape& shape, StreamOrDevice s = {}) { return ones(shape, float32, s); }
 array ones_like(const array& a, StreamOrDevice s = {});
 array full_like(const array& a, array vals, StreamOrDevice s = {});
+// a's shape filled with `vals` as `dtype`. In a shapeless trace the *_like shapes follow `a`
+// when the trace is replayed.
+array full_like(const array& a, array vals, Dtype dtype, StreamOrDevice s = {});
 
 array eye(int n, int m, int k, Dtype dtype, StreamOrDevice s = {});
 inline array eye(int n, Dtype dtype, StreamOrDevice s = {}) { return eye(n, n, 0, dtype, s); }

@@ -1,5 +1,6 @@
 #include "mlx/ops/graph.h"
 
+#include "mlx/ops/reduction.h"
 #include "mlx/ops/shape.h"
 #include "mlx/primitives/transform.h"
 #include "mlx/transforms/transforms.h"
@@ -32,6 +33,16 @@ array dynamic_broadcast(const std::vector<array>& inputs, StreamOrDevice s) {
   }
   return array(std::move(shape), inputs[0].dtype(),
                std::make_shared<DynamicBroadcast>(to_stream(s)), inputs);
+}
+
+array unbroadcast(const array& x, const array& like, StreamOrDevice s) {
+  if (detail::in_shapeless_tracing()) {
+    return array(like.shape(), x.dtype(), std::make_shared<DynamicUnbroadcast>(to_stream(s)),
+                 {x, like});
+  }
+  auto axes = DynamicUnbroadcast::summed_axes(x.shape(), like.shape(), false);
+  array summed = axes.empty() ? x : sum(x, axes, true, s);
+  return reshape(summed, like.shape(), s);
 }
 
 array number_of_elements(const array& a, const std::vector<int>& axes, bool inverted, Dtype dtype,

@@ -17,6 +17,10 @@ std::vector<array> depends(const std::vector<array>& inputs,
 // on new shapes (plain broadcast_to outside shapeless traces).
 array dynamic_broadcast(const std::vector<array>& inputs, StreamOrDevice s = {});
 
+// `x` summed to the shape of `like` (whose shape broadcasts to x's), over the axes broadcasting
+// added or stretched; recorded so that a shapeless compile finds those axes on new shapes.
+array unbroadcast(const array& x, const array& like, StreamOrDevice s = {});
+
 // The element count of `a` over `axes` (1 / count when `inverted`) as a scalar of `dtype`.
 array number_of_elements(const array& a, const std::vector<int>& axes, bool inverted, Dtype dtype,
                          StreamOrDevice s = {});

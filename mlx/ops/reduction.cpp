@@ -48,10 +48,12 @@ array drop_axes(const array& out, const std::vector<int>& axes, bool keepdims, S
   return keepdims || axes.empty() ? out : squeeze(out, axes, s);
 }
 
-// The Reduce primitive over sorted axes, or a conversion when every reduced axis has size 1.
+// The Reduce primitive over sorted axes, or a conversion when every reduced axis has size 1
+// (never in a shapeless trace: those axes may be longer when it is replayed).
 array reduce(const array& a, Reduce::ReduceType type, const std::vector<int>& axes, bool keepdims,
              Dtype out_dtype, StreamOrDevice s) {
-  bool noop = std::all_of(axes.begin(), axes.end(), [&](int ax) { return a.shape(ax) == 1; });
+  bool noop = !detail::in_shapeless_tracing() &&
+              std::all_of(axes.begin(), axes.end(), [&](int ax) { return a.shape(ax) == 1; });
   array out = noop ? astype(a, out_dtype, s)
                    : array(keepdims_shape(a, axes), out_dtype,
                            std::make_shared<Reduce>(to_stream(s), type, axes), {a});

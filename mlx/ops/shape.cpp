@@ -1,10 +1,12 @@
 #include "mlx/ops/shape.h"
 
 #include <algorithm>
+#include <limits>
 #include <numeric>
 
 #include "mlx/ops/creation.h"
 #include "mlx/ops/elementwise.h"
+#include "mlx/ops/graph.h"
 #include "mlx/primitives/shape.h"
 #include "mlx/primitives/transform.h"
 #include "mlx/utils.h"
@@ -89,8 +91,14 @@ std::vector<array> broadcast_arrays(const std::vector<array>& inputs, StreamOrDe
   }
   Shape shape = broadcast_shapes(shapes, "broadcast_arrays");
   std::vector<array> out;
-  for (auto& in : inputs) {
-    out.push_back(broadcast_to(in, shape, s));
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (detail::in_shapeless_tracing()) {
+      std::vector<array> others = inputs;
+      std::swap(others[0], others[i]);
+      out.push_back(dynamic_broadcast(others, s));
+    } else {
+      out.push_back(broadcast_to(inputs[i], shape, s));
+    }
   }
   return out;
 }
@@ -123,12 +131,14 @@ array reshape(const array& a, Shape shape, StreamOrDevice s) {
     throw std::invalid_argument(
         msg("[reshape] Cannot reshape array of size ", a.size(), " into shape ", shape, "."));
   }
-  if (shape == a.shape()) {
+  const bool shapeless = detail::in_shapeless_tracing();
+  // A shapeless trace keeps a reshape to the same shape: x.reshape(-1, 1) of an (n, 1) input
+  // is not the identity for other inputs.
+  if (shape == a.shape() && !shapeless) {
     return a;
   }
-  auto p = detail::in_shapeless_tracing()
-               ? std::make_shared<Reshape>(to_stream(s), shape, a.shape(), infer)
-               : std::make_shared<Reshape>(to_stream(s), shape);
+  auto p = shapeless ? std::make_shared<Reshape>(to_stream(s), shape, a.shape(), infer)
+                     : std::make_shared<Reshape>(to_stream(s), shape);
   return array(std::move(shape), a.dtype(), std::move(p), {a});
 }
 
@@ -150,6 +160,12 @@ array flatten(const array& a, int start_axis, int end_axis, StreamOrDevice s) {
   }
   shape.push_back(static_cast<int32_t>(merged));
   shape.insert(shape.end(), a.shape().begin() + end_axis + 1, a.shape().end());
+  if (detail::in_shapeless_tracing()) {
+    // The merged dimension is inferred on replay, as if given as -1.
+    Shape traced = a.shape();
+    return array(shape, a.dtype(),
+                 std::make_shared<Reshape>(to_stream(s), shape, traced, start_axis), {a});
+  }
   return reshape(a, std::move(shape), s);
 }
 
@@ -215,13 +231,14 @@ array squeeze(const array& a, int axis, StreamOrDevice s) {
 }
 
 array squeeze(const array& a, StreamOrDevice s) {
-  Shape shape;
-  for (auto d : a.shape()) {
-    if (d != 1) {
-      shape.push_back(d);
+  // The axes of size 1 now: a shapeless replay checks that they still are.
+  std::vector<int> axes;
+  for (int i = 0; i < a.ndim(); ++i) {
+    if (a.shape(i) == 1) {
+      axes.push_back(i);
     }
   }
-  return reshape(a, std::move(shape), s);
+  return squeeze(a, axes, s);
 }
 
 array expand_dims(const array& a, const std::vector<int>& axes, StreamOrDevice s) {
@@ -286,8 +303,14 @@ array moveaxis(const array& a, int source, int destination, StreamOrDevice s) {
 }
 
 array slice(const array& a, Shape start, Shape stop, Shape strides, StreamOrDevice s) {
+  // In a shapeless trace only a slice to the end of every axis (x[:, :]: stop INT32_MAX) is
+  // the identity for any shape; x[:, :3] of a 3-column input is not.
+  bool whole = true;
+  for (size_t i = 0; i < stop.size() && i < start.size(); ++i) {
+    whole &= start[i] == 0 && stop[i] == std::numeric_limits<int32_t>::max();
+  }
   Shape shape = normalize_slice(a.shape(), start, stop, strides, "slice");
-  bool identity = true;
+  bool identity = whole || !detail::in_shapeless_tracing();
   for (int i = 0; i < a.ndim(); ++i) {
     identity &= start[i] == 0 && strides[i] == 1 && shape[i] == a.shape(i);
   }
@@ -436,6 +459,9 @@ std::vector<array> unstack(const array& a, int axis, StreamOrDevice s) {
 
 std::vector<array> split(const array& a, const Shape& indices, int axis, StreamOrDevice s) {
   int ax = normalize_axis(axis, a.ndim(), "split");
+  if (indices.empty()) {
+    return {a};  // one piece: the whole array, whatever its shape
+  }
   std::vector<array> out;
   out.reserve(indices.size() + 1);
   Shape start(a.ndim(), 0);

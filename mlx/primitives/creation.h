@@ -14,6 +14,9 @@ class Full : public UnaryPrimitive {
   bool is_equivalent(const Primitive& other) const override {
     return dynamic_cast<const Full*>(&other) != nullptr;
   }
+  std::vector<Shape> output_shapes(const std::vector<array>& inputs) override {
+    return {inputs[0].shape()};
+  }
   MLX_DECLARE_TRANSFORM_RULES
 };
 

@@ -12,6 +12,7 @@ class GatherMM : public UnaryPrimitive {
  public:
   GatherMM(Stream stream, bool sorted) : UnaryPrimitive(stream), sorted_(sorted) {}
   MLX_DECLARE_EVAL
+  MLX_SERIALIZABLE(GatherMM, sorted_)
   MLX_DECLARE_TRANSFORM_RULES
   const char* name() const override { return "GatherMM"; }
   bool is_equivalent(const Primitive& other) const override {
@@ -29,6 +30,7 @@ class SegmentedMM : public UnaryPrimitive {
  public:
   explicit SegmentedMM(Stream stream) : UnaryPrimitive(stream) {}
   MLX_DECLARE_EVAL
+  MLX_SERIALIZABLE(SegmentedMM)
   MLX_DECLARE_TRANSFORM_RULES
   const char* name() const override { return "SegmentedMM"; }
   bool is_equivalent(const Primitive& other) const override {

@@ -12,6 +12,7 @@ class Hadamard : public UnaryPrimitive {
   Hadamard(Stream stream, double scale, bool transpose)
       : UnaryPrimitive(stream), scale_(scale), transpose_(transpose) {}
   MLX_DECLARE_EVAL
+  MLX_SERIALIZABLE(Hadamard, scale_, transpose_)
   MLX_DECLARE_TRANSFORM_RULES
   const char* name() const override { return "Hadamard"; }
   bool is_equivalent(const Primitive& other) const override {

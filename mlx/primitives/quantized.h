@@ -68,6 +68,7 @@ class GatherQMM : public QuantizedProduct {
   GatherQMM(Stream stream, int group_size, int bits, bool transpose, QuantMode mode, bool sorted)
       : QuantizedProduct(stream, group_size, bits, transpose, mode), sorted_(sorted) {}
   MLX_DECLARE_EVAL
+  MLX_SERIALIZABLE(GatherQMM, group_size_, bits_, transpose_, MLX_ENUM(mode_, nvfp4), sorted_)
   MLX_DECLARE_TRANSFORM_RULES
   const char* name() const override { return "GatherQMM"; }
   bool is_equivalent(const Primitive& other) const override {

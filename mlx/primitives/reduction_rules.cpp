@@ -154,7 +154,7 @@ std::vector<array> Reduce::vjp(const std::vector<array>& primals,
     case Or:
       return {zeros_like(x, s)};
     case Sum:
-      return {broadcast_to(g, x.shape(), s)};
+      return {dynamic_broadcast({g, x}, s)};  // x's shape, also on a shapeless replay
     case Prod: {
       Rows xr = to_rows(x, axes_, s);
       Shape g_rows = xr.rows.shape();

@@ -30,16 +30,19 @@ std::vector<Shape> Reshape::output_shapes(const std::vector<array>& inputs) {
   size_t n = shape_.size();
   std::vector<bool> carried(n, false);
   Shape out = shape_;
-  // Leading dimensions shared with the traced input follow the new input.
+  // Leading dimensions shared with the traced input follow the new input (the one given as -1
+  // is always inferred, even when it matched: it may have been 1).
+  const size_t infer = infer_ >= 0 ? static_cast<size_t>(infer_) : n;
   size_t lead = 0;
-  while (lead < n && lead < traced.size() && lead < in.size() && shape_[lead] == traced[lead]) {
+  while (lead < n && lead < infer && lead < traced.size() && lead < in.size() &&
+         shape_[lead] == traced[lead]) {
     out[lead] = in[lead];
     carried[lead] = true;
     ++lead;
   }
   // So do trailing ones (not overlapping the leading ones in any of the three shapes).
   for (size_t k = 1; k + lead <= n && k + lead <= traced.size() && k + lead <= in.size(); ++k) {
-    if (shape_[n - k] != traced[traced.size() - k]) {
+    if (n - k == infer || shape_[n - k] != traced[traced.size() - k]) {
       break;
     }
     out[n - k] = in[in.size() - k];

@@ -153,19 +153,100 @@ std::vector<array> DynamicBroadcast::jvp(const std::vector<array>& primals,
 std::vector<array> DynamicBroadcast::vjp(const std::vector<array>& primals,
                                          const std::vector<array>& cotangents,
                                          const std::vector<int>& argnums,
-                                         const std::vector<array>& outputs) {
+                                         const std::vector<array>&) {
   std::vector<array> out;
   for (int a : argnums) {
-    out.push_back(
-        a == 0
-            ? Broadcast(stream(), outputs[0].shape()).vjp({primals[0]}, cotangents, {0}, outputs)[0]
-            : zeros_like(primals[a]));
+    out.push_back(a == 0 ? unbroadcast(cotangents[0], primals[0], stream())
+                         : zeros_like(primals[a], stream()));
   }
   return out;
 }
 std::pair<std::vector<array>, std::vector<int>> DynamicBroadcast::vmap(
     const std::vector<array>& inputs, const std::vector<int>& axes) {
   return {{dynamic_broadcast(detail::align_batch(inputs, axes), stream())}, {0}};
+}
+
+// DynamicUnbroadcast
+
+std::vector<int> DynamicUnbroadcast::summed_axes(const Shape& from, const Shape& to,
+                                                 bool keep_front) {
+  int lead = static_cast<int>(from.size()) - static_cast<int>(to.size());
+  auto fail = [&] {
+    throw std::invalid_argument(
+        msg("[unbroadcast] Cannot sum an array of shape ", from, " to shape ", to, "."));
+  };
+  if (lead < 0 || (keep_front && (lead != 0 || from.empty()))) {
+    fail();
+  }
+  std::vector<int> axes;
+  for (int i = keep_front ? 1 : 0; i < static_cast<int>(from.size()); ++i) {
+    if (i < lead) {
+      axes.push_back(i);
+    } else if (to[i - lead] != from[i]) {
+      if (to[i - lead] != 1) {
+        fail();
+      }
+      axes.push_back(i);
+    }
+  }
+  return axes;
+}
+std::vector<Shape> DynamicUnbroadcast::output_shapes(const std::vector<array>& inputs) {
+  summed_axes(inputs[0].shape(), inputs[1].shape(), keep_front_);
+  Shape out = inputs[1].shape();
+  if (keep_front_) {
+    out[0] = inputs[0].shape(0);
+  }
+  return {out};
+}
+std::vector<array> DynamicUnbroadcast::jvp(const std::vector<array>& primals,
+                                           const std::vector<array>& tangents,
+                                           const std::vector<int>& argnums) {
+  std::vector<array> in{argnums[0] == 0 ? tangents[0] : primals[0], primals[1]};
+  Shape shape = output_shapes(in)[0];
+  array t(std::move(shape), in[0].dtype(),
+          std::make_shared<DynamicUnbroadcast>(stream(), keep_front_), in);
+  return {argnums[0] == 0 ? t : zeros_like(t, stream())};
+}
+std::vector<array> DynamicUnbroadcast::vjp(const std::vector<array>& primals,
+                                           const std::vector<array>& cotangents,
+                                           const std::vector<int>& argnums,
+                                           const std::vector<array>&) {
+  std::vector<array> out;
+  for (int a : argnums) {
+    out.push_back(a == 0 ? dynamic_broadcast({cotangents[0], primals[0]}, stream())
+                         : zeros_like(primals[1], stream()));
+  }
+  return out;
+}
+std::pair<std::vector<array>, std::vector<int>> DynamicUnbroadcast::vmap(
+    const std::vector<array>& inputs, const std::vector<int>& axes) {
+  // Batch axes in front (size 1 for an unmapped input), the lending input padded with size-1
+  // axes behind it to the rank of the summed one; keep_front leaves the batch axis alone.
+  auto front = [&](int i) {
+    return axes[i] >= 0 ? detail::batch_first(inputs[i], axes[i])
+                        : expand_dims(inputs[i], 0, stream());
+  };
+  array x = front(0), like = front(1);
+  std::vector<int> padded;
+  for (int i = 1; i <= x.ndim() - like.ndim(); ++i) {
+    padded.push_back(i);
+  }
+  if (!padded.empty()) {
+    like = expand_dims(like, padded, stream());
+  }
+  summed_axes(x.shape(), like.shape(), true);
+  Shape shape = like.shape();
+  shape[0] = x.shape(0);
+  array out(std::move(shape), x.dtype(), std::make_shared<DynamicUnbroadcast>(stream(), true),
+            {x, like});
+  if (!padded.empty()) {
+    out = squeeze(out, padded, stream());
+  }
+  // An unmapped summand gives the same sum for every batch element.
+  return axes[0] >= 0
+             ? std::pair{std::vector<array>{out}, std::vector<int>{0}}
+             : std::pair{std::vector<array>{squeeze(out, 0, stream())}, std::vector<int>{-1}};
 }
 
 // NumberOfElements

@@ -1,5 +1,6 @@
-// Primitives that exist for the function transforms. None of them computes anything: their
-// outputs share their inputs' buffers, on any device.
+// Primitives that exist for the function transforms. Most compute nothing (their outputs
+// share their inputs' buffers, on any device); the shapeless ones below compute what depends on
+// shapes known only when a trace is replayed.
 #pragma once
 
 #include <functional>
@@ -102,6 +103,32 @@ class DynamicBroadcast : public UnaryPrimitive {
   }
   std::vector<Shape> output_shapes(const std::vector<array>& inputs) override;
   MLX_DECLARE_TRANSFORM_RULES
+};
+
+// Input 0 summed over the axes a DynamicBroadcast added or stretched to reach its shape from
+// input 1's (which only lends its shape): the DynamicBroadcast's vjp in shapeless traces, where
+// which axes were broadcast is known only when the shapes are. Its output has input 1's shape;
+// with `keep_front` (its vmap: the batch axis in front of both, of equal ranks) axis 0 is never
+// summed and has input 0's size.
+class DynamicUnbroadcast : public UnaryPrimitive {
+ public:
+  explicit DynamicUnbroadcast(Stream stream, bool keep_front = false)
+      : UnaryPrimitive(stream), keep_front_(keep_front) {}
+  MLX_DECLARE_EVAL
+  MLX_SERIALIZABLE(DynamicUnbroadcast, keep_front_)
+  const char* name() const override { return "DynamicUnbroadcast"; }
+  bool is_equivalent(const Primitive& other) const override {
+    auto* o = dynamic_cast<const DynamicUnbroadcast*>(&other);
+    return o && o->keep_front_ == keep_front_;
+  }
+  std::vector<Shape> output_shapes(const std::vector<array>& inputs) override;
+  // The axes of `from` that are summed (those `to` lacks or has as 1 where `from` does not,
+  // axis 0 excepted with keep_front); throws when `to` does not broadcast to `from`.
+  static std::vector<int> summed_axes(const Shape& from, const Shape& to, bool keep_front);
+  MLX_DECLARE_TRANSFORM_RULES
+
+ private:
+  bool keep_front_;
 };
 
 // The number of elements of the input over `axes` (or its reciprocal), as a scalar of

@@ -49,6 +49,7 @@ struct Signature {
 struct Trace {
   Signature signature;
   detail::Program program;
+  detail::Program unfused;  // before fusion (for detail::UnfusedScope)
 };
 
 // Restores state arrays replaced by placeholders while fun is traced.
@@ -84,7 +85,8 @@ class CompiledFunction {
       return fun_(args);
     }
     std::vector<array> inputs = with_state(args);
-    const detail::Program& program = program_for(inputs, args.size());
+    const Trace& trace = trace_for(inputs, args.size());
+    const detail::Program& program = detail::in_unfused_scope() ? trace.unfused : trace.program;
     std::vector<array> outputs = detail::replay(program, inputs, options_.shapeless);
     size_t num_results = outputs.size() - options_.state_outputs.size();
     for (size_t i = 0; i < options_.state_outputs.size(); ++i) {
@@ -96,7 +98,7 @@ class CompiledFunction {
 
   MemoryPlan memory_plan(const std::vector<array>& args) {
     std::vector<array> inputs = with_state(args);
-    const detail::Program& program = program_for(inputs, args.size());
+    const detail::Program& program = trace_for(inputs, args.size()).program;
     return detail::simulate_memory(program, inputs, detail::eval_order(program));
   }
 
@@ -110,22 +112,27 @@ class CompiledFunction {
   }
 
   // The trace for these inputs, captured on first use.
-  const detail::Program& program_for(const std::vector<array>& inputs, size_t num_args) {
+  const Trace& trace_for(const std::vector<array>& inputs, size_t num_args) {
     Signature sig = Signature::of(inputs, options_.shapeless);
     {
       std::lock_guard<std::mutex> lock(mutex_);
       for (auto& t : traces_) {
         if (t.signature == sig) {
-          return t.program;
+          return t;
         }
       }
     }
-    Trace t{sig, capture(inputs, num_args)};
+    Trace t{sig, capture(inputs, num_args), {}};
+    t.unfused = t.program;
+    if (detail::fusion_enabled()) {
+      t.program = detail::fuse_elementwise(t.unfused, options_.shapeless);
+    }
     std::lock_guard<std::mutex> lock(mutex_);
     traces_.push_back(std::move(t));
-    return traces_.back().program;
+    return traces_.back();
   }
 
+  // The simplified program of fun for these inputs (not fused).
   detail::Program capture(const std::vector<array>& inputs, size_t num_args) {
     detail::TracingScope scope;
     detail::ShapelessScope shapeless(options_.shapeless);
@@ -143,11 +150,7 @@ class CompiledFunction {
         outputs.push_back(*s);
       }
     }
-    detail::Program program = detail::build_program(placeholders, outputs, options_.shapeless);
-    if (detail::fusion_enabled()) {
-      program = detail::fuse_elementwise(program, options_.shapeless);
-    }
-    return program;
+    return detail::build_program(placeholders, outputs, options_.shapeless);
   }
 
   ArrayFn fun_;

@@ -15,6 +15,15 @@ size_t inputs_to_follow(const array& node, Walk walk) {
   if (walk == Walk::differentiate && dynamic_cast<StopGradient*>(&p)) {
     return 0;
   }
+  // Inputs that only lend their shapes (shapeless traces) carry no derivative: following them
+  // would differentiate what a constant operand feeds (log(x) for a constant exponent, NaN).
+  if (walk == Walk::differentiate &&
+      (dynamic_cast<DynamicBroadcast*>(&p) || dynamic_cast<DynamicUnbroadcast*>(&p))) {
+    return 1;
+  }
+  if (walk == Walk::differentiate && dynamic_cast<NumberOfElements*>(&p)) {
+    return 0;
+  }
   if (auto* custom = dynamic_cast<CustomTransforms*>(&p)) {
     return custom->num_primals();
   }

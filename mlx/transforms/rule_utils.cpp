@@ -1,6 +1,7 @@
 #include "mlx/transforms/rule_utils.h"
 
 #include <algorithm>
+#include <numeric>
 
 #include "mlx/ops.h"
 
@@ -17,13 +18,10 @@ std::vector<array> align_batch(const std::vector<array>& inputs, const std::vect
   out.reserve(inputs.size());
   for (size_t i = 0; i < inputs.size(); ++i) {
     array x = batch_first(inputs[i], axes[i]);
-    Shape shape = x.shape();
-    if (axes[i] >= 0) {
-      shape.insert(shape.begin() + 1, rank + 1 - x.ndim(), 1);
-    } else {
-      shape.insert(shape.begin(), rank + 1 - x.ndim(), 1);
-    }
-    out.push_back(shape == x.shape() ? x : reshape(x, shape));
+    // Size-1 axes by expand_dims, not reshape: a shapeless trace replays it for any shape.
+    std::vector<int> ones(rank + 1 - x.ndim());
+    std::iota(ones.begin(), ones.end(), axes[i] >= 0 ? 1 : 0);
+    out.push_back(ones.empty() ? x : expand_dims(x, ones));
   }
   return out;
 }

@@ -7,6 +7,7 @@ namespace {
 // (built or evaluated meanwhile) are not part of that trace.
 thread_local int tracing_depth = 0;
 thread_local int shapeless_depth = 0;
+thread_local int unfused_depth = 0;
 }  // namespace
 
 bool in_tracing() { return tracing_depth > 0; }
@@ -25,5 +26,9 @@ ShapelessScope::~ShapelessScope() {
   }
 }
 bool in_shapeless_tracing() { return shapeless_depth > 0; }
+
+UnfusedScope::UnfusedScope() { ++unfused_depth; }
+UnfusedScope::~UnfusedScope() { --unfused_depth; }
+bool in_unfused_scope() { return unfused_depth > 0; }
 
 }  // namespace mlx::core::detail

@@ -141,6 +141,17 @@ class ShapelessScope {
 };
 bool in_shapeless_tracing();
 
+// While one is alive (on this thread), compiled functions replay their programs unfused:
+// export traces through them and writes ordinary primitives, which an importer can check.
+class UnfusedScope {
+ public:
+  UnfusedScope();
+  ~UnfusedScope();
+  UnfusedScope(const UnfusedScope&) = delete;
+  UnfusedScope& operator=(const UnfusedScope&) = delete;
+};
+bool in_unfused_scope();
+
 // vjp with an explicit choice of the primals to differentiate (the others are constants).
 // Empty `cotangents` means ones for every output.
 std::pair<std::vector<array>, std::vector<array>> vjp(const ArrayFn& fun,

@@ -131,13 +131,13 @@ void init_ops_creation(nb::module_& m) {
   def_op(
       m, {"zeros_like"},
       [](const array& a, std::optional<Dtype> dtype, StreamOrDevice s) {
-        return zeros(a.shape(), dtype.value_or(a.dtype()), s);
+        return full_like(a, array(false), dtype.value_or(a.dtype()), s);
       },
       "dtype"_a = nb::none());
   def_op(
       m, {"ones_like"},
       [](const array& a, std::optional<Dtype> dtype, StreamOrDevice s) {
-        return ones(a.shape(), dtype.value_or(a.dtype()), s);
+        return full_like(a, array(true), dtype.value_or(a.dtype()), s);
       },
       "dtype"_a = nb::none());
   // Arrays always hold defined values, so "empty" arrays are zero-filled.
@@ -147,7 +147,7 @@ void init_ops_creation(nb::module_& m) {
       m, {"full_like"},
       [](const array& a, const ScalarOrArray& vals, std::optional<Dtype> dtype, StreamOrDevice s) {
         Dtype t = dtype.value_or(a.dtype());
-        return full(a.shape(), vals.get(t), t, s);
+        return full_like(a, vals.get(t), t, s);
       },
       "vals"_a, "dtype"_a = nb::none());
   def_diagonal_creator(m, "eye", &eye);

@@ -27,11 +27,12 @@ def rng():
 
 
 def pytest_terminal_summary(terminalreporter):
-    """Prints what the stress suite (test_stress.py, fuzz_ops.py) ran: counts per kind."""
+    """Prints what the stress suite (test_stress.py, fuzz_ops.py, the loader fuzzers) ran:
+    counts per kind."""
     import json
 
     counts = {}
-    for name in ("test_stress", "test_fuzz_ops", "test_io_hostile"):
+    for name in ("test_stress", "test_fuzz_ops", "test_io_hostile", "test_gguf_fuzz"):
         mod = sys.modules.get(name)
         counts.update(getattr(mod, "STRESS_COUNTS", {}))
     if not counts:

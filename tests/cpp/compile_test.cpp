@@ -94,6 +94,40 @@ TEST(Compile, ShapelessReshapeFollowsInputsOrFailsClearly) {
   EXPECT_THROW(ch({zeros({8, 4})}), std::invalid_argument);
 }
 
+TEST(Compile, ShapelessReductionsOverAxesOfSizeOneInTheFirstTrace) {
+  // Traced with (2, 1), the sums must still reduce axis 1 of a (2, 3) input, and the
+  // gradient of a broadcast traced without broadcasting must sum over it on replay.
+  auto f = [](const std::vector<array>& in) {
+    return std::vector<array>{sum(in[0], 1), max(exp(in[0]), std::vector<int>{1}, true)};
+  };
+  auto cf = compile(f, true);
+  auto grads = [](const std::vector<array>& in) {
+    auto loss = [](const std::vector<array>& a) {
+      return std::vector<array>{sum(square(add(a[0], a[1])))};
+    };
+    return vjp(loss, in, {array(1.0f)}).second;
+  };
+  auto compiled_grads = compile(grads, true);
+  for (int n : {1, 3}) {
+    array x = random_array({2, n}, float32, -1, 1, n);
+    auto got = cf({x});
+    auto want = f({x});
+    for (int k = 0; k < 2; ++k) {
+      expect_close(got[k], to_vector(want[k]), want[k].shape());
+    }
+  }
+  // A bias traced against a batch of one row (nothing broadcast), then a batch of four.
+  for (int batch : {1, 4}) {
+    std::vector<array> in{random_array({batch, 3}, float32, -1, 1, batch),
+                          random_array({1, 3}, float32, -1, 1, 7)};
+    auto got = compiled_grads(in);
+    auto want = grads(in);
+    for (int k = 0; k < 2; ++k) {
+      expect_close(got[k], to_vector(want[k]), want[k].shape());
+    }
+  }
+}
+
 TEST(Compile, CapturesStateInputsAndOutputs) {
   array total = zeros({3});
   int traces = 0;

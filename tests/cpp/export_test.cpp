@@ -10,6 +10,8 @@
 #include "mlx/mlx.h"
 #include "mlx/primitives/elementwise.h"
 #include "mlx/primitives/reduction.h"
+#include "mlx/primitives/transform.h"
+#include "mlx/primitives/with_kernels.h"
 #include "test_utils.h"
 
 namespace mlx::core::test {
@@ -31,6 +33,38 @@ TEST(Export, PrimitiveStateRoundTrips) {
   EXPECT_EQ(r.remaining(), 0u);
   EXPECT_TRUE(rebuilt->is_equivalent(original));
   EXPECT_FALSE(rebuilt->is_equivalent(Reduce(s, Reduce::Sum, {0, 2})));
+}
+
+template <class P>
+constexpr bool kSerializable = requires {
+  P::kSerialName;
+};
+
+// Every primitive an op can put in a graph can be written to a file. Not exported: the
+// collectives (a group is process state, not a parameter), Compiled (export traces compiled
+// functions unfused), CustomTransforms (inlined) and Load (constants are written as data).
+TEST(Export, EveryPrimitiveIsSerializable) {
+  std::vector<std::string> missing;
+#define MLX_CHECK_SERIALIZABLE(P)                                            \
+  if (!kSerializable<P> && std::string(#P).rfind("distributed::", 0) != 0 && \
+      std::string(#P) != "Compiled") {                                       \
+    missing.push_back(#P);                                                   \
+  }
+  MLX_PRIMITIVES_WITH_KERNELS(MLX_CHECK_SERIALIZABLE)
+  MLX_CHECK_SERIALIZABLE(Broadcast)
+  MLX_CHECK_SERIALIZABLE(Transpose)
+  MLX_CHECK_SERIALIZABLE(Slice)
+  MLX_CHECK_SERIALIZABLE(AsStrided)
+  MLX_CHECK_SERIALIZABLE(Diagonal)
+  MLX_CHECK_SERIALIZABLE(StopGradient)
+  MLX_CHECK_SERIALIZABLE(Depends)
+  MLX_CHECK_SERIALIZABLE(DynamicBroadcast)
+  MLX_CHECK_SERIALIZABLE(DynamicUnbroadcast)
+  MLX_CHECK_SERIALIZABLE(NumberOfElements)
+  MLX_CHECK_SERIALIZABLE(SqueezeAxes)
+  MLX_CHECK_SERIALIZABLE(ExpandAxes)
+#undef MLX_CHECK_SERIALIZABLE
+  EXPECT_TRUE(missing.empty()) << "no MLX_SERIALIZABLE: " << ::testing::PrintToString(missing);
 }
 
 TEST(Export, StateReaderRejectsBadBytes) {
