@@ -67,6 +67,7 @@ class Send : public DistPrimitive {
   std::pair<std::vector<array>, std::vector<int>> vmap(const std::vector<array>& inputs,
                                                        const std::vector<int>& axes) override;
   const char* name() const override { return "Send"; }
+  bool has_side_effects() const override { return true; }
 
  private:
   int dst_;
@@ -78,6 +79,7 @@ class Recv : public DistPrimitive {
   Recv(Stream stream, Group group, int src) : DistPrimitive(stream, std::move(group)), src_(src) {}
   MLX_DECLARE_EVAL
   const char* name() const override { return "Recv"; }
+  bool has_side_effects() const override { return true; }
 
  private:
   int src_;

@@ -43,6 +43,10 @@ class Primitive {
   virtual void print(std::ostream& os) { os << name(); }
   // Same computation given the same inputs (used to merge common subexpressions).
   virtual bool is_equivalent(const Primitive& other) const { return false; }
+  // Whether running it does more than compute its outputs (it sends or receives data): compile
+  // then replays it at every call, never folding it into a constant, even when nothing it reads
+  // depends on the function's inputs.
+  virtual bool has_side_effects() const { return false; }
   // Output shapes for given input shapes, for shapeless compilation.
   virtual std::vector<Shape> output_shapes(const std::vector<array>& inputs);
   // Export: the class name and the constructor's parameters (MLX_SERIALIZABLE, see

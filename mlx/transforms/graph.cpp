@@ -66,7 +66,8 @@ std::vector<array> dependent_tape(const std::vector<array>& outputs, const IdSet
       array node = std::move(top.node);
       size_t followed = top.num_inputs;
       stack.pop_back();
-      bool depends = false;
+      // A capture keeps what communicates even when it reads no source (compile replays it).
+      bool depends = walk == Walk::capture && node.primitive().has_side_effects();
       for (size_t i = 0; i < followed; ++i) {
         depends = depends || dependent.count(node.inputs()[i].id());
       }

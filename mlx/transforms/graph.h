@@ -19,7 +19,8 @@ enum class Walk {
 // The nodes between `sources` and `outputs`: every node reachable from `outputs` (without
 // recursion) that depends on one of `sources`, one entry per sibling group, inputs before
 // their consumers. Sources themselves are not on the tape. Except when capturing, a custom
-// function's own graph is not entered: its rules stand for it.
+// function's own graph is not entered: its rules stand for it. A capture also keeps nodes with
+// side effects (Primitive::has_side_effects) and what reads them.
 std::vector<array> dependent_tape(const std::vector<array>& outputs, const IdSet& sources,
                                   Walk walk);
 

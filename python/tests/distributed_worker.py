@@ -120,6 +120,30 @@ def point_to_point(g):
             assert "send" in str(e)
 
 
+def compiled_point_to_point(g):
+    """Sends and receives in compiled functions run at every call: an input-free recv and a
+    send of a constant are not folded into constants at trace time."""
+    n, r = g.size(), g.rank()
+    right, left = (r + 1) % n, (r - 1) % n
+    send = mx.compile(lambda x: mx.distributed.send(x, right, group=g))
+    send_constant = mx.compile(lambda: mx.distributed.send(mx.full((3,), -1.0), right, group=g))
+    recv = mx.compile(lambda: mx.distributed.recv((3,), mx.float32, left, group=g))
+    for step in range(3):
+        x = mx.full((3,), float(10 * step + r))
+        sends = [lambda: send(x), send_constant]
+        for k, do_send in enumerate(sends):
+            if r % 2 == 0:
+                mx.eval(do_send())
+                got = recv()
+                mx.eval(got)
+            else:
+                got = recv()
+                mx.eval(got)
+                mx.eval(do_send())
+            want = 10 * step + left if k == 0 else -1
+            check(got, np.full(3, want, np.float32), f"compiled recv, step {step}, send {k}")
+
+
 def transforms(g):
     n, r = g.size(), g.rank()
     x = mx.arange(6, dtype=mx.float32).reshape(2, 3) + r

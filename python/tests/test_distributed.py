@@ -53,7 +53,7 @@ def rank_lines(out, rank):
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_every_collective_dtype_and_shape(backend, n):
     r = launch("--backend", backend, "-n", str(n), WORKER,
-               "collectives,point_to_point,transforms,split,nn_parallel")
+               "collectives,point_to_point,compiled_point_to_point,transforms,split,nn_parallel")
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     for rank in range(n):
         assert f"rank {rank} ok" in rank_lines(r.stdout, rank), r.stdout[-2000:]
