@@ -21,6 +21,16 @@ def timeit(fn, min_time=0.5, max_reps=50):
     return statistics.median(times)
 
 
+def cuda_timeit(torch, fn, min_time=0.3, max_reps=30):
+    """timeit of fn() on a CUDA device, each call waited for."""
+
+    def step():
+        fn()
+        torch.cuda.synchronize()
+
+    return timeit(step, min_time, max_reps)
+
+
 def run_worker(python, library, script=__file__, threads=None, pythonpath=""):
     """The results of `script`'s worker, or None when `python` cannot run it (no PyTorch).
     `pythonpath` replaces PYTHONPATH for the worker (None removes it; "" keeps ours)."""

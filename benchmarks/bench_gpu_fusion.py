@@ -10,7 +10,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_common import compare, timeit  # noqa: E402
+from bench_common import compare, cuda_timeit, timeit  # noqa: E402
 
 N = 1 << 24  # float32 elements: 64 MB per array
 
@@ -61,12 +61,7 @@ def run_torch():
     out = {}
     for name, f, nargs in CASES:
         args = xs[:nargs]
-
-        def step():
-            f(torch, *args)
-            torch.cuda.synchronize()
-
-        out[name] = {"t": timeit(step, 0.3, 30)}
+        out[name] = {"t": cuda_timeit(torch, lambda: f(torch, *args))}
     return {"version": torch.__version__, "times": out}
 
 

@@ -7,7 +7,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_common import compare, timeit  # noqa: E402
+from bench_common import compare, cuda_timeit, timeit  # noqa: E402
 
 # (name, shape, op)
 CASES = [
@@ -54,7 +54,8 @@ def run_mlx():
     import mlx.core as mx
 
     out = {}
-    for label, device in (("gpu", mx.gpu), ("cpu", mx.cpu)):
+    devices = [("cpu", mx.cpu)] + ([("gpu", mx.gpu)] if mx.is_available(mx.gpu) else [])
+    for label, device in devices:
         ops = mlx_ops(mx, device)
         for name, shape, op in CASES:
             a, b = (mx.array(x) for x in inputs(np, shape, op))
@@ -81,12 +82,7 @@ def run_torch():
     out = {}
     for name, shape, op in CASES:
         a, b = (torch.from_numpy(x).cuda() for x in inputs(np, shape, op))
-
-        def step():
-            ops[op](a, b)
-            torch.cuda.synchronize()
-
-        out[name] = {"t": timeit(step, 0.3, 20)}
+        out[name] = {"t": cuda_timeit(torch, lambda: ops[op](a, b), 0.3, 20)}
     return {"version": torch.__version__, "times": out}
 
 
@@ -96,8 +92,8 @@ def main():
           "| GPU speedup over CPU | PyTorch / ours GPU |")
     print("|---|---|---|---|---|---|")
     for name, _, _ in CASES:
-        g = ours[f"{name} [gpu]"]["t"] * 1e3
         c = ours[f"{name} [cpu]"]["t"] * 1e3
+        g = ours.get(f"{name} [gpu]", {}).get("t", float("nan")) * 1e3  # nan: no GPU here
         t = theirs.get(name, {}).get("t")
         ts = f"{t * 1e3:.3f}" if t else "n/a"
         ratio = f"{t * 1e3 / g:.2f}x" if t else "n/a"
