@@ -1,6 +1,10 @@
 // compile's fusion pass and the Compiled primitive's CPU kernel.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <optional>
+
+#include "mlx/backend/common/jit_cache.h"
 #include "mlx/mlx.h"
 #include "mlx/primitives/compiled.h"
 #include "mlx/transforms/compile_program.h"
@@ -96,6 +100,57 @@ TEST_F(CompileFusion, ConstructorRejectsOpsReadingLaterValues) {
       {FusedOp::Kind::unary, static_cast<int>(UnaryOp::Exp), float32, {2, -1, -1}}};
   EXPECT_THROW(Compiled(default_stream(Device::cpu), {float32}, ops, {1}), std::invalid_argument);
   EXPECT_THROW(Compiled(default_stream(Device::cpu), {float32}, {}, {0}), std::invalid_argument);
+}
+
+// The kernel builder with a stand-in compiler (cp) and loader: when it builds, what it keeps on
+// disk, and that a second cache over the same directory loads instead of building.
+TEST(JitCache, BuildsAtTheConfiguredUseAndLoadsFromDiskFirst) {
+  if (std::getenv("MLX_COMPILE_JIT")) {
+    GTEST_SKIP() << "MLX_COMPILE_JIT changes when kernels build";
+  }
+  char dir[] = "/tmp/mlx_jit_cache_test_XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const char* saved = std::getenv("MLX_KERNEL_CACHE");
+  std::string old = saved ? saved : "";
+  setenv("MLX_KERNEL_CACHE", dir, 1);
+  static int loaded;  // what the stand-in loader hands out
+  JitCache::Toolchain t{
+      "test",
+      "// prelude\n",
+      ".txt",
+      ".out",
+      [](const std::string& src, const std::string& out) { return "cp " + src + " " + out; },
+      [](const std::string&, const std::string&) -> void* { return &loaded; },
+      true,
+      2};
+  // Leaked, as the real caches: the registry of caches keeps them for the statistics.
+  auto* first = new JitCache(t);
+  int sources = 0;
+  auto make = [&](const std::string& name) -> std::optional<std::string> {
+    ++sources;
+    return "kernel " + name + "\n";
+  };
+  EXPECT_EQ(first->lookup("region", make), nullptr);  // first use: nothing built
+  first->wait();
+  EXPECT_EQ(first->stats().built, 0);
+  first->lookup("region", make);  // the second starts the build
+  first->wait();
+  EXPECT_EQ(first->stats().built, 1);
+  EXPECT_EQ(first->lookup("region", make), &loaded);
+  EXPECT_EQ(sources, 1);  // the source is made once per key
+  EXPECT_EQ(first->stats().failed, 0);
+  auto* second = new JitCache(t);
+  EXPECT_EQ(second->lookup("region", make), &loaded);  // from disk, at the first use
+  EXPECT_EQ(second->stats().from_disk, 1);
+  EXPECT_EQ(second->stats().built, 0);
+  // No source: no kernel, and nothing is built for it.
+  EXPECT_EQ(first->lookup("other", [](const std::string&) { return std::optional<std::string>(); }),
+            nullptr);
+  if (saved) {
+    setenv("MLX_KERNEL_CACHE", old.c_str(), 1);
+  } else {
+    unsetenv("MLX_KERNEL_CACHE");
+  }
 }
 
 }  // namespace

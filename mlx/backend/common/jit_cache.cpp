@@ -92,13 +92,12 @@ void* JitCache::lookup(
         return nullptr;
       }
       k->source = *src;
-      if (open(*k, path_of(*k))) {
-        ++stats_.from_disk;
-      } else {
-        pending_.push_back(k);
-        start_worker();
-        cv_.notify_one();
-      }
+    }
+    // The disk cache is asked at the first use; the compiler only at the use that starts it.
+    if (!k->done && ++k->uses == 1 && open(*k, path_of(*k))) {
+      ++stats_.from_disk;
+    } else if (!k->done && k->uses == (sync_ ? 1 : toolchain_.uses_before_build)) {
+      queue_build_locked(k);
     }
   }
   if (sync_ && !k->done) {
@@ -111,6 +110,12 @@ void* JitCache::lookup(
     ++stats_.interpreted;
   }
   return fn;
+}
+
+void JitCache::queue_build_locked(const std::shared_ptr<Kernel>& k) {
+  pending_.push_back(k);
+  start_worker();
+  cv_.notify_one();
 }
 
 void JitCache::wait() {

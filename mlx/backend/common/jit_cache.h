@@ -31,6 +31,9 @@ class JitCache {
     // The entry point `name` of a built artifact (a function pointer, a CUfunction), or null.
     std::function<void*(const std::string& path, const std::string& name)> load;
     bool available = true;  // false: the toolchain is missing here (never generate)
+    // Lookups of a key before its build starts (MLX_COMPILE_JIT=sync: always the first):
+    // 2 spares the compiler the regions a program runs only once (nvcc takes about a second).
+    int uses_before_build = 1;
   };
 
   explicit JitCache(Toolchain toolchain);
@@ -56,7 +59,10 @@ class JitCache {
     std::atomic<void*> fn{nullptr};
     std::atomic<bool> done{false};
     std::string name, source;
+    int uses = 0;  // lookups so far (under the cache's mutex)
   };
+  // Hands k to the builder thread; called under mutex_.
+  void queue_build_locked(const std::shared_ptr<Kernel>& k);
   struct Counters {
     std::atomic<int64_t> built{0}, from_disk{0}, memory_hits{0}, interpreted{0}, failed{0};
   };

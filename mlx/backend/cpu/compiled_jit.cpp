@@ -202,6 +202,7 @@ JitCache& cache() {
       },
       open_library,
       header_exists(),
+      1,
   });  // leaked: regions may run during static destruction
   return *c;
 }

@@ -1,9 +1,10 @@
 // Compiled::eval_gpu: a fused region as one generated CUDA kernel. The kernel calls the same
 // device functors as the unfused kernels (elementwise_ops.cuh, cast_to), one thread per output
 // element, every value in registers; inputs are read dense, as one broadcast scalar, or through
-// strides over the output's shape. nvcc builds it in the background (backend/common/jit_cache.h,
-// keyed on the ops, dtypes, input access kinds and the GPU's architecture, never on shapes);
-// until it is ready, and for regions with a reduction, the region runs op by op: its expand()ed
+// strides over the output's shape. nvcc builds it in the background once a region runs a second
+// time (backend/common/jit_cache.h, keyed on the ops, dtypes, input access kinds and the GPU's
+// architecture, never on shapes); until it is ready, and for regions with a reduction, the
+// region runs op by op: its expand()ed
 // primitives, each with its own GPU kernel (run_graph.h). Either way the results are the
 // unfused graph's.
 #include <cuda_runtime.h>
@@ -179,17 +180,16 @@ JitCache& cache() {
       std::string("// mlx-linux fused CUDA kernel; flags: ") + MLX_JIT_NVCC_FLAGS +
           "\n#include \"mlx/backend/cuda/elementwise_ops.cuh\"\n"
           "using namespace mlx::core::cu;\n",
-      ".cu",
-      ".cubin",
+      ".cu", ".cubin",
       [](const std::string& src, const std::string& out) {
         const char* nvcc = std::getenv("MLX_JIT_NVCC");
         return std::string(nvcc ? nvcc : MLX_JIT_NVCC) + " " + MLX_JIT_NVCC_FLAGS +
                " -cubin -arch=sm_" + compute_capability() + " -I" + MLX_JIT_SOURCE_DIR + " -o " +
                out + " " + src;
       },
-      load_kernel,
-      nvcc_exists(),
-  });  // leaked: regions may run during static destruction
+      load_kernel, nvcc_exists(),
+      2,  // regions run once (a test, an init) are not worth nvcc's second
+  });     // leaked: regions may run during static destruction
   return *c;
 }
 // Registered from the start, so that the switches and statistics reach it before first use.
