@@ -276,8 +276,7 @@ class Fuser {
   void attach_reduction(int s) {
     const ProgramStep& st = p_.steps[s];
     auto* reduce = dynamic_cast<Reduce*>(st.primitive.get());
-    if (!reduce || st.primitive->stream().device.type != Device::cpu ||
-        st.dtypes[0] != float32) {
+    if (!reduce || st.primitive->stream().device.type != Device::cpu || st.dtypes[0] != float32) {
       return;
     }
     auto type = reduce->type();
