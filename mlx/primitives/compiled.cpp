@@ -37,6 +37,7 @@ Compiled::Compiled(Stream stream, std::vector<Dtype> input_dtypes, std::vector<F
        reduction_.axes.empty())) {
     throw std::invalid_argument("[Compiled] The reduction must reduce an op result over axes.");
   }
+  code_ = listing();
 }
 
 bool Compiled::is_equivalent(const Primitive& other) const {
@@ -155,7 +156,7 @@ std::vector<array> Compiled::expand(const std::vector<array>& inputs) const {
   return outs;
 }
 
-std::string Compiled::code() const {
+std::string Compiled::listing() const {
   std::ostringstream os;
   for (int i = 0; i < num_inputs(); ++i) {
     os << "  in  v" << i << ": " << input_dtypes_[i] << "\n";

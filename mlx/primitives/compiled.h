@@ -60,8 +60,9 @@ class Compiled : public Primitive {
   // The region as a graph of ordinary elementwise primitives (the transforms use it, and a
   // shapeless replay whose shapes are not uniform).
   std::vector<array> expand(const std::vector<array>& inputs) const;
-  // C-like listing of the ops, one line per op ("v3 = Exp(v0)"): the debug print.
-  std::string code() const;
+  // C-like listing of the ops, one line per op ("v3 = Exp(v0)"): the debug print, and the key
+  // of the generated kernels (made once: the kernel caches look it up at every evaluation).
+  const std::string& code() const { return code_; }
 
   const std::vector<Dtype>& input_dtypes() const { return input_dtypes_; }
   const std::vector<FusedOp>& ops() const { return ops_; }
@@ -78,6 +79,9 @@ class Compiled : public Primitive {
   std::vector<FusedOp> ops_;
   std::vector<int> outputs_;
   FusedReduction reduction_;
+  std::string code_;
+
+  std::string listing() const;
 };
 
 namespace detail {

@@ -585,12 +585,12 @@ void init_transforms(nb::module_& m) {
         return d;
       },
       nb::arg("wait") = false,
-      "Debugging and benchmarks: the CPU's generated fused kernels (built, loaded from the disk "
-      "cache, evaluations that ran one or the interpreter, failures); wait=True first waits "
-      "for the kernels being built.");
+      "Debugging and benchmarks: the generated fused kernels of the CPU and the GPU together "
+      "(built, loaded from the disk cache, evaluations that ran one or the other way, "
+      "failures); wait=True first waits for the kernels being built.");
   m.def("_set_fused_kernel_generation", &detail::set_fused_kernel_generation, nb::arg("enabled"),
-        "Debugging and benchmarks: whether the CPU runs fused regions through generated "
-        "kernels (else the interpreter).");
+        "Debugging and benchmarks: whether fused regions run through generated "
+        "kernels (else the interpreter on the CPU, op by op on the GPU).");
   m.def("_set_fusion", &detail::set_fusion_enabled, nb::arg("enabled"),
         "Debugging and benchmarks: whether compile fuses elementwise regions (traces made "
         "afterwards).");

@@ -64,9 +64,13 @@ const char* device_type(Dtype t) {
   return nullptr;
 }
 
-std::string compute_capability() {
-  const cudaDeviceProp& props = cu::device(0).props;
-  return std::to_string(props.major * 10 + props.minor);
+// Of device 0, the one GPU fused kernels are built for (asked once, not at every evaluation).
+const std::string& compute_capability() {
+  static const std::string cc = [] {
+    const cudaDeviceProp& props = cu::device(0).props;
+    return std::to_string(props.major * 10 + props.minor);
+  }();
+  return cc;
 }
 
 // The kernel's parameter block, laid out without padding: in[], out[], n, strides[][], ndim,
