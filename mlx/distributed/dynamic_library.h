@@ -24,8 +24,10 @@ struct DynamicLibrary {
     }
     for (auto& n : names) {
       handle = dlopen(n.c_str(), flags);
-      if (handle != nullptr)
+      if (handle != nullptr) {
+        error.clear();  // an earlier name's failure does not count once one loads
         return;
+      }
       error = msg("cannot load ", n, ": ", dlerror());
     }
   }

@@ -1,8 +1,8 @@
 // The NCCL backend, loaded at run time: libnccl (MLX_NCCL_LIBNAME, else libnccl.so.2) and the
-// CUDA runtime (MLX_CUDART_LIBNAME, else libcudart.so.12 / libcudart.so) are dlopen'ed, so it
-// compiles and links without CUDA. Ranks find each other through the ring backend's hostfile
-// (MLX_HOSTFILE, MLX_RANK, set by mlx.launch --backend nccl): rank 0's ncclUniqueId travels over
-// it. Rank r uses GPU r % (GPUs of its host).
+// CUDA runtime (MLX_CUDART_LIBNAME, else libcudart.so.13 / .12 / libcudart.so: the one a CUDA build
+// links comes first) are dlopen'ed, so it compiles and links without CUDA. Ranks find each other
+// through the ring backend's hostfile (MLX_HOSTFILE, MLX_RANK, set by mlx.launch --backend nccl):
+// rank 0's ncclUniqueId travels over it. Rank r uses GPU r % (GPUs of its host).
 //
 // Buffers are device memory, enqueued on the CUDA stream the GPU backend hands over with
 // set_device_stream (its kernels for the distributed primitives do so; see on_device()).
@@ -36,8 +36,9 @@ constexpr int kCudaSuccess = 0, kCudaNotReady = 600;
 
 struct Api {
   DynamicLibrary nccl{"MLX_NCCL_LIBNAME", {"libnccl.so.2", "libnccl.so"}, RTLD_NOW | RTLD_LOCAL};
-  DynamicLibrary cudart{
-      "MLX_CUDART_LIBNAME", {"libcudart.so.12", "libcudart.so"}, RTLD_NOW | RTLD_LOCAL};
+  DynamicLibrary cudart{"MLX_CUDART_LIBNAME",
+                        {"libcudart.so.13", "libcudart.so.12", "libcudart.so"},
+                        RTLD_NOW | RTLD_LOCAL};
   int (*GetUniqueId)(UniqueId*);
   int (*CommInitRank)(Comm*, int, UniqueId, int);
   int (*CommSplit)(Comm, int, int, Comm*, void*);

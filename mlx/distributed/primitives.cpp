@@ -1,5 +1,6 @@
 // Host evaluation of the collectives: inputs made dense, then the group's communicator. GPU
-// streams reach these too (backend/cuda/missing_kernels.cpp brings the inputs to the host).
+// streams reach these too for host backends (backend/cuda/distributed.cpp brings the inputs
+// to the host).
 #include "mlx/distributed/primitives.h"
 
 #include <stdexcept>
@@ -14,8 +15,7 @@ detail::Communicator& DistPrimitive::host_comm() const {
   if (c.on_device()) {
     throw std::runtime_error(msg("[", name(), "] The ", c.name(),
                                  " backend works on GPU "
-                                 "memory and needs this primitive's GPU kernel, which the CUDA "
-                                 "backend does not provide yet."));
+                                 "memory: run this collective on a GPU stream (stream=mx.gpu)."));
   }
   return c;
 }

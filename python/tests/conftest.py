@@ -1,6 +1,7 @@
 import faulthandler
 import os
 import sys
+import time
 
 import numpy as np
 import pytest
@@ -8,6 +9,7 @@ import pytest
 # MLX_TEST_TIMEOUT=S: a test still running after S seconds writes every thread's Python stack
 # to MLX_TEST_HANG_LOG (default hang.log here) and ends the run, so a hang (on the GPU machine,
 # whose minutes are few) names its test and line instead of using up the whole budget.
+# Each finished test adds its wall time, so a run cut short still shows where the time went.
 _TEST_TIMEOUT = float(os.environ.get("MLX_TEST_TIMEOUT", "0") or 0)
 _hang_log = open(os.environ.get("MLX_TEST_HANG_LOG", "hang.log"), "w") if _TEST_TIMEOUT > 0 else None
 
@@ -17,8 +19,11 @@ def _hang_guard(request):
     _hang_log.write(f"{request.node.nodeid}\n")
     _hang_log.flush()
     faulthandler.dump_traceback_later(_TEST_TIMEOUT, exit=True, file=_hang_log)
+    start = time.perf_counter()
     yield
     faulthandler.cancel_dump_traceback_later()
+    _hang_log.write(f"  {time.perf_counter() - start:.3f} s\n")
+    _hang_log.flush()
 
 
 @pytest.fixture

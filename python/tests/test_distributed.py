@@ -309,6 +309,57 @@ def test_nccl_single_process_paths():
     assert r.returncode == 0 and "not available" in r.stdout, r.stdout + r.stderr
 
 
+NCCL_ONE_RANK = """
+import numpy as np
+import mlx.core as mx
+g = mx.distributed.init(strict=True, backend="nccl")
+assert g.size() == 1 and g.rank() == 0
+rng = np.random.default_rng(0)
+for dt in (mx.float32, mx.float16, mx.bfloat16, mx.int32, mx.int64, mx.uint8, mx.bool_,
+           mx.complex64):
+    for shape in ((0, 3), (1,), (7, 5), (4, 1000)):
+        x = mx.array(rng.standard_normal(shape) * 10).astype(dt)
+        fns = [mx.distributed.all_sum, mx.distributed.all_gather, mx.distributed.sum_scatter]
+        if dt != mx.complex64:
+            fns += [mx.distributed.all_max, mx.distributed.all_min]
+        for f in fns:
+            y = f(x, stream=mx.gpu)
+            assert y.dtype == x.dtype and y.shape == x.shape, (f, dt, shape)
+            assert mx.array_equal(y, x).item(), (f, dt, shape)
+        t = mx.distributed.all_sum(x.T, stream=mx.gpu)  # a transposed (strided) input
+        assert mx.array_equal(t, x.T).item()
+try:
+    mx.distributed.all_sum(mx.ones(3, dtype=mx.int16), stream=mx.gpu).item()
+except (ValueError, RuntimeError) as e:
+    assert "int16" in str(e), e
+else:
+    raise AssertionError("int16 all_sum should be refused by NCCL")
+try:
+    mx.eval(mx.distributed.all_sum(mx.ones(3), stream=mx.cpu))
+except RuntimeError as e:
+    assert "GPU stream" in str(e), e
+else:
+    raise AssertionError("a CPU-stream collective on an NCCL group should be refused")
+# After those errors the group still works.
+assert mx.distributed.all_sum(mx.arange(4.0), stream=mx.gpu).tolist() == [0, 1, 2, 3]
+print("nccl one rank ok")
+"""
+
+
+def test_nccl_collectives_of_one_gpu_rank(tmp_path):
+    # One rank on one GPU: every collective runs through NCCL on the GPU stream (the multi-GPU
+    # run, issue 18, checks the reductions across ranks).
+    probe = run_python("import mlx.core as mx\n"
+                       "print(mx.cuda.is_available() and mx.distributed.is_available('nccl'))")
+    if probe.stdout.strip() != "True":
+        pytest.skip("needs a GPU and NCCL")
+    script = tmp_path / "nccl_one_rank.py"
+    script.write_text(NCCL_ONE_RANK)
+    r = launch("--backend", "nccl", "-n", "1", str(script))
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    assert "nccl one rank ok" in rank_lines(r.stdout, 0), r.stdout[-2000:]
+
+
 def test_mpi_library_name_is_honoured():
     r = run_python("import mlx.core as mx\nprint(mx.distributed.is_available('mpi'))\n"
                    "mx.distributed.init(strict=True, backend='mpi')",

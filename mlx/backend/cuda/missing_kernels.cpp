@@ -27,10 +27,5 @@ MLX_NO_GPU_KERNEL(LUF)
 #ifndef MLX_CUDA_HAS_CUFFT
 MLX_NO_GPU_KERNEL(FFT)
 #endif
-MLX_NO_GPU_KERNEL(distributed::AllReduce)
-MLX_NO_GPU_KERNEL(distributed::AllGather)
-MLX_NO_GPU_KERNEL(distributed::ReduceScatter)
-MLX_NO_GPU_KERNEL(distributed::Send)
-MLX_NO_GPU_KERNEL(distributed::Recv)
 
 }  // namespace mlx::core
