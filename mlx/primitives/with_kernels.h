@@ -7,6 +7,7 @@
 #include "mlx/primitives/compiled.h"
 #include "mlx/primitives/conv.h"
 #include "mlx/primitives/creation.h"
+#include "mlx/primitives/custom_kernel.h"
 #include "mlx/primitives/elementwise.h"
 #include "mlx/primitives/fast.h"
 #include "mlx/primitives/fft.h"
@@ -37,5 +38,6 @@
   X(GatherMM) X(SegmentedMM) X(Hadamard) X(GatherQMM) \
   X(fast::RMSNormVJP) X(fast::LayerNormVJP) X(fast::ScaledDotProductAttentionVJP) \
   X(distributed::AllReduce) X(distributed::AllGather) X(distributed::ReduceScatter) \
-  X(distributed::Send) X(distributed::Recv)
+  X(distributed::Send) X(distributed::Recv) \
+  X(fast::CustomKernel)
 // clang-format on

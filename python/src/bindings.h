@@ -13,6 +13,7 @@ void init_indexing(nanobind::module_& m);
 void init_transforms(nanobind::module_& m);
 void init_random(nanobind::module_& m);
 void init_fast(nanobind::module_& m);
+void init_custom_kernels(nanobind::module_& fast);  // called by init_fast
 void init_interop(nanobind::module_& m);
 void init_io(nanobind::module_& m);
 void init_linalg(nanobind::module_& m);

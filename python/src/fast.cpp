@@ -139,34 +139,5 @@ void init_fast(nb::module_& parent) {
       "ensure_row_contiguous=True, atomic_outputs=False, compile_options=None)\n\nA custom "
       "Metal kernel. Metal is not available on Linux: the kernel object is created (so modules "
       "that define kernels at import time load), but calling it raises RuntimeError.");
-  m.def(
-      "cuda_kernel",
-      [](const std::string& name, const std::vector<std::string>& input_names,
-         const std::vector<std::string>& output_names, const std::string& source,
-         const std::string& header, bool ensure_row_contiguous, int shared_memory) {
-        return UnavailableKernel{name, "[cuda_kernel] The custom CUDA kernel '" + name +
-                                           "' requires the CUDA backend, which this build "
-                                           "does not have yet."};
-      },
-      nb::arg("name"), nb::arg("input_names"), nb::arg("output_names"), nb::arg("source"),
-      nb::arg("header") = "", nb::arg("ensure_row_contiguous") = true, nb::arg("shared_memory") = 0,
-      "cuda_kernel(name, input_names, output_names, source, header='', "
-      "ensure_row_contiguous=True, shared_memory=0)\n\nA custom CUDA kernel from source, "
-      "compiled with NVRTC on first call. It requires the CUDA backend: until that lands the "
-      "kernel object is created but calling it raises RuntimeError.");
-  m.def(
-      "precompiled_cuda_kernel",
-      [](nb::args, nb::kwargs) -> nb::object {
-        throw std::runtime_error(
-            "[precompiled_cuda_kernel] This function requires the CUDA backend, which this "
-            "build does not have yet.");
-      },
-      nb::sig("def precompiled_cuda_kernel(*, name: str, compiled_source: bytes, inputs: "
-              "Sequence[array], output_shapes: Sequence[tuple[int, ...]], output_dtypes: "
-              "Sequence[Dtype], scalars: Sequence[object], grid: tuple[int, int, int], "
-              "threadgroup: tuple[int, int, int], shared_memory: int = 0, init_value: float | "
-              "None = None, ensure_row_contiguous: bool = True, stream: Stream | Device | None = "
-              "None) -> list[array]"),
-      "Runs a precompiled CUDA kernel (PTX or cubin). It requires the CUDA backend; until "
-      "that lands this raises RuntimeError.");
+  init_custom_kernels(m);
 }
