@@ -660,7 +660,7 @@ def lu_product(t, stream):
     return mx.matmul(mx.take_along_axis(l, rows, axis=-2, stream=stream), u, stream=stream)
 
 
-LINALG_SHAPES = [(4, 4), (1, 1), (2, 3, 6, 4), (5, 7), (3, 9, 9)]
+LINALG_SHAPES = [(4, 4), (1, 1), (2, 3, 6, 4), (5, 7), (3, 9, 9), (2, 70, 70)]
 
 
 @pytest.mark.parametrize("dtype", [mx.float32, mx.float64])
@@ -737,6 +737,15 @@ def test_linalg_failures_raise_on_the_gpu():
         mx.eval(mx.linalg.cholesky(mx.array([[1.0, 2.0], [2.0, 1.0]]), stream=mx.gpu))
     with pytest.raises(RuntimeError, match="NaN or infinite"):
         mx.eval(mx.linalg.eig(mx.array([[1.0, float("inf")], [0.0, 1.0]]), stream=mx.gpu))
+    # Batches of small matrices take one batched call; a failure in any matrix still raises.
+    batch = mx.stack([mx.eye(2) * 3, singular, mx.eye(2)])
+    with pytest.raises(ValueError, match="singular"):
+        mx.eval(mx.linalg.inv(batch, stream=mx.gpu))
+    with pytest.raises(ValueError, match="singular"):
+        mx.eval(mx.linalg.solve(batch, mx.ones((3, 2, 1)), stream=mx.gpu))
+    with pytest.raises(ValueError, match="positive definite"):
+        mx.eval(mx.linalg.cholesky(mx.stack([mx.eye(2), mx.array([[1.0, 2.0], [2.0, 1.0]])]),
+                                   stream=mx.gpu))
     # A zero pivot is not an error for lu: the factors are still valid.
     lu, piv = mx.linalg.lu_factor(singular, stream=mx.gpu)
     np.testing.assert_allclose(np.array(lu), [[2.0, 4.0], [0.5, 0.0]])

@@ -5,6 +5,7 @@
 // LAPACK info words, one per matrix: an op waits for its calls once and the first failure
 // raises the CPU kernels' message (lapack_common.h). Inputs with a zero dimension take the
 // CPU kernel.
+#include <cublas_v2.h>
 #include <cusolverDn.h>
 
 #include <climits>
@@ -39,6 +40,7 @@ struct Solver {
   std::mutex mutex;  // one op at a time: it sets the stream, issues its calls, waits for them
   cusolverDnHandle_t handle = nullptr;
   cusolverDnParams_t params = nullptr;
+  cublasHandle_t blas = nullptr;  // cuBLAS's batched small-matrix LU
 };
 
 Solver& solver(int device) {
@@ -54,6 +56,7 @@ Solver& solver(int device) {
     use_device(device);
     MLX_CUSOLVER_CHECK(cusolverDnCreate(&made->handle));
     MLX_CUSOLVER_CHECK(cusolverDnCreateParams(&made->params));
+    MLX_CUDA_CHECK(cublasCreate(&made->blas));
     s = std::move(made);
   }
   return *s;
@@ -79,10 +82,12 @@ class SolverCall {
         count_(count),
         info_(2 * sizeof(int) * std::max<int64_t>(count, 1)) {
     MLX_CUSOLVER_CHECK(cusolverDnSetStream(solver_.handle, stream()));
+    MLX_CUDA_CHECK(cublasSetStream(solver_.blas, stream()));
     MLX_CUDA_CHECK(cudaMemsetAsync(info_.as<int>(), 0, 2 * sizeof(int) * count_, stream()));
   }
   cusolverDnHandle_t handle() const { return solver_.handle; }
   cusolverDnParams_t params() const { return solver_.params; }
+  cublasHandle_t blas() const { return solver_.blas; }
   int* info(int64_t i) const { return info_.as<int>() + i; }
   int* arg_info(int64_t i) const { return info_.as<int>() + count_ + i; }
 
@@ -181,6 +186,63 @@ int as_int(int64_t v, const char* op) {
     throw std::invalid_argument(msg("[", op, "] A dimension of ", v, " is too large."));
   }
   return static_cast<int>(v);
+}
+
+// Batches of small matrices: one cuBLAS / cuSOLVER call for the whole batch instead of one
+// call per matrix (a 64 x 32 x 32 inverse took 4.5 ms through the loop, 12x PyTorch).
+constexpr int64_t kBatchedMaxN = 64;
+bool batched(int64_t n, int64_t count) { return count > 1 && n <= kBatchedMaxN; }
+
+// ptrs[i] = base + i * stride: the pointer arrays the batched APIs take.
+template <typename T>
+__global__ void matrix_pointers(T* base, int64_t stride, int64_t count, T** ptrs) {
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    ptrs[i] = base + i * stride;
+  }
+}
+
+template <typename T>
+struct BatchedBlas;
+template <>
+struct BatchedBlas<float> {
+  static constexpr auto getrf = cublasSgetrfBatched;
+  static constexpr auto getrs = cublasSgetrsBatched;
+  static constexpr auto potrf = cusolverDnSpotrfBatched;
+};
+template <>
+struct BatchedBlas<double> {
+  static constexpr auto getrf = cublasDgetrfBatched;
+  static constexpr auto getrs = cublasDgetrsBatched;
+  static constexpr auto potrf = cusolverDnDpotrfBatched;
+};
+
+// ptrs (count device pointers) = `count` matrices `stride` elements apart from base.
+template <typename T>
+void point_to(const Scratch& ptrs, T* base, int64_t stride, int64_t count) {
+  matrix_pointers<T>
+      <<<blocks_for(count), kThreads, 0, cu::stream()>>>(base, stride, count, ptrs.as<T*>());
+  check_launch("linalg batched pointers");
+}
+
+// factor_lu then solve_lu for n x n matrices (n <= kBatchedMaxN), each step one batched call:
+// f is overwritten by the factors, b (column-major n x nrhs each) by the solutions.
+template <typename T>
+void lu_solve_batched(SolverCall& call, cublasOperation_t op, T* f, int64_t n, T* b, int64_t nrhs,
+                      int64_t count, const char* name) {
+  const int in = as_int(n, name), batch = as_int(count, name), k = as_int(nrhs, name);
+  Scratch ipiv(sizeof(int) * count * n);
+  Scratch fs(sizeof(T*) * count), bs(sizeof(T*) * count);
+  point_to(fs, f, n * n, count);
+  point_to(bs, b, n * nrhs, count);
+  MLX_CUDA_CHECK(
+      BatchedBlas<T>::getrf(call.blas(), in, fs.as<T*>(), in, ipiv.as<int>(), call.info(0), batch));
+  int arg_info = 0;  // getrs checks its arguments on the host
+  MLX_CUDA_CHECK(BatchedBlas<T>::getrs(call.blas(), op, in, k, fs.as<T*>(), in, ipiv.as<int>(),
+                                       bs.as<T*>(), in, &arg_info, batch));
+  if (arg_info < 0) {
+    throw std::runtime_error(lapack_rejected(name, arg_info));
+  }
 }
 
 array device_array(Shape shape, Dtype dtype) {
@@ -374,10 +436,15 @@ void Inverse::eval_gpu(const std::vector<array>& inputs, array& out) {
         array lu = work_copy(a);
         allocate(out);
         set_identity<T>(out);
-        Scratch ipiv(sizeof(int64_t) * count * n);
-        factor_lu(call, lu.gpu_data<T>(), n, n, count, ipiv.as<int64_t>());
-        solve_lu(call, CUBLAS_OP_N, lu.gpu_data<T>(), n, ipiv.as<int64_t>(), out.gpu_data<T>(), n,
-                 count);
+        if (batched(n, count)) {
+          lu_solve_batched(call, CUBLAS_OP_N, lu.gpu_data<T>(), n, out.gpu_data<T>(), n, count,
+                           "linalg::inv");
+        } else {
+          Scratch ipiv(sizeof(int64_t) * count * n);
+          factor_lu(call, lu.gpu_data<T>(), n, n, count, ipiv.as<int64_t>());
+          solve_lu(call, CUBLAS_OP_N, lu.gpu_data<T>(), n, ipiv.as<int64_t>(), out.gpu_data<T>(), n,
+                   count);
+        }
         call.finish();
         break;
       }
@@ -426,15 +493,23 @@ void Cholesky::eval_gpu(const std::vector<array>& inputs, array& out) {
     copy_to_contiguous(inputs[0], out);
     const cudaDataType type = kDataType<T>;
     const cublasFillMode_t fill = fill_of_row_major(upper_);
-    size_t dw = 0, hw = 0;
-    MLX_CUSOLVER_CHECK(cusolverDnXpotrf_bufferSize(call.handle(), call.params(), fill, n, type,
-                                                   out.gpu_data<T>(), n, type, &dw, &hw));
-    call.reserve(dw, hw);
-    for (int64_t i = 0; i < count; ++i) {
-      MLX_CUSOLVER_CHECK(cusolverDnXpotrf(call.handle(), call.params(), fill, n, type,
-                                          out.gpu_data<T>() + i * n * n, n, type,
-                                          call.device_work(), call.device_bytes(), call.host_work(),
-                                          call.host_bytes(), call.info(i)));
+    if (batched(n, count)) {
+      Scratch ptrs(sizeof(T*) * count);
+      point_to(ptrs, out.gpu_data<T>(), n * n, count);
+      const int in = as_int(n, "linalg::cholesky");
+      MLX_CUSOLVER_CHECK(BatchedBlas<T>::potrf(call.handle(), fill, in, ptrs.as<T*>(), in,
+                                               call.info(0), as_int(count, "linalg::cholesky")));
+    } else {
+      size_t dw = 0, hw = 0;
+      MLX_CUSOLVER_CHECK(cusolverDnXpotrf_bufferSize(call.handle(), call.params(), fill, n, type,
+                                                     out.gpu_data<T>(), n, type, &dw, &hw));
+      call.reserve(dw, hw);
+      for (int64_t i = 0; i < count; ++i) {
+        MLX_CUSOLVER_CHECK(cusolverDnXpotrf(call.handle(), call.params(), fill, n, type,
+                                            out.gpu_data<T>() + i * n * n, n, type,
+                                            call.device_work(), call.device_bytes(),
+                                            call.host_work(), call.host_bytes(), call.info(i)));
+      }
     }
     zero_other_triangle<T>(out, upper_);
     call.finish();
@@ -453,9 +528,15 @@ void Solve::eval_gpu(const std::vector<array>& inputs, array& out) {
     // column-major.
     array lu = work_copy(a);
     array x = transposed(inputs[1], n, k);
-    Scratch ipiv(sizeof(int64_t) * count * n);
-    factor_lu(call, lu.gpu_data<T>(), n, n, count, ipiv.as<int64_t>());
-    solve_lu(call, CUBLAS_OP_T, lu.gpu_data<T>(), n, ipiv.as<int64_t>(), x.gpu_data<T>(), k, count);
+    if (batched(n, count)) {
+      lu_solve_batched(call, CUBLAS_OP_T, lu.gpu_data<T>(), n, x.gpu_data<T>(), k, count,
+                       "linalg::solve");
+    } else {
+      Scratch ipiv(sizeof(int64_t) * count * n);
+      factor_lu(call, lu.gpu_data<T>(), n, n, count, ipiv.as<int64_t>());
+      solve_lu(call, CUBLAS_OP_T, lu.gpu_data<T>(), n, ipiv.as<int64_t>(), x.gpu_data<T>(), k,
+               count);
+    }
     allocate(out);
     transpose_into(x, k, n, out);
     call.finish();
