@@ -25,5 +25,21 @@ if ! grep -q "100% tests passed" "$out/ctest.log"; then
   timeout 300 ctest --test-dir build --rerun-failed --output-on-failure --timeout 120 2>&1 |
     grep -v "^\[       OK \]\|^\[ RUN      \]" | head -c 4000000 > "$out/ctest_failed.log"
 fi
-PYTHONPATH=$PWD/python timeout ${PYTEST_TIMEOUT:-900} "$python" -m pytest -q --maxfail=40 -p no:cacheprovider python/tests ${PYTEST_ARGS:-} > "$out/pytest.log" 2>&1
+# With pytest-xdist (the GPU machine has it) files run in parallel processes sharing the GPU,
+# one file per worker (--dist loadfile keeps a file's tests, and the distributed launcher's
+# ports, together); the stress suite and the fuzzer run alone afterwards so that their
+# summary counts are printed.
+serial="python/tests/test_stress.py python/tests/test_fuzz_ops.py"
+parallel=()
+if "$python" -c "import xdist" 2>/dev/null; then
+  parallel=(-n "${PYTEST_WORKERS:-6}" --dist loadfile)
+  for f in $serial; do parallel+=(--ignore "$f"); done
+fi
+start=$(date +%s)
+PYTHONPATH=$PWD/python timeout ${PYTEST_TIMEOUT:-900} "$python" -m pytest -q --maxfail=40 -p no:cacheprovider "${parallel[@]}" python/tests ${PYTEST_ARGS:-} > "$out/pytest.log" 2>&1
 tail -25 "$out/pytest.log"
+if [ ${#parallel[@]} -gt 0 ]; then
+  PYTHONPATH=$PWD/python timeout ${PYTEST_TIMEOUT:-900} "$python" -m pytest -q -p no:cacheprovider $serial > "$out/pytest_serial.log" 2>&1
+  tail -15 "$out/pytest_serial.log"
+fi
+echo "pytest: $(( $(date +%s) - start )) s"

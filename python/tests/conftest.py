@@ -11,7 +11,10 @@ import pytest
 # whose minutes are few) names its test and line instead of using up the whole budget.
 # Each finished test adds its wall time, so a run cut short still shows where the time went.
 _TEST_TIMEOUT = float(os.environ.get("MLX_TEST_TIMEOUT", "0") or 0)
-_hang_log = open(os.environ.get("MLX_TEST_HANG_LOG", "hang.log"), "w") if _TEST_TIMEOUT > 0 else None
+# Under pytest-xdist each worker writes its own log (hang.log.gw0, ...).
+_worker = os.environ.get("PYTEST_XDIST_WORKER")
+_hang_log = (open(os.environ.get("MLX_TEST_HANG_LOG", "hang.log") + (f".{_worker}" if _worker else ""),
+                  "w") if _TEST_TIMEOUT > 0 else None)
 
 
 @pytest.fixture(autouse=_TEST_TIMEOUT > 0)
