@@ -271,12 +271,12 @@ class Fuser {
 
   // A float32 Sum / Max / Min over the trailing axes of a region value joins the region as its
   // epilogue (one per region): the value is reduced as it is computed. Regions only read values
-  // placed before, so no member reads the reduction's result. Host regions only: the GPU's
-  // generated kernels have no epilogue yet (its reduction stays its own kernel).
+  // placed before, so no member reads the reduction's result. Both backends generate the
+  // epilogue (backend/cpu/compiled_jit.cpp, backend/cuda/compiled.cu).
   void attach_reduction(int s) {
     const ProgramStep& st = p_.steps[s];
     auto* reduce = dynamic_cast<Reduce*>(st.primitive.get());
-    if (!reduce || st.primitive->stream().device.type != Device::cpu || st.dtypes[0] != float32) {
+    if (!reduce || !fuse_on(st.primitive->stream()) || st.dtypes[0] != float32) {
       return;
     }
     auto type = reduce->type();

@@ -3,13 +3,14 @@
 // element, every value in registers; inputs are read dense, as one broadcast scalar, or through
 // strides over the output's shape. nvcc builds it in the background once a region runs a second
 // time (backend/common/jit_cache.h, keyed on the ops, dtypes, input access kinds and the GPU's
-// architecture, never on shapes); until it is ready, and for regions with a reduction, the
-// region runs op by op: its expand()ed
-// primitives, each with its own GPU kernel (run_graph.h). Either way the results are the
-// unfused graph's.
+// architecture, never on shapes); until it is ready the region runs op by op: its expand()ed
+// primitives, each with its own GPU kernel (run_graph.h). A region with a reduction epilogue
+// (a float32 Sum / Max / Min over its trailing axes) becomes one block per row that reduces
+// the value as it computes it. Either way the results are the unfused graph's.
 #include <cuda_runtime.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <sstream>
@@ -19,6 +20,8 @@
 #include "mlx/backend/cuda/kernel_utils.cuh"
 #include "mlx/backend/cuda/run_graph.h"
 #include "mlx/primitives/compiled.h"
+#include "mlx/primitives/reduction.h"
+#include "mlx/utils.h"
 
 namespace mlx::core {
 
@@ -83,9 +86,9 @@ std::string params_struct(const std::string& name, int nin, int nout, int nstrid
   return s.str();
 }
 
-// The kernel `name` for a region whose inputs are read as `access` says, built for sm_`sm`.
-std::string source(const Compiled& c, const std::string& access, const std::string& name,
-                   const std::string& sm) {
+// One element's work at flat index `i` (a long long in scope): the strided inputs' offsets,
+// the loads, every op into v<k>, and the stores of the region's elementwise outputs.
+std::string element_body(const Compiled& c, const std::string& access) {
   const int nin = c.num_inputs();
   std::vector<int> slot(nin, -1);  // strided inputs' rows in the strides table
   int nstrided = 0;
@@ -95,12 +98,6 @@ std::string source(const Compiled& c, const std::string& access, const std::stri
     }
   }
   std::ostringstream s;
-  s << "// for sm_" << sm << "\n";  // the artifact's disk key holds the target
-  s << params_struct(name, nin, static_cast<int>(c.output_values().size()), nstrided);
-  s << "extern \"C\" __global__ void " << name << "(" << name << "_params p) {\n"
-    << "  const long long step = (long long)gridDim.x * blockDim.x;\n"
-    << "  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < p.n; "
-       "i += step) {\n";
   if (nstrided > 0) {
     s << "    long long off[" << nstrided << "] = {};\n"
       << "    long long r = i;\n"
@@ -150,7 +147,75 @@ std::string source(const Compiled& c, const std::string& access, const std::stri
     const char* t = device_type(c.value_dtype(v));
     s << "    static_cast<" << t << "*>(p.out[" << j << "])[i] = v" << v << ";\n";
   }
-  s << "  }\n}\n";
+  return s.str();
+}
+
+int count_strided(const std::string& access) {
+  return static_cast<int>(
+      std::count(access.begin(), access.end(), static_cast<char>(Access::strided)));
+}
+
+// The kernel `name` for an elementwise region whose inputs are read as `access` says, built for
+// sm_`sm`: a grid-stride loop over the region's elements.
+std::string source(const Compiled& c, const std::string& access, const std::string& name,
+                   const std::string& sm) {
+  std::ostringstream s;
+  s << "// for sm_" << sm << "\n";  // the artifact's disk key holds the target
+  s << params_struct(name, c.num_inputs(), static_cast<int>(c.output_values().size()),
+                     count_strided(access));
+  s << "extern \"C\" __global__ void " << name << "(" << name << "_params p) {\n"
+    << "  const long long step = (long long)gridDim.x * blockDim.x;\n"
+    << "  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < p.n; "
+       "i += step) {\n"
+    << element_body(c, access) << "  }\n}\n";
+  return s.str();
+}
+
+// A region with a reduction epilogue: a block per row of the reduced trailing axes (rows in a
+// grid-stride loop); each thread computes elements of the row as source() does and folds the
+// reduced value into a float, then the block combines (warp shuffles, one word per warp). The
+// reduced output follows the elementwise ones in p.out. Max and Min propagate NaN as the
+// unfused reductions do.
+std::string reduce_source(const Compiled& c, const std::string& access, const std::string& name,
+                          const std::string& sm) {
+  const FusedReduction& red = c.reduction();
+  const int nout = static_cast<int>(c.output_values().size());
+  const char* init = red.type == Reduce::Sum   ? "0.0f"
+                     : red.type == Reduce::Max ? "-__int_as_float(0x7f800000)"
+                                               : "__int_as_float(0x7f800000)";
+  const char* combine = red.type == Reduce::Sum   ? "a + b"
+                        : red.type == Reduce::Max ? "(a > b || a != a) ? a : b"
+                                                  : "(a < b || a != a) ? a : b";
+  std::ostringstream s;
+  s << "// for sm_" << sm << "\n";
+  s << params_struct(name, c.num_inputs(), nout + 1, count_strided(access));
+  s << "__device__ __forceinline__ float combine(float a, float b) { return " << combine << "; }\n"
+    << "extern \"C\" __global__ void " << name << "(" << name << "_params p) {\n"
+    << "  __shared__ float partial[32];\n"
+    << "  long long row_len = 1;\n"
+    << "  for (int d = p.ndim - " << red.axes.size()
+    << "; d < p.ndim; ++d) row_len *= p.shape[d];\n"
+    << "  const long long rows = p.n / row_len;\n"
+    << "  float* reduced = static_cast<float*>(p.out[" << nout << "]);\n"
+    << "  for (long long row = blockIdx.x; row < rows; row += gridDim.x) {\n"
+    << "    float acc = " << init << ";\n"
+    << "    for (long long j = threadIdx.x; j < row_len; j += blockDim.x) {\n"
+    << "    const long long i = row * row_len + j;\n"
+    << element_body(c, access) << "    acc = combine(acc, static_cast<float>(v" << red.value
+    << "));\n"
+    << "    }\n"
+    << "    for (int o = 16; o > 0; o /= 2) acc = combine(acc, __shfl_down_sync(0xffffffffu, acc, "
+       "o));\n"
+    << "    if ((threadIdx.x & 31) == 0) partial[threadIdx.x / 32] = acc;\n"
+    << "    __syncthreads();\n"
+    << "    if (threadIdx.x < 32) {\n"
+    << "      acc = threadIdx.x < blockDim.x / 32 ? partial[threadIdx.x] : " << init << ";\n"
+    << "      for (int o = 16; o > 0; o /= 2) acc = combine(acc, __shfl_down_sync(0xffffffffu, "
+       "acc, o));\n"
+    << "      if (threadIdx.x == 0) reduced[row] = acc;\n"
+    << "    }\n"
+    << "    __syncthreads();\n"
+    << "  }\n}\n";
   return s.str();
 }
 
@@ -237,7 +302,7 @@ std::vector<char> parameters(const std::vector<array>& inputs, std::vector<array
   for (size_t j = 0; j < nout; ++j) {
     put(8 * (nin + j), static_cast<void*>(outputs[j].gpu_data<char>()));
   }
-  put(8 * (nin + nout), static_cast<long long>(outputs[0].size()));
+  put(8 * (nin + nout), static_cast<long long>(shape_size(shape)));
   const int ndim = static_cast<int>(shape.size());
   int row = 0;
   for (size_t i = 0; i < nin; ++i) {
@@ -264,7 +329,7 @@ std::vector<char> parameters(const std::vector<array>& inputs, std::vector<array
 // The generated kernel for this region and these inputs, or null (op by op).
 void* generated_kernel(const Compiled& c, const std::vector<array>& inputs, const Shape& shape,
                        std::string* access) {
-  if (c.has_reduction() || c.ops().size() > kMaxOps) {
+  if (c.ops().size() > kMaxOps) {
     return nullptr;
   }
   *access = access_of(inputs, shape);
@@ -276,16 +341,28 @@ void* generated_kernel(const Compiled& c, const std::vector<array>& inputs, cons
     key += " " + std::to_string(o);
   }
   return cache().lookup(key, [&](const std::string& name) -> std::optional<std::string> {
-    return source(c, *access, name, compute_capability());
+    return c.has_reduction() ? reduce_source(c, *access, name, compute_capability())
+                             : source(c, *access, name, compute_capability());
   });
 }
 
 }  // namespace
 
 void Compiled::eval_gpu(const std::vector<array>& inputs, std::vector<array>& outputs) {
-  const Shape shape = outputs[0].shape();
+  // The region's shape: its elementwise outputs', or (a reduction alone) its inputs' broadcast.
+  Shape shape;
+  if (outputs_.empty()) {
+    std::vector<Shape> shapes;
+    for (auto& in : inputs) {
+      shapes.push_back(in.shape());
+    }
+    shape = broadcast_shapes(shapes, "Compiled");
+  } else {
+    shape = outputs[0].shape();
+  }
+  const int64_t total = static_cast<int64_t>(shape_size(shape));
   std::string access;
-  void* kernel = outputs[0].size() == 0 ? nullptr : generated_kernel(*this, inputs, shape, &access);
+  void* kernel = total == 0 ? nullptr : generated_kernel(*this, inputs, shape, &access);
   if (!kernel) {
     cu::run_graph_into(expand(inputs), outputs);
     return;
@@ -295,9 +372,17 @@ void Compiled::eval_gpu(const std::vector<array>& inputs, std::vector<array>& ou
   }
   std::vector<char> params = parameters(inputs, outputs, access, shape);
   void* args[] = {params.data()};
+  dim3 blocks(cu::blocks_for(total)), threads(cu::kThreads);
+  if (has_reduction()) {
+    int64_t row = 1;
+    for (int a : reduction_.axes) {
+      row *= shape[a];
+    }
+    blocks = dim3(static_cast<unsigned>(std::min<int64_t>(total / row, 65535)));
+    threads = dim3(static_cast<unsigned>(std::min<int64_t>(cu::kThreads, (row + 31) / 32 * 32)));
+  }
   cudaError_t err =
-      cudaLaunchKernel(static_cast<const void*>(kernel), dim3(cu::blocks_for(outputs[0].size())),
-                       dim3(cu::kThreads), args, 0, cu::stream());
+      cudaLaunchKernel(static_cast<const void*>(kernel), blocks, threads, args, 0, cu::stream());
   if (err != cudaSuccess) {
     // A launch error is not sticky: say why once, then run this and later regions op by op.
     cudaGetLastError();
