@@ -785,6 +785,7 @@ cases = {
     "reduction and an output": (lambda a, b: (mx.exp(a) * b, mx.sum(mx.exp(a) * b, axis=-1)),
                                 (x, y)),
     "long rows, strided": (lambda a: mx.sum(mx.sin(a) * 2.0, axis=-1), (long.T,)),
+    "one long row (unfused reduction)": (lambda a: mx.sum(mx.sin(a), axis=(0, 1)), (long,)),
     "reduction alone over a broadcast": (lambda a, b: mx.sum(a * b, axis=-1), (y, x)),
     "strided input": (lambda a: mx.abs(a) + mx.cos(a), (x.T[::-1],)),
 }

@@ -361,8 +361,17 @@ void Compiled::eval_gpu(const std::vector<array>& inputs, std::vector<array>& ou
     shape = outputs[0].shape();
   }
   const int64_t total = static_cast<int64_t>(shape_size(shape));
+  int64_t row = 1;
+  for (int a : reduction_.axes) {
+    row *= shape[a];
+  }
+  // A block per row cannot fill the GPU with a few long rows (a full sum of a large array would
+  // run on one SM): those regions keep the unfused reduction, which splits rows across blocks.
+  const bool few_long_rows =
+      has_reduction() && row > 4096 && total / std::max<int64_t>(row, 1) < 256;
   std::string access;
-  void* kernel = total == 0 ? nullptr : generated_kernel(*this, inputs, shape, &access);
+  void* kernel =
+      total == 0 || few_long_rows ? nullptr : generated_kernel(*this, inputs, shape, &access);
   if (!kernel) {
     cu::run_graph_into(expand(inputs), outputs);
     return;
@@ -374,10 +383,6 @@ void Compiled::eval_gpu(const std::vector<array>& inputs, std::vector<array>& ou
   void* args[] = {params.data()};
   dim3 blocks(cu::blocks_for(total)), threads(cu::kThreads);
   if (has_reduction()) {
-    int64_t row = 1;
-    for (int a : reduction_.axes) {
-      row *= shape[a];
-    }
     blocks = dim3(static_cast<unsigned>(std::min<int64_t>(total / row, 65535)));
     threads = dim3(static_cast<unsigned>(std::min<int64_t>(cu::kThreads, (row + 31) / 32 * 32)));
   }
