@@ -105,3 +105,23 @@ def test_pytorch_twin_trains_the_same_way():
     theirs = [step(idx, tgt).item() for _ in range(4)]
     # bf16 compute on both sides, with different casting policies (see gpt2_model.py).
     np.testing.assert_allclose(train(model, False, 4), theirs, atol=5e-3)
+
+
+def test_benchmark_runs_at_the_tiny_configuration(tmp_path):
+    """bench_gpt2.py end to end on the CPU (PyTorch's column stays n/a without PyTorch)."""
+    import json
+    import subprocess
+    import sys
+
+    out = tmp_path / "bench.json"
+    cmd = [sys.executable, os.path.join(ROOT, "benchmarks", "bench_gpt2.py"), "--device", "cpu",
+           "--tiny", "--only", "rms_norm", "--only", "gpt2_compiled", "--steps", "2",
+           "--warmup", "1", "--iters", "2", "--inner", "1", "--json", str(out)]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert "| rms_norm bf16 [256, 512] | GB/s |" in r.stdout
+    results = json.loads(out.read_text())["results"]
+    assert results["rms_norm"]["ours"]["GB/s"] > 0
+    ours = results["gpt2_compiled"]["ours"]
+    assert ours["tokens/s"] > 0 and 0 < ours["peak GiB"] < 1
+    assert abs(ours["loss"] - math.log(CFG.vocab)) < 1
