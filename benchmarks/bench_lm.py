@@ -46,7 +46,8 @@ def run_mlx(steps, config):
     out = train_lm.main(argv)
     import mlx.core as mx
 
-    return {"label": f"mlx {getattr(mx, '__version__', '?')}", "tokens_per_s": out["steady_tokens_per_s"],
+    return {"label": f"mlx {getattr(mx, '__version__', '?')} ({mx.default_device()})",
+            "tokens_per_s": out["steady_tokens_per_s"],
             "first_loss": out["first_loss"], "last_loss": out["train_loss"]}
 
 
@@ -199,7 +200,8 @@ def main():
             rows.append(dict(result, steps=n))
     ours = rows[0]["tokens_per_s"]
     m = model_config(args.config)
-    where = "GPU" if args.config == "gpu" else f"CPU, {os.cpu_count()} cores"
+    where = "on the GPU where there is one" if args.config == "gpu" else \
+        f"CPU, {os.cpu_count()} cores"
     print(f"\nGPT {m['layers']} layers x {m['dims']} dims, {m['heads']} heads, context "
           f"{m['context']}, batch {m['batch']}, {m['compute_dtype']} compute; {where}\n")
     print("| implementation | steps | tokens/s | relative to ours | loss at step 1 | "
