@@ -259,6 +259,7 @@ def main():
     p.add_argument("--iters", type=int, default=20, help="timed batches per kernel figure")
     p.add_argument("--inner", type=int, default=5, help="kernel calls per timed batch")
     p.add_argument("--torch-python", default=sys.executable, help="interpreter with PyTorch")
+    p.add_argument("--ours-only", action="store_true", help="leave PyTorch's column empty")
     p.add_argument("--row-timeout", type=float, default=300, help="seconds per worker")
     p.add_argument("--json", default=None, help="also write the results to this file")
     p.add_argument("--worker", choices=["ours", "torch"], help=argparse.SUPPRESS)
@@ -291,7 +292,9 @@ def main():
     results, meta = {}, {}
     for row in rows:
         results[row] = {}
-        for lib, python in (("ours", sys.executable), ("torch", args.torch_python)):
+        libs = [("ours", sys.executable)]
+        libs += [] if args.ours_only else [("torch", args.torch_python)]
+        for lib, python in libs:
             print(f"# {row}: {lib}", file=sys.stderr, flush=True)
             res = run_worker(python, lib, __file__, args=forward + ["--row", row],
                              timeout=args.row_timeout)
