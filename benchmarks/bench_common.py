@@ -31,9 +31,11 @@ def cuda_timeit(torch, fn, min_time=0.3, max_reps=30):
     return timeit(step, min_time, max_reps)
 
 
-def run_worker(python, library, script=__file__, threads=None, pythonpath=""):
-    """The results of `script`'s worker, or None when `python` cannot run it (no PyTorch).
-    `pythonpath` replaces PYTHONPATH for the worker (None removes it; "" keeps ours)."""
+def run_worker(python, library, script=__file__, threads=None, pythonpath="", args=(),
+               timeout=None):
+    """The results of `script`'s worker, or None when `python` cannot run it (no PyTorch), it
+    fails, or it runs past `timeout` seconds. `pythonpath` replaces PYTHONPATH for the worker
+    (None removes it; "" keeps ours); `args` are more arguments for it."""
     env = dict(os.environ)
     if pythonpath is None:
         env.pop("PYTHONPATH", None)
@@ -43,8 +45,13 @@ def run_worker(python, library, script=__file__, threads=None, pythonpath=""):
         env.update(BENCH_THREADS=str(threads), MLX_NUM_THREADS=str(threads),
                    OPENBLAS_NUM_THREADS=str(threads), OMP_NUM_THREADS=str(threads))
     with tempfile.NamedTemporaryFile(suffix=".json") as tmp:
-        r = subprocess.run([python, os.path.abspath(script), "--worker", library,
-                            "--worker-out", tmp.name], capture_output=True, text=True, env=env)
+        cmd = [python, os.path.abspath(script), "--worker", library, "--worker-out", tmp.name]
+        try:
+            r = subprocess.run(cmd + list(args), capture_output=True, text=True, env=env,
+                               timeout=timeout)
+        except subprocess.TimeoutExpired:
+            print(f"# {library} not measured: still running after {timeout} s", file=sys.stderr)
+            return None
         if r.returncode != 0:
             print(f"# {library} not measured: {r.stderr.strip().splitlines()[-1:]}",
                   file=sys.stderr)

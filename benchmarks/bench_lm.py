@@ -8,6 +8,11 @@ step, which traces and compiles.
 
     python benchmarks/bench_lm.py --python torch=/path/to/torch-venv/bin/python \\
         --python apple=/path/to/apple-mlx-venv/bin/python --steps apple=8
+    python benchmarks/bench_lm.py --config gpu --steps 200   # on the GPU machine: the GPU preset
+
+--config picks the main job's configuration (examples/lm_data.PRESETS): "cpu" (default) on the
+CPU, PyTorch on its threads; "gpu" on the GPU, PyTorch on CUDA, both in the preset's compute
+dtype (ours Module.set_compute_dtype, PyTorch torch.autocast).
 """
 import argparse
 import json
@@ -24,41 +29,47 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(ROOT, "examples"))
-
-MODEL = dict(dims=128, layers=4, heads=4, context=128, batch=32, lr=3e-3, warmup=50,
-             weight_decay=0.1, total_steps=600)
+from lm_data import PRESETS  # noqa: E402
 
 
-def run_mlx(steps):
-    """The main job itself, cut to `steps` steps (same schedule as the default run)."""
+def model_config(config):
+    """The main job's model and schedule of `config` (the full run's steps set its schedule)."""
+    return dict(PRESETS[config], weight_decay=0.1, total_steps=PRESETS[config]["steps"])
+
+
+def run_mlx(steps, config):
+    """The main job itself, cut to `steps` steps (same schedule as the full run)."""
     import train_lm
 
-    m = MODEL
-    argv = ["--steps", str(steps), "--sample", "0", "--eval-every", str(10**9), "--cpu",
-            "--dims", str(m["dims"]), "--layers", str(m["layers"]), "--heads", str(m["heads"]),
-            "--context", str(m["context"]), "--batch", str(m["batch"])]
+    argv = ["--steps", str(steps), "--sample", "0", "--eval-every", str(10**9),
+            "--config", config] + (["--cpu"] if config == "cpu" else [])
     out = train_lm.main(argv)
     import mlx.core as mx
 
-    return {"label": f"mlx {getattr(mx, '__version__', '?')}", "tokens_per_s": out["steady_tokens_per_s"],
+    return {"label": f"mlx {getattr(mx, '__version__', '?')} ({mx.default_device()})",
+            "tokens_per_s": out["steady_tokens_per_s"],
             "first_loss": out["first_loss"], "last_loss": out["train_loss"]}
 
 
-def run_torch(steps):
+def run_torch(steps, config):
     """The same model in PyTorch: pre-norm blocks, fused bias-free QKV, RoPE (rotating halves,
     as nn.RoPE does by default), causal SDPA, exact GELU, output tied to the embedding."""
     import torch
     import torch.nn.functional as F
     from lm_data import DEFAULT_DATA, load_corpus, sample_windows
 
-    m = MODEL
+    m = model_config(config)
+    # The GPU preset runs on the CPU where there is no GPU (as train_lm does): a smoke test.
+    device = "cuda" if config == "gpu" and torch.cuda.is_available() else "cpu"
+    autocast = torch.autocast(device, dtype=getattr(torch, m["compute_dtype"]),
+                              enabled=m["compute_dtype"] != "float32")
     torch.manual_seed(0)
     chars, train, _ = load_corpus(DEFAULT_DATA)
 
     def rope_tables(T, d):
         half = d // 2
-        freqs = 10000.0 ** (-torch.arange(half, dtype=torch.float32) / half)
-        angles = torch.arange(T, dtype=torch.float32)[:, None] * freqs[None]
+        freqs = 10000.0 ** (-torch.arange(half, dtype=torch.float32, device=device) / half)
+        angles = torch.arange(T, dtype=torch.float32, device=device)[:, None] * freqs[None]
         return angles.cos(), angles.sin()
 
     def rope(x, cos, sin):
@@ -102,7 +113,7 @@ def run_torch(steps):
                 x = block(x, cos, sin)
             return self.norm(x) @ self.embed.weight.T
 
-    model = GPT(len(chars), m["dims"], m["layers"], m["heads"])
+    model = GPT(len(chars), m["dims"], m["layers"], m["heads"]).to(device)
     opt = torch.optim.AdamW(model.parameters(), lr=m["lr"], weight_decay=m["weight_decay"])
     warmup, total, lr = m["warmup"], m["total_steps"], m["lr"]
 
@@ -118,8 +129,10 @@ def run_torch(steps):
     for _ in range(steps):
         x, y = (torch.from_numpy(a) for a in sample_windows(
             train, m["batch"], m["context"], rng))
-        logits = model(x.long())
-        loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.long().reshape(-1))
+        x, y = x.long().to(device), y.long().to(device)
+        with autocast:  # cross_entropy runs in float32 under it
+            logits = model(x)
+            loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1))
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -131,13 +144,15 @@ def run_torch(steps):
     avg = losses[0]
     for v in losses[1:]:
         avg = 0.9 * avg + 0.1 * v
-    return {"label": f"PyTorch {torch.__version__} (eager, {torch.get_num_threads()} threads)",
+    where = torch.cuda.get_device_name() if device == "cuda" else \
+        f"{torch.get_num_threads()} threads"
+    return {"label": f"PyTorch {torch.__version__} (eager, {where}, {m['compute_dtype']})",
             "tokens_per_s": (steps - 1) * m["batch"] * m["context"] / elapsed,
             "first_loss": losses[0], "last_loss": avg}
 
 
-def worker(kind, steps, out_path):
-    result = run_torch(steps) if kind == "torch" else run_mlx(steps)
+def worker(kind, steps, config, out_path):
+    result = run_torch(steps, config) if kind == "torch" else run_mlx(steps, config)
     result["max_rss_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     with open(out_path, "w") as f:
         json.dump(result, f)
@@ -150,12 +165,14 @@ def main():
                         "are skipped")
     p.add_argument("--steps", action="append", default=[], metavar="[NAME=]N",
                    help="steps per implementation (default 30)")
+    p.add_argument("--config", choices=["cpu", "gpu"], default="cpu",
+                   help="the main job's configuration, and its device (default cpu)")
     p.add_argument("--worker", help=argparse.SUPPRESS)
     p.add_argument("--worker-steps", type=int, help=argparse.SUPPRESS)
     p.add_argument("--worker-out", help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.worker:
-        worker(args.worker, args.worker_steps, args.worker_out)
+        worker(args.worker, args.worker_steps, args.config, args.worker_out)
         return
 
     pythons = {"ours": sys.executable, **dict(s.split("=", 1) for s in args.python)}
@@ -171,7 +188,7 @@ def main():
         with tempfile.NamedTemporaryFile(suffix=".json") as out:
             n = steps.get(name, steps["default"])
             cmd = [python, os.path.abspath(__file__), "--worker", "torch" if name == "torch" else "mlx",
-                   "--worker-steps", str(n), "--worker-out", out.name]
+                   "--worker-steps", str(n), "--worker-out", out.name, "--config", args.config]
             print(f"# {name}: {n} steps", file=sys.stderr)
             if subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL).returncode != 0:
                 print(f"# {name}: failed (see above)", file=sys.stderr)
@@ -182,9 +199,11 @@ def main():
             result["label"] = f"{names.get(name, name)}: {result['label']}"
             rows.append(dict(result, steps=n))
     ours = rows[0]["tokens_per_s"]
-    m = MODEL
+    m = model_config(args.config)
+    where = "on the GPU where there is one" if args.config == "gpu" else \
+        f"CPU, {os.cpu_count()} cores"
     print(f"\nGPT {m['layers']} layers x {m['dims']} dims, {m['heads']} heads, context "
-          f"{m['context']}, batch {m['batch']}; CPU, {os.cpu_count()} cores\n")
+          f"{m['context']}, batch {m['batch']}, {m['compute_dtype']} compute; {where}\n")
     print("| implementation | steps | tokens/s | relative to ours | loss at step 1 | "
           "loss (EMA) at the end | max RSS |")
     print("|---|---|---|---|---|---|---|")

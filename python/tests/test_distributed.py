@@ -278,6 +278,15 @@ def test_multi_rank_training_matches_one_rank_on_the_same_global_batch(n, extra)
     assert want[-1] < want[0]  # it learned something
 
 
+def test_time_limit_stops_every_rank_at_the_same_step():
+    # Every rank is past the limit here: the stop and the collective validation after it run
+    # on all ranks (disagreeing clocks are settled by an all_sum, not exercised here).
+    r = launch("-n", "2", TRAIN_LM, *TINY_LM, "--time-limit", "0")
+    assert r.returncode == 0, r.stderr[-2000:]
+    got = lm_results(r.stdout)
+    assert sorted(got) == [0, 1] and all(len(got[k]["losses"]) == 1 for k in got), r.stdout
+
+
 def run_python(code, **extra_env):
     return subprocess.run([sys.executable, "-c", code], env=env(**extra_env),
                           capture_output=True, text=True, timeout=HARD_TIMEOUT)

@@ -56,3 +56,34 @@ def test_an_interrupted_save_keeps_the_previous_checkpoint(tmp_path, monkeypatch
     assert all(mx.array_equal(after[k], before[k]).item() for k in before)
     with open(os.path.join(ckpt, "meta.json")) as f:
         assert '"step": 3' in f.read()
+
+
+def test_the_cpu_configuration_is_the_historical_default():
+    # CI and the figures in the docs rely on it: changing it is a decision, not a side effect.
+    cpu = load_trainer().PRESETS["cpu"]
+    assert cpu == dict(dims=128, layers=4, heads=4, context=128, batch=32, steps=600, lr=3e-3,
+                       warmup=50, eval_every=200, compute_dtype="float32", time_limit=None)
+
+
+def test_auto_configuration_follows_the_device():
+    trainer = load_trainer()
+    gpu = mx.default_device() == mx.gpu
+    result = trainer.main(TINY + ["--steps", "2", "--eval-every", "2"])
+    assert result["config"] == "cpu"  # --cpu: the CPU preset even where a GPU exists
+    result = trainer.main(TINY[:-1] + ["--steps", "2", "--eval-every", "2"])
+    assert result["config"] == ("gpu" if gpu else "cpu")
+
+
+def test_gpu_configuration_trains_in_bf16_on_the_cpu():
+    # The GPU preset's precision and schedule on a CPU-sized model (flags override the preset).
+    result = load_trainer().main(TINY + ["--config", "gpu", "--steps", "30", "--lr", "3e-3",
+                                         "--eval-every", "30"])
+    assert result["config"] == "gpu" and result["steps_done"] == 30
+    assert result["train_loss"] < result["first_loss"] - 0.5
+    assert result["val_loss"] < 3.6
+
+
+def test_time_limit_stops_training_and_still_validates():
+    result = load_trainer().main(TINY + ["--steps", "50", "--time-limit", "0", "--sample", "0"])
+    assert result["steps_done"] == 1
+    assert result["val_loss"] is not None
