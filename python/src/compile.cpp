@@ -1,9 +1,9 @@
 // mx.compile over Python functions of trees. Traces are cached per Python function (every
 // mx.compile(fun) of the same function shares them) and per call key: the tree structure of the
 // arguments with their constants (non-array leaves) and array dtypes / shapes (ranks when
-// shapeless), plus the arrays of the captured state. `inputs` / `outputs` trees are the C++
-// CompileOptions state: flattened on each call, and the new values written back into their
-// lists and dicts.
+// shapeless), plus the arrays of the captured state. `inputs` trees are the C++ CompileOptions
+// state, flattened on each call; `outputs` trees are flattened after the traced call and their
+// new values written back into their lists and dicts.
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
@@ -22,10 +22,14 @@ using namespace mlx::core::python;
 
 namespace {
 
-// One traced program and the state arrays its C++ compiled function reads and writes.
+// One traced program and the state arrays its C++ compiled function reads. What the function
+// assigns (the `outputs` trees) is flattened after the traced call and returned after its
+// results, so the trees may grow during the first call (an optimizer creating its state in its
+// first update, as MLX programs expect); the grown state then keys a new trace on the next call.
 struct Entry {
   ArrayFn compiled;
-  std::vector<array> state_in, state_out;
+  std::vector<array> state_in;
+  size_t num_results = 0;  // the function's own results; the state assigned follows them
   // The structure of the results, arrays standing for themselves (the traced ones are dropped
   // with their graph).
   nb::object out_tree;
@@ -42,22 +46,38 @@ struct Entry {
     try {
       nb::object out = call(fun, s[0], s[1]);
       std::vector<array> outs = tree_flatten(out, false);
+      num_results = outs.size();
       std::vector<array> new_state = tree_flatten(outputs, false);
-      if (new_state.size() != state_out.size()) {
-        throw std::invalid_argument(msg("[compile] The outputs tree held ", state_out.size(),
-                                        " arrays before the call and ", new_state.size(),
-                                        " after it; it must keep its structure."));
-      }
-      std::copy(new_state.begin(), new_state.end(), state_out.begin());
+      outs.insert(outs.end(), new_state.begin(), new_state.end());
       out_tree = tree_map(out, [this](nb::handle leaf) {
         return nb::isinstance<array>(leaf) ? nb::cast(blank) : nb::borrow(leaf);
       });
-      tree_replace(inputs, saved);
+      restore(saved);
       return outs;
     } catch (...) {
-      tree_replace(inputs, saved);
+      restore(saved);
       throw;
     }
+  }
+
+  // Gives the input containers their real values back in place of the placeholders, also when
+  // the call grew them.
+  void restore(const std::vector<array>& saved) {
+    std::vector<array> now = tree_flatten(inputs, false);
+    if (now.size() == saved.size()) {
+      tree_replace(inputs, saved);
+      return;
+    }
+    std::map<uintptr_t, size_t> placeholder;
+    for (size_t i = 0; i < state_in.size(); ++i) {
+      placeholder[state_in[i].id()] = i;
+    }
+    for (auto& a : now) {
+      if (auto it = placeholder.find(a.id()); it != placeholder.end()) {
+        a = saved[it->second];
+      }
+    }
+    tree_replace(inputs, now);
   }
 };
 
@@ -104,7 +124,8 @@ class Compiled {
     std::vector<array> outs;
     Entry& e = with_entry(args, kwargs, [&](Entry& e, const std::vector<array>& flat) {
       outs = e.compiled(flat);
-      tree_replace(outputs_, e.state_out);
+      tree_replace(outputs_, std::vector<array>(outs.begin() + e.num_results, outs.end()));
+      outs.erase(outs.begin() + e.num_results, outs.end());
     });
     return tree_unflatten(e.out_tree, outs);
   }
@@ -145,7 +166,7 @@ class Compiled {
     std::vector<array> state_out = tree_flatten(outputs_, false);
     nb::object key = nb::make_tuple(tree_key(structure, shapeless_),
                                     tree_key(nb::cast(state_in), shapeless_), state_out.size());
-    Entry& e = entry(key, state_in, state_out);
+    Entry& e = entry(key, state_in);
     // The C++ compiled function holds pointers to the state arrays: assign them in place.
     std::copy(state_in.begin(), state_in.end(), e.state_in.begin());
     e.fun = fun_;
@@ -155,7 +176,6 @@ class Compiled {
     auto clear = [&] {
       // Between calls the entry keeps no state alive (old parameters, say).
       std::fill(e.state_in.begin(), e.state_in.end(), e.blank);
-      std::fill(e.state_out.begin(), e.state_out.end(), e.blank);
     };
     try {
       body(e, flat);
@@ -167,21 +187,16 @@ class Compiled {
     return e;
   }
 
-  Entry& entry(nb::handle key, const std::vector<array>& state_in,
-               const std::vector<array>& state_out) {
+  Entry& entry(nb::handle key, const std::vector<array>& state_in) {
     nb::object pos = cache_->index.get(key, nb::none());
     if (!pos.is_none()) {
       return *cache_->entries[nb::cast<size_t>(pos)];
     }
     auto e = std::make_unique<Entry>();
     e->state_in = state_in;
-    e->state_out = state_out;
     CompileOptions options{.shapeless = shapeless_};
     for (auto& a : e->state_in) {
       options.state_inputs.push_back(&a);
-    }
-    for (auto& a : e->state_out) {
-      options.state_outputs.push_back(&a);
     }
     Entry* raw = e.get();
     e->compiled = compile([raw](const std::vector<array>& x) { return raw->trace(x); }, options);

@@ -631,13 +631,17 @@ def test_end_to_end_regression_converges(make, rng):
     assert mse(params, x, y).item() < 1e-2 * first
 
 
-def test_compiled_step_with_state_inputs_outputs(rng):
+@pytest.mark.parametrize("init_first", [True, False], ids=["init", "state made by the first step"])
+def test_compiled_step_with_state_inputs_outputs(rng, init_first):
+    # Without init the optimizer creates its state inside the first (traced) update, as MLX's
+    # compile examples do: the outputs tree grows during that call.
     x, y = regression_problem(rng)
     eager = {"w": mx.zeros((3, 1)), "b": mx.zeros((1,))}
     compiled = {"w": mx.zeros((3, 1)), "b": mx.zeros((1,))}
     eager_opt = optim.Adam(optim.exponential_decay(0.05, 0.99))
     opt = optim.Adam(optim.exponential_decay(0.05, 0.99))
-    opt.init(compiled)
+    if init_first:
+        opt.init(compiled)
     loss_and_grad = mx.value_and_grad(mse)
     state = [compiled, opt.state]
 
