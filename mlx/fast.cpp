@@ -1,5 +1,8 @@
 #include "mlx/fast.h"
 
+#include <cstdlib>
+#include <string>
+
 #include "mlx/ops/creation.h"
 #include "mlx/ops/shape.h"
 #include "mlx/primitives/fast.h"
@@ -126,6 +129,16 @@ array rope(const array& x, int dims, bool traditional, std::optional<float> base
   return rope(x, dims, traditional, base, scale, array(offset, int32), freqs, s);
 }
 
+bool attention_gpu_kernel_applies(Dtype dtype, int head_dim, int value_dim, bool has_mask,
+                                  bool has_sinks) {
+  static const bool enabled = [] {
+    const char* v = std::getenv("MLX_SDPA_FUSED");
+    return v == nullptr || std::string(v) != "0";
+  }();
+  return enabled && (dtype == float16 || dtype == bfloat16) && head_dim == value_dim &&
+         (head_dim == 64 || head_dim == 128) && !has_mask && !has_sinks;
+}
+
 array scaled_dot_product_attention(const array& queries, const array& keys, const array& values,
                                    const float scale, const std::string& mask_mode,
                                    std::optional<array> mask_arr, const std::optional<array>& sinks,
@@ -199,8 +212,10 @@ array scaled_dot_product_attention(const array& queries, const array& keys, cons
     inputs.push_back(astype(*sinks, t, s));
   }
   Stream stream = to_stream(s);
-  if (stream.device.type == Device::gpu) {
-    // No fused GPU kernel yet: matmuls and a softmax on the GPU beat the CPU kernel's transfers.
+  if (stream.device.type == Device::gpu &&
+      !attention_gpu_kernel_applies(t, queries.shape(3), values.shape(3), mask_arr.has_value(),
+                                    sinks.has_value())) {
+    // Matmuls and a softmax on the GPU (differentiated as such) beat the CPU kernel's transfers.
     return attention_composite(inputs, scale, causal, mask_arr.has_value(), sinks.has_value(),
                                stream);
   }

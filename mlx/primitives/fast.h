@@ -164,9 +164,14 @@ class ScaledDotProductAttentionVJP : public Primitive {
   bool has_sinks_;
 };
 
+// Whether the GPU's fused attention kernel (backend/cuda/flash_attention.cu) takes these inputs:
+// float16 / bfloat16, head dim == value dim in {64, 128}, no mask array, no sinks, and
+// MLX_SDPA_FUSED not 0. Elsewhere the GPU runs the composite below.
+bool attention_gpu_kernel_applies(Dtype dtype, int head_dim, int value_dim, bool has_mask,
+                                  bool has_sinks);
 // Attention of inputs {q, k, v, mask?, sinks?} as a composite of ops (matmul, softmax, where):
-// what the rules differentiate in forward mode, and the GPU's path until its fused kernels
-// exist.
+// what the rules differentiate in forward mode, and the GPU's path where its fused kernel does
+// not apply.
 array attention_composite(const std::vector<array>& inputs, float scale, bool causal, bool has_mask,
                           bool has_sinks, Stream s);
 // ScaledDotProductAttentionVJP's outputs as such a composite, from the same inputs.

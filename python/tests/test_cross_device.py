@@ -477,6 +477,62 @@ def test_attention(dtype):
                 (0, 1, 2)), q, k, v, rtol=5e-2, atol=5e-2)
 
 
+def attention_reference(q, k, v, scale, causal):
+    """float64 NumPy attention with grouped heads; rows that see no key are zeros."""
+    q, k, v = (np.array(t.astype(mx.float32)).astype(np.float64) for t in (q, k, v))
+    group = q.shape[1] // k.shape[1]
+    k, v = np.repeat(k, group, axis=1), np.repeat(v, group, axis=1)
+    s = scale * q @ k.swapaxes(-1, -2)
+    tq, tk = s.shape[-2:]
+    if causal:
+        seen = np.arange(tk)[None, :] <= np.arange(tq)[:, None] + (tk - tq)
+        s = np.where(seen, s, -np.inf)
+    if tk == 0:
+        return np.zeros(q.shape[:-1] + v.shape[-1:])
+    m = s.max(axis=-1, keepdims=True)
+    p = np.exp(s - np.where(np.isfinite(m), m, 0))
+    l = p.sum(axis=-1, keepdims=True)
+    return np.where(l > 0, (p / np.where(l > 0, l, 1)) @ v, 0.0)
+
+
+@pytest.mark.parametrize("dtype", [mx.float16, mx.bfloat16])
+@pytest.mark.parametrize("d", [64, 128])
+@pytest.mark.parametrize("tq,tk", [(1, 300), (70, 130), (128, 128), (130, 64), (64, 0)],
+                         ids=str)
+def test_fused_attention_kernel(dtype, d, tq, tk):
+    """The GPU's flash kernel (half precision, head dims 64 / 128, causal or none, grouped
+    heads, decode rows, ragged tiles, more queries than keys, no keys) against float64."""
+    q = sample((2, 4, tq, d), dtype, seed=1, low=-1, high=1)
+    k = sample((2, 2, tk, d), dtype, seed=2, low=-1, high=1)
+    v = sample((2, 2, tk, d), dtype, seed=3)
+    tol = 2e-2 if dtype == mx.bfloat16 else 5e-3
+    for causal in (False, True):
+        out = mx.fast.scaled_dot_product_attention(q, k, v, scale=d**-0.5,
+                                                   mask="causal" if causal else None,
+                                                   stream=mx.gpu)
+        assert out.dtype == dtype and out.shape == (2, 4, tq, d)
+        np.testing.assert_allclose(np.array(out.astype(mx.float32)),
+                                   attention_reference(q, k, v, d**-0.5, causal),
+                                   rtol=tol, atol=tol)
+
+
+def test_fused_attention_never_stores_the_scores_and_differentiates():
+    # (1, 2, 4096, 64) bf16: the scores would be 2 * 4096^2 floats (128 MiB); the fused kernel
+    # needs the inputs and the output (4 MiB).
+    q, k, v = (sample((1, 2, 4096, 64), mx.bfloat16, seed=s, low=-1, high=1) for s in (1, 2, 3))
+    mx.eval(q, k, v)
+    mx.reset_peak_memory()
+    base = mx.get_active_memory()
+    out = mx.fast.scaled_dot_product_attention(q, k, v, scale=0.125, mask="causal", stream=mx.gpu)
+    mx.eval(out)
+    assert mx.get_peak_memory() - base < 32 * 2**20, mx.get_peak_memory() - base
+    # Gradients (the backward pass recomputes through the composite) match the CPU's.
+    small = [sample((1, 2, 40, 64), mx.bfloat16, seed=s, low=-1, high=1) for s in (4, 5, 6)]
+    check(grads(lambda a, b, c: mx.fast.scaled_dot_product_attention(a, b, c, scale=0.125,
+                                                                     mask="causal"), (0, 1, 2)),
+          *small, rtol=5e-2, atol=5e-2)
+
+
 @pytest.mark.parametrize("dtype", [mx.float32, mx.float16, mx.bfloat16, mx.float64])
 def test_addmm_and_batched_matmul(dtype):
     a = sample((3, 17, 24), dtype, 1)

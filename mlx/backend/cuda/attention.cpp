@@ -1,14 +1,19 @@
-// scaled_dot_product_attention on the GPU, forward and backward, as the composites the rules
-// differentiate (fast.h: matmuls, the softmax kernel, masks by where), run here with their own
-// GPU kernels. The op layer builds the composite itself on GPU streams; these serve the
-// primitives made elsewhere (an imported function, a CPU-made graph moved to the GPU). The fused
-// kernels are issue 13's.
+// scaled_dot_product_attention on the GPU: the forward pass through the fused kernel where it
+// applies (flash_attention.h: half precision, head dims 64 / 128, no mask or causal), otherwise
+// and for the backward pass as the composites the rules differentiate (fast.h: matmuls, the
+// softmax kernel, masks by where), run here with their own GPU kernels.
+#include "mlx/backend/cuda/flash_attention.h"
 #include "mlx/backend/cuda/run_graph.h"
 #include "mlx/primitives/fast.h"
 
 namespace mlx::core::fast {
 
 void ScaledDotProductAttention::eval_gpu(const std::vector<array>& inputs, array& out) {
+  if (attention_gpu_kernel_applies(out.dtype(), inputs[0].shape(3), inputs[2].shape(3), has_mask_,
+                                   has_sinks_)) {
+    cu::flash_attention(inputs[0], inputs[1], inputs[2], out, scale_, causal_);
+    return;
+  }
   std::vector<array> outs = {out};
   cu::run_graph_into(
       {attention_composite(inputs, scale_, causal_, has_mask_, has_sinks_, stream())}, outs);
