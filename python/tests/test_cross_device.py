@@ -477,6 +477,28 @@ def test_attention(dtype):
                 (0, 1, 2)), q, k, v, rtol=5e-2, atol=5e-2)
 
 
+@pytest.mark.parametrize("nbytes", [2**20 - 4, 2**20, 4 * 2**20 + 12, 17 * 2**20 + 20])
+def test_large_transfers_round_trip(nbytes):
+    # Copies of 1 MiB and more go through pinned staging buffers in 4 MiB chunks, several at
+    # once; sizes around the chunk and ring boundaries, both directions, from two threads.
+    import threading
+    rng = np.random.default_rng(nbytes)
+    host = rng.standard_normal(nbytes // 4).astype(np.float32)
+    results = {}
+
+    def work(i):
+        x = mx.array(host + i)  # host memory, moved to the GPU by the GPU op
+        y = mx.add(x, 1.0, stream=mx.gpu)
+        results[i] = np.array(y)  # back to the host
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for i in range(2):
+        np.testing.assert_array_equal(results[i], host + i + 1.0)
+
+
 def attention_reference(q, k, v, scale, causal):
     """float64 NumPy attention with grouped heads; rows that see no key are zeros."""
     q, k, v = (np.array(t.astype(mx.float32)).astype(np.float64) for t in (q, k, v))
