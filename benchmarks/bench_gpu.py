@@ -6,6 +6,8 @@ for rates, lower for times). Run: python3 benchmarks/bench_gpu.py [--small]
 """
 import json
 import os
+
+import numpy as np
 import subprocess
 import sys
 import time
@@ -33,9 +35,14 @@ def run_ours(tf32):
             ts.append(time.perf_counter() - t)
         return median(ts)
 
+    def to_device(h):  # a NumPy array read by a GPU op: one host-to-device copy
+        y = mx.array(h) * 1.0
+        mx.eval(y)
+        return y
+
     return figures(mx, bench, tf32, lambda x: x.T, mx.contiguous, mx.random.normal,
                    lambda a: mx.eval(a), lambda: mx.synchronize(), mx.bfloat16, mx.float32,
-                   lambda x, dt: x.astype(dt))
+                   lambda x, dt: x.astype(dt), to_device, lambda d: np.array(d))
 
 
 def run_torch(tf32):
@@ -61,10 +68,32 @@ def run_torch(tf32):
     normal = lambda shape: torch.randn(*shape, device="cuda")
     return figures(torch, bench, tf32, lambda x: x.t(), lambda x: x.contiguous(), normal,
                    lambda a: None, torch.cuda.synchronize, torch.bfloat16, torch.float32,
-                   lambda x, dt: x.to(dt))
+                   lambda x, dt: x.to(dt), lambda h: torch.from_numpy(h).cuda() * 1.0,
+                   lambda d: d.cpu().numpy())
 
 
-def figures(lib, bench, tf32, transpose, contiguous, normal, evaluate, sync, bf16, fp32, cast):
+def transfer_figures(to_device, to_host, sync):
+    """Host-to-device and back of 256 MiB of float32 from / to pageable NumPy memory, timed on
+    the host (the copy is the work; both sides include one elementwise kernel)."""
+    n = (1 << 16) if SMALL else (1 << 26)
+    h = np.random.default_rng(0).standard_normal(n).astype(np.float32)
+    res = {}
+    on_device = to_device(h)
+    for key, fn in [("h2d_fp32_256MiB_GBps", lambda: to_device(h)),
+                    ("d2h_fp32_256MiB_GBps", lambda: to_host(on_device))]:
+        ts = []
+        for _ in range(6):
+            sync()
+            t = time.perf_counter()
+            fn()
+            sync()
+            ts.append(time.perf_counter() - t)
+        res[key] = 4 * n / median(ts[1:]) / 1e9
+    return res
+
+
+def figures(lib, bench, tf32, transpose, contiguous, normal, evaluate, sync, bf16, fp32, cast,
+            to_device, to_host):
     res = {}
     if tf32:
         n = 256 if SMALL else 4096
@@ -72,6 +101,7 @@ def figures(lib, bench, tf32, transpose, contiguous, normal, evaluate, sync, bf1
         evaluate(a), evaluate(b)
         res["matmul_fp32_tf32_TFLOPs"] = 2 * n**3 / bench(lambda: a @ b) / 1e12
         return res
+    res.update(transfer_figures(to_device, to_host, sync))
     n = (1 << 16) if SMALL else (1 << 28)
     a, b = normal((n,)), normal((n,))
     evaluate(a), evaluate(b)
