@@ -6,11 +6,11 @@ for rates, lower for times). Run: python3 benchmarks/bench_gpu.py [--small]
 """
 import json
 import os
-
-import numpy as np
 import subprocess
 import sys
 import time
+
+import numpy as np
 
 SMALL = "--small" in sys.argv
 
