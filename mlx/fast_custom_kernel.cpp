@@ -7,6 +7,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "mlx/backend/common/cuda_type_names.h"
 #include "mlx/ops/creation.h"
 #include "mlx/ops/shape.h"
 #include "mlx/runtime/device.h"
@@ -49,41 +50,6 @@ void check_names(const char* op, const std::string& name, const std::vector<std:
       }
     }
   }
-}
-
-// The C++ type a dtype is in the generated source.
-const char* kernel_type(Dtype t, const char* op) {
-  switch (t.val) {
-    case Dtype::Val::bool_:
-      return "bool";
-    case Dtype::Val::uint8:
-      return "uint8_t";
-    case Dtype::Val::uint16:
-      return "uint16_t";
-    case Dtype::Val::uint32:
-      return "uint32_t";
-    case Dtype::Val::uint64:
-      return "uint64_t";
-    case Dtype::Val::int8:
-      return "int8_t";
-    case Dtype::Val::int16:
-      return "int16_t";
-    case Dtype::Val::int32:
-      return "int32_t";
-    case Dtype::Val::int64:
-      return "int64_t";
-    case Dtype::Val::float16:
-      return "float16_t";
-    case Dtype::Val::bfloat16:
-      return "bfloat16_t";
-    case Dtype::Val::float32:
-      return "float";
-    case Dtype::Val::float64:
-      return "double";
-    case Dtype::Val::complex64:
-      return "complex64_t";
-  }
-  throw std::invalid_argument(msg("[", op, "] Unsupported dtype ", dtype_name(t), "."));
 }
 
 // The GPU stream the kernel runs on; a CPU stream is refused (there is no host kernel).
@@ -178,7 +144,7 @@ std::string CudaKernel::source_for(
   bool complex = false;
   auto type = [&](Dtype t) {
     complex |= t == complex64;
-    return std::string(kernel_type(t, "cuda_kernel"));
+    return std::string(cuda_type_name(t));
   };
   std::ostringstream params;
   for (size_t i = 0; i < inputs.size(); ++i) {
@@ -264,7 +230,7 @@ std::vector<array> CudaKernel::operator()(
       const auto& v = template_args[i].second;
       spec.entry += i ? ", " : "";
       if (auto* d = std::get_if<Dtype>(&v)) {
-        spec.entry += kernel_type(*d, "cuda_kernel");
+        spec.entry += cuda_type_name(*d);
       } else if (auto* b = std::get_if<bool>(&v)) {
         spec.entry += *b ? "true" : "false";
       } else {

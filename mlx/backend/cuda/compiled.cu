@@ -15,6 +15,7 @@
 #include <cstring>
 #include <sstream>
 
+#include "mlx/backend/common/cuda_type_names.h"
 #include "mlx/backend/common/jit_cache.h"
 #include "mlx/backend/cuda/cuda_check.h"
 #include "mlx/backend/cuda/kernel_utils.cuh"
@@ -32,40 +33,6 @@ constexpr int kMaxInputs = 24;
 constexpr size_t kMaxOps = 256;
 
 enum class Access : char { dense = 'd', scalar = 's', strided = 'g' };
-
-const char* device_type(Dtype t) {
-  switch (t.val) {
-    case Dtype::Val::bool_:
-      return "bool";
-    case Dtype::Val::uint8:
-      return "uint8_t";
-    case Dtype::Val::uint16:
-      return "uint16_t";
-    case Dtype::Val::uint32:
-      return "uint32_t";
-    case Dtype::Val::uint64:
-      return "uint64_t";
-    case Dtype::Val::int8:
-      return "int8_t";
-    case Dtype::Val::int16:
-      return "int16_t";
-    case Dtype::Val::int32:
-      return "int32_t";
-    case Dtype::Val::int64:
-      return "int64_t";
-    case Dtype::Val::float16:
-      return "__half";
-    case Dtype::Val::bfloat16:
-      return "__nv_bfloat16";
-    case Dtype::Val::float32:
-      return "float";
-    case Dtype::Val::float64:
-      return "double";
-    case Dtype::Val::complex64:
-      return "complex_t";
-  }
-  return nullptr;
-}
 
 // Of device 0, the one GPU fused kernels are built for (asked once, not at every evaluation).
 const std::string& compute_capability() {
@@ -107,7 +74,7 @@ std::string element_body(const Compiled& c, const std::string& access) {
       << "      r = q;\n    }\n";
   }
   for (int i = 0; i < nin; ++i) {
-    const char* t = device_type(c.input_dtypes()[i]);
+    const char* t = cuda_type_name(c.input_dtypes()[i]);
     s << "    const " << t << " v" << i << " = static_cast<const " << t << "*>(p.in[" << i << "])[";
     switch (static_cast<Access>(access[i])) {
       case Access::dense:
@@ -137,14 +104,14 @@ std::string element_body(const Compiled& c, const std::string& access) {
         s << "v" << op.args[0] << " ? v" << op.args[1] << " : v" << op.args[2];
         break;
       case FusedOp::Kind::cast:
-        s << "cast_to<" << device_type(op.dtype) << ">(v" << op.args[0] << ")";
+        s << "cast_to<" << cuda_type_name(op.dtype) << ">(v" << op.args[0] << ")";
         break;
     }
     s << ";\n";
   }
   for (size_t j = 0; j < c.output_values().size(); ++j) {
     const int v = c.output_values()[j];
-    const char* t = device_type(c.value_dtype(v));
+    const char* t = cuda_type_name(c.value_dtype(v));
     s << "    static_cast<" << t << "*>(p.out[" << j << "])[i] = v" << v << ";\n";
   }
   return s.str();
@@ -248,7 +215,7 @@ JitCache& cache() {
       "cuda",
       std::string("// mlx-linux fused CUDA kernel; flags: ") + MLX_JIT_NVCC_FLAGS +
           "\n#include \"mlx/backend/cuda/elementwise_ops.cuh\"\n"
-          "using namespace mlx::core::cu;\n",
+          "using namespace mlx::core::cu;\nusing complex64_t = complex_t;\n",
       ".cu", ".cubin",
       [](const std::string& src, const std::string& out) {
         const char* nvcc = std::getenv("MLX_JIT_NVCC");
