@@ -82,6 +82,7 @@ __global__ void __launch_bounds__(kWarps * 32)
     w_m[lane] = -INFINITY;
     w_l[lane] = 0.f;
   }
+  __syncwarp();  // every lane reads these rows (the final write too, when no key is seen)
   // Query row i sees keys up to i + t_kv - t_q (causal).
   const int shift = t_kv - t_q;
   int k_end = t_kv;
