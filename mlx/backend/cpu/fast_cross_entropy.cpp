@@ -43,8 +43,10 @@ struct OnlineLse {
   double sum = 0;
   bool has_nan = false;
 
+  // Merges chunk x; `ahead` (unless null) is the next chunk's raw data, `ahead_size` bytes
+  // per element, prefetched during the exp pass so that memory stays busy.
   template <typename F>
-  void add(const F* x, int64_t n) {
+  void add(const F* x, int64_t n, const char* ahead, int64_t ahead_size) {
     RowMax m = row_max(x, n);
     has_nan |= m.has_nan;
     if (m.value > max) {
@@ -52,7 +54,7 @@ struct OnlineLse {
       max = m.value;
     }
     if (std::isfinite(max) && !has_nan) {
-      sum += exp_sum(x, static_cast<F*>(nullptr), n, static_cast<F>(max));
+      sum += exp_sum(x, static_cast<F*>(nullptr), n, static_cast<F>(max), ahead, ahead_size);
     }
   }
 
@@ -78,11 +80,14 @@ void forward(const array& x, const int64_t* targets, int64_t rows, array& loss, 
       OnlineLse acc;
       for (int64_t b = 0; b < n; b += kChunk) {
         int64_t len = std::min(kChunk, n - b);
+        // The next chunk follows in memory, in this row or the next one of this range.
+        bool more = b + len < n || r + 1 < r1;
+        const char* ahead = more ? reinterpret_cast<const char*>(row + b + len) : nullptr;
         if constexpr (is_half_v<T>) {
           to_float(row + b, buf.data(), len);
-          acc.add(buf.data(), len);
+          acc.add(buf.data(), len, ahead, sizeof(T));
         } else {
-          acc.add(row + b, len);
+          acc.add(row + b, len, ahead, sizeof(T));
         }
       }
       F lse = static_cast<F>(acc.value());
