@@ -1,6 +1,7 @@
 #include "mlx/fast.h"
 
 #include <cstdlib>
+#include <stdexcept>
 #include <string>
 
 #include "mlx/ops/creation.h"
@@ -223,6 +224,42 @@ array scaled_dot_product_attention(const array& queries, const array& keys, cons
   auto prim = std::make_shared<ScaledDotProductAttention>(stream, scale, causal,
                                                           mask_arr.has_value(), sinks.has_value());
   return array(std::move(out_shape), t, std::move(prim), std::move(inputs));
+}
+
+std::vector<array> cross_entropy_parts(const array& logits, const array& targets, Stream s) {
+  Dtype lse_dtype = logits.dtype() == float64 ? float64 : float32;
+  return array::make_arrays({targets.shape(), targets.shape()}, {float32, lse_dtype},
+                            std::make_shared<CrossEntropy>(s), {logits, targets});
+}
+
+array cross_entropy_vjp(const array& logits, const array& targets, const array& lse,
+                        const array& cotangent, Stream s) {
+  return array(logits.shape(), logits.dtype(), std::make_shared<CrossEntropyVJP>(s),
+               {logits, targets, lse, astype(cotangent, float32, s)});
+}
+
+array cross_entropy(const array& logits, const array& targets, StreamOrDevice s) {
+  if (logits.ndim() < 1) {
+    throw std::invalid_argument("[cross_entropy] logits must have at least one dimension.");
+  }
+  if (!is_floating_point(logits.dtype())) {
+    throw std::invalid_argument(
+        msg("[cross_entropy] logits must be floating point; got ", logits.dtype(), "."));
+  }
+  if (!issubdtype(targets.dtype(), DtypeCategory::integer)) {
+    throw std::invalid_argument(
+        msg("[cross_entropy] targets must be integer class indices; got ", targets.dtype(), "."));
+  }
+  Shape expect(logits.shape().begin(), logits.shape().end() - 1);
+  if (targets.shape() != expect) {
+    throw std::invalid_argument(msg("[cross_entropy] targets must have shape ", expect,
+                                    " (logits without the last axis); got ", targets.shape(), "."));
+  }
+  if (logits.shape(-1) == 0) {
+    throw std::invalid_argument(msg(
+        "[cross_entropy] logits must have at least one class; got shape ", logits.shape(), "."));
+  }
+  return cross_entropy_parts(logits, targets, to_stream(s))[0];
 }
 
 }  // namespace mlx::core::fast

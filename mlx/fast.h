@@ -40,8 +40,10 @@ array scaled_dot_product_attention(const array& queries, const array& keys, cons
                                    const std::optional<array>& sinks = {}, StreamOrDevice s = {});
 
 // Cross entropy with class indices: logsumexp(logits, -1) - logits[..., target], accumulated
-// and returned in float32 with the shape of `targets` (logits' shape without the last axis).
-// Built from ops (fast_ops.cpp), so its derivative is softmax - one_hot.
+// in float32 (float64 for float64 logits) and returned in float32 with the shape of `targets`
+// (logits' shape without the last axis). One fused pass per row forward and one backward
+// (softmax - one_hot, from the saved logsumexp). A target outside [0, C) gives a NaN loss and
+// NaN gradients for its row: checking it eagerly would need the targets on the host.
 array cross_entropy(const array& logits, const array& targets, StreamOrDevice s = {});
 
 // The gated delta rule (Gated DeltaNet) over T steps. q, k: (B, T, Hk, Dk); v: (B, T, Hv, Dv)

@@ -1,4 +1,4 @@
-// mx.fast functions composed from ordinary ops: cross_entropy and gated_delta_update.
+// mx.fast functions composed from ordinary ops: gated_delta_update.
 #include <stdexcept>
 
 #include "mlx/fast.h"
@@ -12,45 +12,6 @@
 #include "mlx/utils.h"
 
 namespace mlx::core::fast {
-
-array cross_entropy(const array& logits, const array& targets, StreamOrDevice s) {
-  if (logits.ndim() < 1) {
-    throw std::invalid_argument("[cross_entropy] logits must have at least one dimension.");
-  }
-  if (!is_floating_point(logits.dtype())) {
-    throw std::invalid_argument(
-        msg("[cross_entropy] logits must be floating point; got ", logits.dtype(), "."));
-  }
-  if (!issubdtype(targets.dtype(), DtypeCategory::integer)) {
-    throw std::invalid_argument(
-        msg("[cross_entropy] targets must be integer class indices; got ", targets.dtype(), "."));
-  }
-  Shape expect(logits.shape().begin(), logits.shape().end() - 1);
-  if (targets.shape() != expect) {
-    throw std::invalid_argument(msg("[cross_entropy] targets must have shape ", expect,
-                                    " (logits without the last axis); got ", targets.shape(), "."));
-  }
-  // Forward: one fused logsumexp pass and a gather. Backward (custom, so no scatter into a
-  // zero tensor): (softmax(logits) - one_hot(targets)) * cotangent, from one softmax pass.
-  auto forward = [s](const std::vector<array>& in) {
-    array x = astype(in[0], float32, s);
-    array picked = take_along_axis(x, expand_dims(in[1], -1, s), -1, s);
-    return std::vector<array>{
-        subtract(logsumexp(x, std::vector<int>{-1}, false, s), squeeze(picked, -1, s), s)};
-  };
-  auto backward = [s](const std::vector<array>& primals, const std::vector<array>& cotangents,
-                      const std::vector<array>&) {
-    const array& x = primals[0];
-    const array& t = primals[1];
-    array p = softmax(astype(x, float32, s), std::vector<int>{-1}, true, s);
-    array classes = arange(0, x.shape(-1), t.dtype(), s);
-    array hit = equal(expand_dims(t, -1, s), classes, s);
-    array d = where(hit, subtract(p, array(1.0f), s), p, s);
-    array dx = astype(multiply(d, expand_dims(cotangents[0], -1, s), s), x.dtype(), s);
-    return std::vector<array>{dx, zeros_like(t, s)};
-  };
-  return custom_vjp(forward, backward)({logits, targets})[0];
-}
 
 namespace {
 

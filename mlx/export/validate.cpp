@@ -229,6 +229,18 @@ void check_step(Primitive& prim, const std::vector<array>& in, const std::vector
     need(in.size() == 2u + has_weight && rank0 >= 1 && in.back().shape() == in[0].shape() &&
              (!has_weight || in[1].size() == static_cast<size_t>(in[0].shape(-1))),
          "its inputs do not match x");
+  } else if (dynamic_cast<fast::CrossEntropy*>(&prim) ||
+             dynamic_cast<fast::CrossEntropyVJP*>(&prim)) {
+    bool vjp = dynamic_cast<fast::CrossEntropyVJP*>(&prim) != nullptr;
+    need(in.size() == (vjp ? 4u : 2u) && rank0 >= 1 && in[0].shape(-1) > 0 &&
+             is_floating_point(in[0].dtype()) && issubdtype(in[1].dtype(), DtypeCategory::integer),
+         "it takes floating-point logits and integer targets");
+    Shape rows(in[0].shape().begin(), in[0].shape().end() - 1);
+    for (size_t i = 1; i < in.size(); ++i) {
+      need(in[i].shape() == rows, "its targets and row statistics are not one per row");
+    }
+    need(vjp ? dtypes[0] == in[0].dtype() : dtypes[0] == float32,
+         "its output dtype is not what it computes");
   } else if (auto* p = dynamic_cast<fast::RoPE*>(&prim)) {
     auto [dims, traditional, base, scale, has_freqs, inverse] = p->state();
     need(in.size() == 2u + has_freqs && rank0 >= 1 && dims > 0 && dims % 2 == 0 &&

@@ -72,4 +72,12 @@ std::vector<Shape> ScaledDotProductAttentionVJP::output_shapes(const std::vector
   return shapes;
 }
 
+bool CrossEntropy::is_equivalent(const Primitive& other) const {
+  return dynamic_cast<const CrossEntropy*>(&other) != nullptr;
+}
+
+bool CrossEntropyVJP::is_equivalent(const Primitive& other) const {
+  return dynamic_cast<const CrossEntropyVJP*>(&other) != nullptr;
+}
+
 }  // namespace mlx::core::fast

@@ -164,6 +164,47 @@ class ScaledDotProductAttentionVJP : public Primitive {
   bool has_sinks_;
 };
 
+// Cross entropy with class indices. Inputs {logits (..., C), targets (...) of any integer
+// dtype}; outputs {loss (...) float32, lse (...)}: lse = logsumexp(logits, -1), kept in the
+// accumulation type (float64 for float64 logits, float32 otherwise) for the backward. A
+// target outside [0, C) gives a NaN loss (checking it would need the targets on the host).
+class CrossEntropy : public Primitive {
+ public:
+  explicit CrossEntropy(Stream stream) : Primitive(stream) {}
+  MLX_DECLARE_EVAL
+  MLX_SERIALIZABLE(CrossEntropy)
+  const char* name() const override { return "CrossEntropy"; }
+  bool is_equivalent(const Primitive& other) const override;
+  std::vector<Shape> output_shapes(const std::vector<array>& inputs) override {
+    return {inputs[1].shape(), inputs[1].shape()};
+  }
+
+  MLX_DECLARE_TRANSFORM_RULES
+};
+
+// Its backward: inputs {logits, targets, lse, cotangent (lse's dtype and shape)}, output
+// dlogits = (exp(logits - lse) - one_hot(targets)) * cotangent in the logits' dtype (rows
+// with an out-of-range target are NaN).
+class CrossEntropyVJP : public UnaryPrimitive {
+ public:
+  explicit CrossEntropyVJP(Stream stream) : UnaryPrimitive(stream) {}
+  MLX_DECLARE_EVAL
+  MLX_SERIALIZABLE(CrossEntropyVJP)
+  const char* name() const override { return "CrossEntropyVJP"; }
+  bool is_equivalent(const Primitive& other) const override;
+  std::vector<Shape> output_shapes(const std::vector<array>& inputs) override {
+    return {inputs[0].shape()};
+  }
+
+  MLX_DECLARE_TRANSFORM_RULES
+};
+
+// Both outputs of CrossEntropy, and CrossEntropyVJP's output (the cotangent cast to lse's dtype),
+// without the op's argument checks (fast.cpp).
+std::vector<array> cross_entropy_parts(const array& logits, const array& targets, Stream s);
+array cross_entropy_vjp(const array& logits, const array& targets, const array& lse,
+                        const array& cotangent, Stream s);
+
 // Whether the GPU's fused attention kernel (backend/cuda/flash_attention.cu) takes these inputs:
 // float16 / bfloat16, head dim == value dim in {64, 128}, no mask array, no sinks, and
 // MLX_SDPA_FUSED not 0. Elsewhere the GPU runs the composite below.

@@ -734,4 +734,101 @@ std::vector<array> attention_vjp_composite(const std::vector<array>& inputs, flo
   return attention_backward_reference(inputs, AttnSpec{scale, causal, has_mask, has_sinks, s});
 }
 
+// ---------------------------------------------------------------------------- cross entropy
+
+namespace {
+
+// (..., C) booleans: class c is row's target.
+array one_hot_mask(const array& targets, int classes, Stream s) {
+  return equal(expand_dims(targets, -1, s), arange(0, classes, 1, targets.dtype(), s), s);
+}
+
+// The accumulation dtype of cross entropy over logits of dtype t.
+Dtype cross_entropy_acc(Dtype t) { return t == float64 ? float64 : float32; }
+
+// CrossEntropyVJP as ops, {x, t, lse, g} -> {dx}. The softmax is recomputed from x rather
+// than read from lse, so derivatives of the backward reach x (lse only ever equals
+// logsumexp(x): it is CrossEntropy's second output and gets no cotangent of its own).
+ArrayFn cross_entropy_backward_fn(Stream s) {
+  return [s](const std::vector<array>& in) {
+    const array& x = in[0];
+    array p = softmax(astype(x, cross_entropy_acc(x.dtype()), s), std::vector<int>{-1}, true, s);
+    array d =
+        where(one_hot_mask(in[1], x.shape(-1), s), subtract(p, array(1.0, p.dtype()), s), p, s);
+    array g = astype(expand_dims(in[3], -1, s), p.dtype(), s);
+    return std::vector<array>{astype(multiply(d, g, s), x.dtype(), s)};
+  };
+}
+
+}  // namespace
+
+// d lse = sum(softmax * dx), d loss = d lse - dx[target]; targets have no tangent.
+std::vector<array> CrossEntropy::jvp(const std::vector<array>& primals,
+                                     const std::vector<array>& tangents,
+                                     const std::vector<int>& argnums) {
+  Stream s = stream();
+  const array& x = primals[0];
+  const array& t = primals[1];
+  Dtype acc = cross_entropy_acc(x.dtype());
+  for (size_t k = 0; k < argnums.size(); ++k) {
+    if (argnums[k] != 0) {
+      continue;
+    }
+    array lse = cross_entropy_parts(x, t, s)[1];
+    array tx = astype(tangents[k], acc, s);
+    array p = exp(subtract(astype(x, acc, s), expand_dims(lse, -1, s), s), s);
+    array d_lse = sum(multiply(p, tx, s), -1, false, s);
+    array picked =
+        sum(where(one_hot_mask(t, x.shape(-1), s), tx, array(0.0, acc), s), -1, false, s);
+    return {astype(subtract(d_lse, picked, s), float32, s), d_lse};
+  }
+  return {zeros(t.shape(), float32, s), zeros(t.shape(), acc, s)};
+}
+
+// The lse output is internal (the op returns the loss only), so its cotangent is ignored.
+std::vector<array> CrossEntropy::vjp(const std::vector<array>& primals,
+                                     const std::vector<array>& cotangents,
+                                     const std::vector<int>& argnums,
+                                     const std::vector<array>& outputs) {
+  std::vector<array> out;
+  for (int a : argnums) {
+    out.push_back(
+        a == 0 ? cross_entropy_vjp(primals[0], primals[1], outputs[1], cotangents[0], stream())
+               : zeros_like(primals[1], stream()));
+  }
+  return out;
+}
+
+// The kernels take any leading axes: the mapped axes move to the front.
+Rules CrossEntropy::vmap(const std::vector<array>& inputs, const std::vector<int>& axes) {
+  Stream s = stream();
+  int bv = batch_size(inputs, axes);
+  array x = batch_at(inputs[0], axes[0], bv, 0, s);
+  array t = batch_at(inputs[1], axes[1], bv, 0, s);
+  return {cross_entropy_parts(x, t, s), {0, 0}};
+}
+
+std::vector<array> CrossEntropyVJP::jvp(const std::vector<array>& primals,
+                                        const std::vector<array>& tangents,
+                                        const std::vector<int>& argnums) {
+  return composite_jvp(cross_entropy_backward_fn(stream()), primals, tangents, argnums);
+}
+
+std::vector<array> CrossEntropyVJP::vjp(const std::vector<array>& primals,
+                                        const std::vector<array>& cotangents,
+                                        const std::vector<int>& argnums,
+                                        const std::vector<array>&) {
+  return composite_vjp(cross_entropy_backward_fn(stream()), primals, cotangents, argnums);
+}
+
+Rules CrossEntropyVJP::vmap(const std::vector<array>& inputs, const std::vector<int>& axes) {
+  Stream s = stream();
+  int bv = batch_size(inputs, axes);
+  std::vector<array> in;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    in.push_back(batch_at(inputs[i], axes[i], bv, 0, s));
+  }
+  return {{cross_entropy_vjp(in[0], in[1], in[2], in[3], s)}, {0}};
+}
+
 }  // namespace mlx::core::fast

@@ -86,7 +86,10 @@ void init_fast(nb::module_& parent) {
       },
       nb::arg("logits"), nb::arg("targets"), nb::kw_only(), nb::arg("stream") = nb::none(),
       "cross_entropy(logits, targets, *, stream=None)\n\nCross entropy with class indices: "
-      "``logsumexp(logits, axis=-1) - logits[..., targets]``, computed in float32.\n\nArgs:\n"
+      "``logsumexp(logits, axis=-1) - logits[..., targets]``, computed in float32 (float64 for "
+      "float64 logits) in one fused pass per row; the backward is one more fused pass. A "
+      "target outside ``[0, C)`` gives NaN for its row (loss and gradient) instead of an "
+      "error, so no device sync is needed.\n\nArgs:\n"
       "    logits (array): Unnormalized scores; classes along the last axis.\n    targets "
       "(array): Integer class indices shaped like ``logits`` without its last axis.\n\n"
       "Returns:\n    array: The float32 loss of each element, shaped like ``targets``. Its "

@@ -705,5 +705,44 @@ TEST(FastRules, RoPEVmapPerEntryFrequencies) {
   check_vmap(f, {take(x, 0, 0), freqs}, {-1, 1});
 }
 
+// ---------------------------------------------------------------------------- cross entropy
+
+ArrayFn xent_fn() {
+  return [](const std::vector<array>& in) {
+    return std::vector<array>{fast::cross_entropy(in[0], in[1])};
+  };
+}
+
+TEST(FastRules, CrossEntropyGrad) {
+  array t = array({2, 0, 4}, int32);
+  // The loss is float32 even for float64 logits, so the differences take a float32 step.
+  for (Dtype dt : {float64, float32}) {
+    SCOPED_TRACE(dtype_name(dt));
+    check_grad(xent_fn(), {random_array({3, 5}, dt, -3, 3, 1), t},
+               {.argnums = {0}, .eps = 1e-3, .rtol = 2e-3});
+  }
+  auto grads = vjp(xent_fn(), {random_array({3, 5}), t}, {random_array({3})}).second;
+  EXPECT_TRUE(made_by(grads[0], "CrossEntropyVJP"));
+  EXPECT_EQ(to_vector(grads[1]), std::vector<double>(3, 0.0));
+  // Second order, through CrossEntropyVJP's composite rules: in x at float64 precision; in
+  // the cotangent with a float32 step, as the loss (so its cotangent) is float32.
+  std::vector<array> in = {random_array({3, 5}, float64, -2, 2, 2), t,
+                           random_array({3}, float64, -1, 1, 3)};
+  check_grad(vjp_fn(xent_fn(), 2), in, {.argnums = {0}});
+  check_grad(vjp_fn(xent_fn(), 2), in, {.argnums = {2}, .eps = 1e-3, .rtol = 2e-3});
+}
+
+TEST(FastRules, CrossEntropyVmap) {
+  array x = random_array({3, 4, 6}, float32, -2, 2, 1);
+  array t = array({0, 5, 2, 3, 1, 1, 4, 0, 5, 2, 2, 3}, {4, 3}, int32);
+  check_vmap(xent_fn(), {x, t}, {0, 1});
+  check_vmap(xent_fn(), {moveaxis(x, 0, 1), take(t, 0, 1)}, {1, -1});
+  check_vmap(xent_fn(), {take(x, 0, 0), t}, {-1, 1});
+  array g = random_array({3, 4}, float32, -1, 1, 2);
+  auto back = vjp_fn(xent_fn(), 2);
+  check_vmap(back, {x, t, g}, {0, 1, 0});
+  check_vmap(back, {take(x, 1, 0), t, g}, {-1, 1, 0});
+}
+
 }  // namespace
 }  // namespace mlx::core::test

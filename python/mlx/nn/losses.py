@@ -37,6 +37,17 @@ def _apply_weights(name: str, loss, weights):
     return loss * weights
 
 
+def _fusable(logits, targets) -> bool:
+    """Whether mx.fast.cross_entropy computes this class-index cross entropy."""
+    return (
+        isinstance(logits, mx.array)
+        and isinstance(targets, mx.array)
+        and mx.issubdtype(logits.dtype, mx.floating)
+        and mx.issubdtype(targets.dtype, mx.integer)
+        and logits.shape[-1] > 0
+    )
+
+
 def cross_entropy(
     logits,
     targets,
@@ -72,6 +83,10 @@ def cross_entropy(
                 f"[cross_entropy] Class-index targets must have the shape of the logits without "
                 f"axis {axis}, {tuple(expected)}; got {tuple(targets.shape)}."
             )
+        if label_smoothing == 0 and axis in (-1, logits.ndim - 1) and _fusable(logits, targets):
+            # One fused pass per row forward and backward; the loss keeps the logits' dtype.
+            loss = mx.fast.cross_entropy(logits, targets).astype(logits.dtype)
+            return _reduce(_apply_weights("cross_entropy", loss, weights), reduction)
         picked = mx.take_along_axis(logits, mx.expand_dims(targets, axis), axis=axis)
         score = mx.squeeze(picked, axis)
     loss = mx.logsumexp(logits, axis=axis)
