@@ -499,6 +499,25 @@ def test_large_transfers_round_trip(nbytes):
         np.testing.assert_array_equal(results[i], host + i + 1.0)
 
 
+@pytest.mark.parametrize("dtype", [mx.float32, mx.bfloat16, mx.float16, mx.float64])
+@pytest.mark.parametrize("shape", [(7, 65), (3, 2, 50304), (1, 1), (0, 9)], ids=str)
+def test_fused_cross_entropy(dtype, shape):
+    logits = sample(shape, dtype, seed=1)
+    targets = mx.array(np.random.default_rng(2).integers(0, shape[-1], shape[:-1]), dtype=mx.int32)
+    check(lambda x, t, stream: mx.fast.cross_entropy(x, t, stream=stream), logits, targets)
+    check(grads(lambda x, t: mx.fast.cross_entropy(x, t), 0), logits, targets,
+          rtol=5e-2 if dtype == mx.bfloat16 else None, atol=5e-2 if dtype == mx.bfloat16 else None)
+
+
+def test_fused_cross_entropy_special_values():
+    # Rows with +inf, -inf, NaN and an out-of-range target: the GPU gives the CPU's results.
+    x = mx.array([[0.0, 1.0, 2.0], [float("inf"), 0.0, 1.0], [-float("inf"), 0.0, 1.0],
+                  [float("nan"), 0.0, 1.0], [1.0, 2.0, 3.0], [-1e30, 1e30, 0.0]])
+    t = mx.array([0, 1, 2, 1, 5, 1])
+    check(lambda a, b, stream: mx.fast.cross_entropy(a, b, stream=stream), x, t)
+    check(grads(lambda a, b: mx.fast.cross_entropy(a, b), 0), x, t)
+
+
 def attention_reference(q, k, v, scale, causal):
     """float64 NumPy attention with grouped heads; rows that see no key are zeros."""
     q, k, v = (np.array(t.astype(mx.float32)).astype(np.float64) for t in (q, k, v))

@@ -27,7 +27,5 @@ MLX_NO_GPU_KERNEL(LUF)
 #ifndef MLX_CUDA_HAS_CUFFT
 MLX_NO_GPU_KERNEL(FFT)
 #endif
-MLX_NO_GPU_KERNEL(fast::CrossEntropy)
-MLX_NO_GPU_KERNEL(fast::CrossEntropyVJP)
 
 }  // namespace mlx::core
