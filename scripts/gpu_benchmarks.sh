@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# On the GPU machine, after gpu_check.sh built the tree: every GPU benchmark, ours against
+# PyTorch in the same run, each under its own time limit, logs under $OUT (or build/gpu-logs).
+# BENCHES picks a subset, e.g. BENCHES="bench_gpu bench_gpt2" bash scripts/gpu_benchmarks.sh.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+out=${OUT:-build/gpu-logs}
+mkdir -p "$out"
+python=$(cat .mlx-python)
+export PYTHONPATH=$PWD/python
+all="bench_gpu tiny_op_latency bench_gpu_fusion bench_gpu_linalg bench_gpu_quantized bench_gpt2 memory_scenarios main_job"
+for b in ${BENCHES:-$all}; do
+  start=$(date +%s)
+  case $b in
+    main_job) cmd=("$python" examples/train_lm.py) ;;
+    memory_scenarios) cmd=("$python" benchmarks/memory_scenarios.py --device gpu) ;;
+    *) cmd=("$python" benchmarks/$b.py) ;;
+  esac
+  timeout "${BENCH_TIMEOUT:-300}" "${cmd[@]}" > "$out/$b.log" 2>&1
+  rc=$?
+  echo "== $b (rc $rc, $(( $(date +%s) - start )) s)"
+  tail -${BENCH_TAIL:-25} "$out/$b.log"
+done
