@@ -27,8 +27,8 @@ namespace mlx::core::cpu {
 namespace {
 
 // Register block: kMR rows x 2 vectors of 16 columns = 24 accumulators of the 32 registers,
-// leaving room for the two B vectors and the A broadcast (measured 12x32 against 14x32,
-// 8x32 and 6x64 on Zen 5 in benchmarks/bench_gemm.py: 12x32 was fastest).
+// leaving room for the two B vectors and the A broadcast (other tiles, e.g. 14x32, are not
+// yet measured).
 constexpr int kMR = 12;
 constexpr int kNR = 32;
 // Cache blocks: a kKC x kNR panel of B is 32 KiB (L1d is 48 KiB), an mc x kKC block of A at
@@ -190,7 +190,7 @@ bool own_gemm_supported() {
   return ok;
 }
 
-bool use_own_gemm(int64_t M, int64_t N, int64_t K) {
+bool use_own_gemm(int64_t M, int64_t N, int64_t K, bool trans_b) {
   if (!own_gemm_supported()) {
     return false;
   }
@@ -203,9 +203,18 @@ bool use_own_gemm(int64_t M, int64_t N, int64_t K) {
       return false;
     }
   }
-  // Measured policy (benchmarks/bench_gemm.py, own vs OpenBLAS on 2 Zen 5 cores): see
-  // docs/ARCHITECTURE.md's CPU GEMM section for the table behind these thresholds.
-  return M >= 16 && N >= 16 && K >= 16;
+  // Measured own / OpenBLAS (Haswell kernels) speed on 2 Zen 5 cores (benchmarks/bench_gemm.py
+  // for the large shapes, the same timing for these):
+  //   M x N x K            B     own/BLAS     M x N x K           B     own/BLAS
+  //   17 x 4096 x 4096     B.T   0.56         17 x 4096 x 4096    B     1.11
+  //   64 x 4096 x 4096     B.T   0.89         64 x 4096 x 4096    B     1.44
+  //   128 x 4096 x 4096    B.T   1.19         4096 x 1024 x 16    B.T   1.34
+  //   4096 x 16 x 1024     B.T   0.67         4096 x 64 x 1024    B.T   0.85
+  //   32^3 0.98, 48^3 0.99, 64^3 1.05, 96^3 1.48, 128^3 1.92; 256^3 .. 4096^3 about 1.8-1.9
+  // A transposed B is packed by a scalar transpose that costs more than the products when B
+  // is reused by few rows of A (or few columns of C).
+  const int64_t min_mn = trans_b ? 128 : 16;
+  return M >= min_mn && N >= min_mn && K >= 16 && M * N * K >= 64 * 64 * 64;
 }
 
 void own_gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
