@@ -1,12 +1,12 @@
 // The own AVX-512 GEMM called directly (every shape reaches the micro-kernel and the edge
 // masks, which matmul's policy might route elsewhere), against a float64 reference.
+#include "mlx/backend/cpu/gemm_avx512.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <random>
 #include <vector>
-
-#include "mlx/backend/cpu/gemm_avx512.h"
 
 namespace {
 
@@ -31,8 +31,7 @@ void check(const Case& t) {
     }
   }
   std::vector<float> c0 = c;
-  own_gemm(t.ta, t.tb, t.M, t.N, t.K, t.alpha, a.data(), lda, b.data(), ldb, t.beta, c.data(),
-           ldc);
+  own_gemm(t.ta, t.tb, t.M, t.N, t.K, t.alpha, a.data(), lda, b.data(), ldb, t.beta, c.data(), ldc);
   for (int64_t i = 0; i < t.M; ++i) {
     for (int64_t j = 0; j < ldc; ++j) {
       float got = c[i * ldc + j];
@@ -48,8 +47,8 @@ void check(const Case& t) {
       }
       double want = t.alpha * sum + (t.beta == 0 ? 0.0 : t.beta * c0[i * ldc + j]);
       double tol = 1e-5 * (std::abs(t.alpha) * mag + std::abs(t.beta) + 1);
-      ASSERT_NEAR(got, want, tol) << "M=" << t.M << " N=" << t.N << " K=" << t.K
-                                  << " ta=" << t.ta << " tb=" << t.tb << " at " << i << "," << j;
+      ASSERT_NEAR(got, want, tol) << "M=" << t.M << " N=" << t.N << " K=" << t.K << " ta=" << t.ta
+                                  << " tb=" << t.tb << " at " << i << "," << j;
     }
   }
 }
@@ -110,7 +109,7 @@ TEST_F(OwnGemm, EmptyDimensions) {
 TEST_F(OwnGemm, NanInfPropagateAndBetaZeroIgnoresC) {
   const int64_t n = 40;
   std::vector<float> a(n * n, 1.0f), b(n * n, 1.0f), c(n * n, NAN);
-  a[3 * n + 5] = NAN;  // row 3 of the product
+  a[3 * n + 5] = NAN;       // row 3 of the product
   b[7 * n + 9] = INFINITY;  // column 9 (row 7 of A is finite)
   own_gemm(false, false, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f, c.data(), n);
   for (int64_t i = 0; i < n; ++i) {

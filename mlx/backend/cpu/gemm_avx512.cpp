@@ -43,8 +43,8 @@ int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 // Rows [i0, i0 + mc) and depth [p0, p0 + kc) of op(A) as ceil(mc / kMR) panels, each kc
 // columns of kMR consecutive values; rows past mc are zeros.
-void pack_a(bool trans, const float* a, int64_t lda, int64_t i0, int64_t mc, int64_t p0,
-            int64_t kc, float* dst) {
+void pack_a(bool trans, const float* a, int64_t lda, int64_t i0, int64_t mc, int64_t p0, int64_t kc,
+            float* dst) {
   for (int64_t ip = 0; ip < mc; ip += kMR, dst += kMR * kc) {
     const int64_t rows = std::min<int64_t>(kMR, mc - ip);
     if (trans) {
@@ -78,8 +78,8 @@ void pack_a(bool trans, const float* a, int64_t lda, int64_t i0, int64_t mc, int
 
 // Depth [p0, p0 + kc) and the column panels [q0, q1) (of kNR columns from j0) of op(B), each
 // panel kc rows of kNR consecutive values; columns past nc are zeros.
-void pack_b(bool trans, const float* b, int64_t ldb, int64_t p0, int64_t kc, int64_t j0,
-            int64_t nc, int64_t q0, int64_t q1, float* dst) {
+void pack_b(bool trans, const float* b, int64_t ldb, int64_t p0, int64_t kc, int64_t j0, int64_t nc,
+            int64_t q0, int64_t q1, float* dst) {
   for (int64_t q = q0; q < q1; ++q) {
     const int64_t jp = q * kNR, cols = std::min<int64_t>(kNR, nc - jp);
     float* panel = dst + q * kNR * kc;
@@ -242,8 +242,7 @@ void own_gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float
 
   for (int64_t j0 = 0; j0 < N; j0 += kNC) {
     const int64_t nc = std::min(kNC, N - j0), panels = ceil_div(nc, kNR);
-    const int64_t n_parts =
-        m_blocks >= threads ? 1 : std::min(panels, ceil_div(threads, m_blocks));
+    const int64_t n_parts = m_blocks >= threads ? 1 : std::min(panels, ceil_div(threads, m_blocks));
     for (int64_t p0 = 0; p0 < K; p0 += kKC) {
       const int64_t kc = std::min(kKC, K - p0);
       const float beta_k = p0 == 0 ? beta : 1.0f;
