@@ -41,38 +41,34 @@ constexpr double kMinParallelFlops = 1 << 22;
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
+// One packed panel: kc steps of W consecutive values, value v of step k read from
+// src[k * step + v * stride], zeros for v >= n. Along the matrix's rows (stride 1) the steps
+// are copies; across them (step 1) a transpose.
+template <int64_t W>
+void pack_panel(const float* src, int64_t step, int64_t stride, int64_t n, int64_t kc, float* dst) {
+  if (stride == 1) {
+    for (int64_t k = 0; k < kc; ++k) {
+      std::memcpy(dst + k * W, src + k * step, n * sizeof(float));
+      std::fill(dst + k * W + n, dst + (k + 1) * W, 0.0f);
+    }
+    return;
+  }
+  for (int64_t v = 0; v < W; ++v) {
+    const float* s = src + v * stride;
+    for (int64_t k = 0; k < kc; ++k) {
+      dst[k * W + v] = v < n ? s[k * step] : 0.0f;
+    }
+  }
+}
+
 // Rows [i0, i0 + mc) and depth [p0, p0 + kc) of op(A) as ceil(mc / kMR) panels, each kc
 // columns of kMR consecutive values; rows past mc are zeros.
 void pack_a(bool trans, const float* a, int64_t lda, int64_t i0, int64_t mc, int64_t p0, int64_t kc,
             float* dst) {
   for (int64_t ip = 0; ip < mc; ip += kMR, dst += kMR * kc) {
     const int64_t rows = std::min<int64_t>(kMR, mc - ip);
-    if (trans) {
-      for (int64_t k = 0; k < kc; ++k) {
-        const float* src = a + (p0 + k) * lda + i0 + ip;
-        float* d = dst + k * kMR;
-        for (int64_t r = 0; r < rows; ++r) {
-          d[r] = src[r];
-        }
-        for (int64_t r = rows; r < kMR; ++r) {
-          d[r] = 0.0f;
-        }
-      }
-      continue;
-    }
-    for (int64_t r = 0; r < kMR; ++r) {
-      float* d = dst + r;
-      if (r >= rows) {
-        for (int64_t k = 0; k < kc; ++k) {
-          d[k * kMR] = 0.0f;
-        }
-        continue;
-      }
-      const float* src = a + (i0 + ip + r) * lda + p0;
-      for (int64_t k = 0; k < kc; ++k) {
-        d[k * kMR] = src[k];
-      }
-    }
+    const float* src = a + (trans ? p0 * lda + i0 + ip : (i0 + ip) * lda + p0);
+    pack_panel<kMR>(src, trans ? lda : 1, trans ? 1 : lda, rows, kc, dst);
   }
 }
 
@@ -81,30 +77,9 @@ void pack_a(bool trans, const float* a, int64_t lda, int64_t i0, int64_t mc, int
 void pack_b(bool trans, const float* b, int64_t ldb, int64_t p0, int64_t kc, int64_t j0, int64_t nc,
             int64_t q0, int64_t q1, float* dst) {
   for (int64_t q = q0; q < q1; ++q) {
-    const int64_t jp = q * kNR, cols = std::min<int64_t>(kNR, nc - jp);
-    float* panel = dst + q * kNR * kc;
-    if (!trans) {
-      for (int64_t k = 0; k < kc; ++k) {
-        const float* src = b + (p0 + k) * ldb + j0 + jp;
-        float* d = panel + k * kNR;
-        std::memcpy(d, src, cols * sizeof(float));
-        std::fill(d + cols, d + kNR, 0.0f);
-      }
-      continue;
-    }
-    for (int64_t j = 0; j < kNR; ++j) {
-      float* d = panel + j;
-      if (j >= cols) {
-        for (int64_t k = 0; k < kc; ++k) {
-          d[k * kNR] = 0.0f;
-        }
-        continue;
-      }
-      const float* src = b + (j0 + jp + j) * ldb + p0;
-      for (int64_t k = 0; k < kc; ++k) {
-        d[k * kNR] = src[k];
-      }
-    }
+    const int64_t jp = j0 + q * kNR, cols = std::min<int64_t>(kNR, nc - q * kNR);
+    const float* src = b + (trans ? jp * ldb + p0 : p0 * ldb + jp);
+    pack_panel<kNR>(src, trans ? 1 : ldb, trans ? ldb : 1, cols, kc, dst + q * kNR * kc);
   }
 }
 
