@@ -17,7 +17,6 @@
 #include <memory>
 #include <string_view>
 
-#include "mlx/backend/cpu/scratch.h"
 #include "mlx/backend/cpu/thread_pool.h"
 
 #define MLX_TARGET_AVX512 __attribute__((target("avx512f,avx512dq,avx512bw,avx512vl,fma")))
@@ -137,10 +136,28 @@ float* aligned(float* p) {
   return reinterpret_cast<float*>((v + 63) & ~uintptr_t(63));
 }
 
-// Each pool thread's packed block of A (kMC x kKC floats, reused by every call).
-float* a_block() {
-  thread_local std::unique_ptr<float[]> buf(new float[kMC * kKC + 16]);
+// A thread's packing buffer of at least n floats, kept for the thread's later calls. Outside
+// the allocator, like BLAS's own buffers, so that the memory plans and statistics see the
+// same bytes whichever GEMM runs. Each pool thread keeps one for blocks of A (kMC x kKC), each
+// calling thread one for slices of B (at most kKC x kNC, 4 MiB).
+float* packing_buffer(std::unique_ptr<float[]>& buf, size_t& size, size_t n) {
+  if (size < n) {
+    buf.reset(new float[n + 16]);
+    size = n;
+  }
   return aligned(buf.get());
+}
+
+float* a_block() {
+  thread_local std::unique_ptr<float[]> buf;
+  thread_local size_t size = 0;
+  return packing_buffer(buf, size, kMC * kKC);
+}
+
+float* b_slice(size_t n) {
+  thread_local std::unique_ptr<float[]> buf;
+  thread_local size_t size = 0;
+  return packing_buffer(buf, size, n);
 }
 
 // C = beta * C (the K == 0 product).
@@ -212,8 +229,7 @@ void own_gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float
   const int64_t mc = ceil_div(ceil_div(M, m_blocks), kMR) * kMR;
   m_blocks = ceil_div(M, mc);
   const int64_t nc_max = std::min(kNC, ceil_div(N, kNR) * kNR);
-  Scratch<float> b_buf(kKC * nc_max + 16);
-  float* pb = aligned(b_buf.data());
+  float* pb = b_slice(std::min(kKC, K) * nc_max);
 
   for (int64_t j0 = 0; j0 < N; j0 += kNC) {
     const int64_t nc = std::min(kNC, N - j0), panels = ceil_div(nc, kNR);
