@@ -73,7 +73,8 @@ def main():
     ours, theirs, version, threads = compare(__file__, run_mlx, run_torch)
     tlabel = f"PyTorch {version}" if theirs else "PyTorch (n/a)"
     print(f"float32 GEMM, {threads} thread(s) each, GFLOP/s (best round's median call); "
-          "ratio = ours / PyTorch (> 1: we are faster). 'ours' is what matmul picks by default.\n")
+          "ratio = ours / PyTorch (> 1: we are faster). own and BLAS are forced "
+          "(MLX_CPU_GEMM); matmul's default picks per shape (gemm_avx512.cpp's table).\n")
     print(f"| shape | M x N x K | own GF/s | BLAS GF/s | {tlabel} GF/s | own/PyTorch | BLAS/PyTorch |")
     print("|---|---|---|---|---|---|---|")
     for name, m, n, k, ta, tb in SHAPES:
