@@ -14,6 +14,7 @@
 #include "mlx/backend/common/convert.h"
 #include "mlx/backend/cpu/copy.h"
 #include "mlx/backend/cpu/gemm.h"
+#include "mlx/backend/cpu/gemm_avx512.h"
 #include "mlx/backend/cpu/half_matvec.h"
 #include "mlx/backend/cpu/scratch.h"
 #include "mlx/backend/cpu/strided.h"
@@ -200,6 +201,12 @@ void set_blas_threads(int n) {
 template <typename T>
 void gemm(const BlasLayout& la, const BlasLayout& lb, int M, int N, int K, T alpha, const T* a,
           const T* b, T beta, T* c, int ldc) {
+  if constexpr (std::is_same_v<T, float>) {
+    if (use_own_gemm(M, N, K, lb.trans)) {
+      own_gemm(la.trans, lb.trans, M, N, K, alpha, a, la.ld, b, lb.ld, beta, c, ldc);
+      return;
+    }
+  }
   constexpr int kFewThreads = 4;
   constexpr double kFewThreadsBlasFlops = 1e9;
   constexpr int kSkinny = 64;

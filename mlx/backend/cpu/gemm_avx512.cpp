@@ -1,0 +1,269 @@
+// The own float32 GEMM (gemm_avx512.h). Loop nest, outermost first:
+//   jc: columns of C in slices of kNC          (a packed B slice lives in L3)
+//   pc: the K dimension in steps of kKC        (pack B[pc, jc] once, shared by all threads)
+//   tasks over the pool: a block of mc rows of C times a range of B's column panels; each
+//       task packs its rows of A (mc x kc, in L2), then
+//   jr: column panels of kNR                   (one kc x kNR panel of B stays in L1)
+//   ir: row panels of kMR                      (micro-kernel: kMR x kNR of C in registers)
+// Only the micro-kernel uses AVX-512 (function target attributes, so that nothing else in the
+// library needs AVX-512 to run); packing is plain code.
+#include "mlx/backend/cpu/gemm_avx512.h"
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <string_view>
+
+#include "mlx/backend/cpu/thread_pool.h"
+
+#define MLX_TARGET_AVX512 __attribute__((target("avx512f,avx512dq,avx512bw,avx512vl,fma")))
+
+namespace mlx::core::cpu {
+
+namespace {
+
+// Register block: kMR rows x 2 vectors of 16 columns = 24 accumulators of the 32 registers,
+// leaving room for the two B vectors and the A broadcast (other tiles, e.g. 14x32, are not
+// yet measured).
+constexpr int kMR = 12;
+constexpr int kNR = 32;
+// Cache blocks: a kKC x kNR panel of B is 32 KiB (L1d is 48 KiB), an mc x kKC block of A at
+// most 384 KiB (L2 is 1 MiB), a kKC x kNC slice of B 4 MiB (L3 is 32 MiB, shared).
+constexpr int64_t kKC = 256;
+constexpr int64_t kMC = 32 * kMR;
+constexpr int64_t kNC = 128 * kNR;
+// Below this many flops a product runs on the calling thread (waking the pool costs more).
+constexpr double kMinParallelFlops = 1 << 22;
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// One packed panel: kc steps of W consecutive values, value v of step k read from
+// src[k * step + v * stride], zeros for v >= n. Along the matrix's rows (stride 1) the steps
+// are copies; across them (step 1) a transpose.
+template <int64_t W>
+void pack_panel(const float* src, int64_t step, int64_t stride, int64_t n, int64_t kc, float* dst) {
+  if (stride == 1) {
+    for (int64_t k = 0; k < kc; ++k) {
+      std::memcpy(dst + k * W, src + k * step, n * sizeof(float));
+      std::fill(dst + k * W + n, dst + (k + 1) * W, 0.0f);
+    }
+    return;
+  }
+  for (int64_t v = 0; v < W; ++v) {
+    const float* s = src + v * stride;
+    for (int64_t k = 0; k < kc; ++k) {
+      dst[k * W + v] = v < n ? s[k * step] : 0.0f;
+    }
+  }
+}
+
+// Rows [i0, i0 + mc) and depth [p0, p0 + kc) of op(A) as ceil(mc / kMR) panels, each kc
+// columns of kMR consecutive values; rows past mc are zeros.
+void pack_a(bool trans, const float* a, int64_t lda, int64_t i0, int64_t mc, int64_t p0, int64_t kc,
+            float* dst) {
+  for (int64_t ip = 0; ip < mc; ip += kMR, dst += kMR * kc) {
+    const int64_t rows = std::min<int64_t>(kMR, mc - ip);
+    const float* src = a + (trans ? p0 * lda + i0 + ip : (i0 + ip) * lda + p0);
+    pack_panel<kMR>(src, trans ? lda : 1, trans ? 1 : lda, rows, kc, dst);
+  }
+}
+
+// Depth [p0, p0 + kc) and the column panels [q0, q1) (of kNR columns from j0) of op(B), each
+// panel kc rows of kNR consecutive values; columns past nc are zeros.
+void pack_b(bool trans, const float* b, int64_t ldb, int64_t p0, int64_t kc, int64_t j0, int64_t nc,
+            int64_t q0, int64_t q1, float* dst) {
+  for (int64_t q = q0; q < q1; ++q) {
+    const int64_t jp = j0 + q * kNR, cols = std::min<int64_t>(kNR, nc - q * kNR);
+    const float* src = b + (trans ? jp * ldb + p0 : p0 * ldb + jp);
+    pack_panel<kNR>(src, trans ? 1 : ldb, trans ? ldb : 1, cols, kc, dst + q * kNR * kc);
+  }
+}
+
+// C[:mr, :nr] = alpha * (packed A panel @ packed B panel) + beta * C (C unread when beta is
+// 0). The accumulators are indexed only by constants (full unrolling), so they stay in
+// registers.
+MLX_TARGET_AVX512 void micro_kernel(int64_t kc, const float* __restrict pa,
+                                    const float* __restrict pb, float* c, int64_t ldc, int mr,
+                                    int nr, float alpha, float beta) {
+  __m512 c0[kMR], c1[kMR];
+#pragma GCC unroll 12
+  for (int r = 0; r < kMR; ++r) {
+    c0[r] = _mm512_setzero_ps();
+    c1[r] = _mm512_setzero_ps();
+    if (r < mr) {
+      _mm_prefetch(reinterpret_cast<const char*>(c + r * ldc), _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(c + r * ldc + 16), _MM_HINT_T0);
+    }
+  }
+#pragma GCC unroll 2
+  for (int64_t k = 0; k < kc; ++k) {
+    const __m512 b0 = _mm512_loadu_ps(pb);
+    const __m512 b1 = _mm512_loadu_ps(pb + 16);
+#pragma GCC unroll 12
+    for (int r = 0; r < kMR; ++r) {
+      const __m512 av = _mm512_set1_ps(pa[r]);
+      c0[r] = _mm512_fmadd_ps(av, b0, c0[r]);
+      c1[r] = _mm512_fmadd_ps(av, b1, c1[r]);
+    }
+    pa += kMR;
+    pb += kNR;
+  }
+  const __mmask16 m0 = nr >= 16 ? 0xFFFF : static_cast<__mmask16>((1u << nr) - 1);
+  const __mmask16 m1 =
+      nr >= 32 ? 0xFFFF : (nr > 16 ? static_cast<__mmask16>((1u << (nr - 16)) - 1) : 0);
+  const __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
+#pragma GCC unroll 12
+  for (int r = 0; r < kMR; ++r) {
+    if (r < mr) {
+      float* row = c + r * ldc;
+      __m512 x0 = _mm512_mul_ps(va, c0[r]), x1 = _mm512_mul_ps(va, c1[r]);
+      if (beta != 0.0f) {
+        x0 = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(m0, row), x0);
+        x1 = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(m1, row + 16), x1);
+      }
+      _mm512_mask_storeu_ps(row, m0, x0);
+      _mm512_mask_storeu_ps(row + 16, m1, x1);
+    }
+  }
+}
+
+// A 64-byte aligned pointer into a buffer of n floats plus slack.
+float* aligned(float* p) {
+  auto v = reinterpret_cast<uintptr_t>(p);
+  return reinterpret_cast<float*>((v + 63) & ~uintptr_t(63));
+}
+
+// A thread's packing buffer of at least n floats, kept for the thread's later calls. Outside
+// the allocator, like BLAS's own buffers, so that the memory plans and statistics see the
+// same bytes whichever GEMM runs. Each pool thread keeps one for blocks of A (kMC x kKC), each
+// calling thread one for slices of B (at most kKC x kNC, 4 MiB).
+float* packing_buffer(std::unique_ptr<float[]>& buf, size_t& size, size_t n) {
+  if (size < n) {
+    buf.reset(new float[n + 16]);
+    size = n;
+  }
+  return aligned(buf.get());
+}
+
+float* a_block() {
+  thread_local std::unique_ptr<float[]> buf;
+  thread_local size_t size = 0;
+  return packing_buffer(buf, size, kMC * kKC);
+}
+
+float* b_slice(size_t n) {
+  thread_local std::unique_ptr<float[]> buf;
+  thread_local size_t size = 0;
+  return packing_buffer(buf, size, n);
+}
+
+// C = beta * C (the K == 0 product).
+void scale_c(int64_t M, int64_t N, float beta, float* c, int64_t ldc) {
+  for (int64_t i = 0; i < M; ++i) {
+    float* row = c + i * ldc;
+    if (beta == 0.0f) {
+      std::fill(row, row + N, 0.0f);
+    } else {
+      for (int64_t j = 0; j < N; ++j) {
+        row[j] *= beta;
+      }
+    }
+  }
+}
+
+}  // namespace
+
+bool own_gemm_supported() {
+  static const bool ok = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
+                         __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
+  return ok;
+}
+
+bool use_own_gemm(int64_t M, int64_t N, int64_t K, bool trans_b) {
+  if (!own_gemm_supported()) {
+    return false;
+  }
+  if (const char* env = std::getenv("MLX_CPU_GEMM")) {
+    std::string_view v(env);
+    if (v == "own") {
+      return true;
+    }
+    if (v == "blas") {
+      return false;
+    }
+  }
+  // Measured own / OpenBLAS (Haswell kernels) speed on 2 Zen 5 cores (benchmarks/bench_gemm.py
+  // for the large shapes, the same timing for these):
+  //   M x N x K            B     own/BLAS     M x N x K           B     own/BLAS
+  //   17 x 4096 x 4096     B.T   0.56         17 x 4096 x 4096    B     1.11
+  //   64 x 4096 x 4096     B.T   0.89         64 x 4096 x 4096    B     1.44
+  //   128 x 4096 x 4096    B.T   1.19         4096 x 1024 x 16    B.T   1.34
+  //   4096 x 16 x 1024     B.T   0.67         4096 x 64 x 1024    B.T   0.85
+  //   32^3 0.98, 48^3 0.99, 64^3 1.05, 96^3 1.48, 128^3 1.92; 256^3 .. 4096^3 about 1.8-1.9
+  // A transposed B is packed by a scalar transpose that costs more than the products when B
+  // is reused by few rows of A (or few columns of C).
+  const int64_t min_mn = trans_b ? 128 : 16;
+  return M >= min_mn && N >= min_mn && K >= 16 && M * N * K >= 64 * 64 * 64;
+}
+
+void own_gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
+              const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c,
+              int64_t ldc) {
+  if (M <= 0 || N <= 0) {
+    return;
+  }
+  if (K <= 0) {
+    scale_c(M, N, beta, c, ldc);
+    return;
+  }
+  const double flops = 2.0 * M * N * K;
+  const int64_t threads = flops < kMinParallelFlops ? 1 : num_threads();
+  // Row blocks: a multiple of the thread count when there are enough rows, else one per
+  // thread (at least one row panel each); spare threads split B's column panels instead.
+  int64_t m_blocks = ceil_div(M, kMC);
+  m_blocks = m_blocks >= threads ? ceil_div(m_blocks, threads) * threads
+                                 : std::min(threads, ceil_div(M, kMR));
+  const int64_t mc = ceil_div(ceil_div(M, m_blocks), kMR) * kMR;
+  m_blocks = ceil_div(M, mc);
+  const int64_t nc_max = std::min(kNC, ceil_div(N, kNR) * kNR);
+  float* pb = b_slice(std::min(kKC, K) * nc_max);
+
+  for (int64_t j0 = 0; j0 < N; j0 += kNC) {
+    const int64_t nc = std::min(kNC, N - j0), panels = ceil_div(nc, kNR);
+    const int64_t n_parts = m_blocks >= threads ? 1 : std::min(panels, ceil_div(threads, m_blocks));
+    for (int64_t p0 = 0; p0 < K; p0 += kKC) {
+      const int64_t kc = std::min(kKC, K - p0);
+      const float beta_k = p0 == 0 ? beta : 1.0f;
+      const int64_t pack_grain = threads == 1 ? panels : 4;
+      parallel_for(panels, pack_grain, [&](int64_t q0, int64_t q1) {
+        pack_b(trans_b, b, ldb, p0, kc, j0, nc, q0, q1, pb);
+      });
+      parallel_for(threads == 1 ? 1 : m_blocks * n_parts, 1, [&](int64_t t0, int64_t t1) {
+        float* pa = a_block();
+        for (int64_t t = t0; t < t1; ++t) {
+          const int64_t i0 = t / n_parts * mc, rows = std::min(mc, M - i0);
+          const int64_t part = t % n_parts;
+          const int64_t q0 = panels * part / n_parts, q1 = panels * (part + 1) / n_parts;
+          // One task when single-threaded: it covers every row block.
+          for (int64_t ib = i0; ib < (threads == 1 ? M : i0 + rows); ib += mc) {
+            const int64_t mb = std::min(mc, M - ib);
+            pack_a(trans_a, a, lda, ib, mb, p0, kc, pa);
+            for (int64_t q = q0; q < q1; ++q) {
+              const int nr = static_cast<int>(std::min<int64_t>(kNR, nc - q * kNR));
+              for (int64_t ip = 0; ip < mb; ip += kMR) {
+                const int mr = static_cast<int>(std::min<int64_t>(kMR, mb - ip));
+                micro_kernel(kc, pa + ip * kc, pb + q * kNR * kc,
+                             c + (ib + ip) * ldc + j0 + q * kNR, ldc, mr, nr, alpha, beta_k);
+              }
+            }
+          }
+        }
+      });
+    }
+  }
+}
+
+}  // namespace mlx::core::cpu
