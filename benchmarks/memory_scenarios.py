@@ -1,5 +1,5 @@
-"""The memory documents' scenarios, this framework side by side with PyTorch on the CPU, in
-one run (each measurement in its own process, so that one framework's memory never counts for
+"""The memory documents' scenarios, this framework side by side with PyTorch on the CPU or on
+the GPU (--device), in one run (each measurement in its own process, so that one framework's memory never counts for
 the other):
 
 1. Training with activation peaks ("memory tide"): the main job's model (examples/train_lm.py,
@@ -7,11 +7,17 @@ the other):
    the step and, for us, the allocator's own peak of active bytes and of active + cache.
 2. Repeated inference with fixed shapes: the same model's forward pass called again and
    again; system allocations per call after the first, and latency with the cache on and off.
-3. Data-parallel training with and without sharded optimizer state: needs the distributed
-   work (mx.distributed with several ranks and a sharded optimizer); reported as not run
-   until it exists.
+3. Data-parallel training with and without sharded optimizer state: per-rank peaks of 2 CPU
+   ranks, full AdamW state against ZeRO stages 1 and 2 (bench_distributed_memory's
+   measurement); with --device gpu it is n/a unless more than one GPU is visible.
 
-    PYTHONPATH=python python benchmarks/memory_scenarios.py     # python with torch installed
+On the GPU (--device gpu, or auto when mx.cuda.is_available()) the figures come from the
+allocators instead of RSS: ours from mx.memory_stats(mx.gpu) (peak active, peak active + cache,
+num_system_allocs = the CUDA allocator's allocation calls), PyTorch's from torch.cuda
+(max_memory_allocated, max_memory_reserved = with its cache, memory_stats()
+["segment.all.allocated"] = cudaMalloc calls, ["num_alloc_retries"]).
+
+    PYTHONPATH=python python benchmarks/memory_scenarios.py [--device cpu|gpu|auto]
 
 PyTorch columns are left out (and say so) when torch cannot be imported.
 """
@@ -26,6 +32,7 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "examples"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # bench_distributed_memory
 
 DIMS, LAYERS, HEADS, CONTEXT, BATCH, VOCAB = 128, 4, 4, 128, 32, 65
 MiB = 2.0**20
@@ -51,14 +58,21 @@ def tokens(rng, batch=BATCH):
 
 
 # -- ours ------------------------------------------------------------------------------------
-def mlx_train(steps):
+def use_device(mx, device):
+    """Makes `device` ("cpu" or "gpu") the default and returns it for mx.memory_stats."""
+    dev = mx.gpu if device == "gpu" else mx.cpu
+    mx.set_default_device(dev)
+    return dev
+
+
+def mlx_train(steps, device):
     import numpy as np
 
     import mlx.core as mx
     import mlx.optimizers as optim
     from train_lm import GPT, make_train_step
 
-    mx.set_default_device(mx.cpu)
+    dev = use_device(mx, device)
     mx.random.seed(0)
     model = GPT(VOCAB, DIMS, LAYERS, HEADS)
     optimizer = optim.AdamW(learning_rate=1e-3, weight_decay=0.1)
@@ -77,20 +91,20 @@ def mlx_train(steps):
         loss = step(x, y)
         mx.eval(state, loss)
         dt = time.perf_counter() - t
-        s = mx.memory_stats()
+        s = mx.memory_stats(dev)
         rows.append({"rss_peak_above": status("VmHWM") - rss0, "rss_peak": status("VmHWM"),
                      "rss": status("VmRSS"), "peak_active": s["peak_memory"], "peak_footprint": s["peak_footprint"],
                      "time": dt, "system_allocs": s["num_system_allocs"]})
     return rows
 
 
-def mlx_infer(calls, cache):
+def mlx_infer(calls, cache, device):
     import numpy as np
 
     import mlx.core as mx
     from train_lm import GPT
 
-    mx.set_default_device(mx.cpu)
+    dev = use_device(mx, device)
     if not cache:
         mx.set_cache_limit(0)
     model = GPT(VOCAB, DIMS, LAYERS, HEADS)
@@ -99,11 +113,11 @@ def mlx_infer(calls, cache):
     mx.eval(x)
     rows = []
     for _ in range(calls):
-        before = mx.memory_stats()["num_system_allocs"]
+        before = mx.memory_stats(dev)["num_system_allocs"]
         t = time.perf_counter()
         mx.eval(model(x))
         rows.append({"time": time.perf_counter() - t,
-                     "system_allocs": mx.memory_stats()["num_system_allocs"] - before})
+                     "system_allocs": mx.memory_stats(dev)["num_system_allocs"] - before})
     return rows
 
 
@@ -161,19 +175,33 @@ def torch_model():
     return GPT()
 
 
-def torch_train(steps):
+def torch_cuda_stats(torch):
+    """PyTorch's peaks on the GPU and its cudaMalloc calls so far (None on the CPU)."""
+    s = torch.cuda.memory_stats()
+    return {"peak_active": torch.cuda.max_memory_allocated(),
+            "peak_footprint": torch.cuda.max_memory_reserved(),
+            "system_allocs": s.get("segment.all.allocated", 0),
+            "retries": s.get("num_alloc_retries", 0)}
+
+
+def torch_train(steps, device):
     import numpy as np
     import torch
     import torch.nn.functional as F
 
-    model = torch_model()
+    cuda = device == "gpu"
+    dev = "cuda" if cuda else "cpu"
+    model = torch_model().to(dev)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.1)
     rng = np.random.default_rng(0)
     rows = []
     for _ in range(steps):
-        x, y = (torch.from_numpy(a).long() for a in tokens(rng))
+        x, y = (torch.from_numpy(a).long().to(dev) for a in tokens(rng))
         rss0 = status("VmRSS")
         reset_rss_peak()
+        if cuda:
+            torch.cuda.synchronize()
+            torch.cuda.reset_peak_memory_stats()
         t = time.perf_counter()
         loss = F.cross_entropy(model(x).reshape(-1, VOCAB), y.reshape(-1))
         opt.zero_grad(set_to_none=True)
@@ -182,22 +210,27 @@ def torch_train(steps):
         opt.step()
         loss.item()
         rows.append({"rss_peak_above": status("VmHWM") - rss0, "rss_peak": status("VmHWM"),
-                     "rss": status("VmRSS"), "time": time.perf_counter() - t})
+                     "rss": status("VmRSS"), "time": time.perf_counter() - t,
+                     **(torch_cuda_stats(torch) if cuda else {})})
     return rows
 
 
-def torch_infer(calls):
+def torch_infer(calls, device):
     import numpy as np
     import torch
 
-    model = torch_model().eval()
-    x = torch.from_numpy(tokens(np.random.default_rng(0), batch=8)[0]).long()
+    cuda = device == "gpu"
+    dev = "cuda" if cuda else "cpu"
+    model = torch_model().to(dev).eval()
+    x = torch.from_numpy(tokens(np.random.default_rng(0), batch=8)[0]).long().to(dev)
+    allocs = lambda: torch_cuda_stats(torch)["system_allocs"] if cuda else 0  # noqa: E731
     rows = []
     with torch.no_grad():
         for _ in range(calls):
+            before = allocs()
             t = time.perf_counter()
             model(x).sum().item()
-            rows.append({"time": time.perf_counter() - t})
+            rows.append({"time": time.perf_counter() - t, "system_allocs": allocs() - before})
     return rows
 
 
@@ -210,29 +243,39 @@ def run_child(*args):
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def has_torch():
-    return subprocess.run([sys.executable, "-c", "import torch"], capture_output=True).returncode == 0
+def has_torch(device):
+    check = "import torch; assert torch.cuda.is_available()" if device == "gpu" else "import torch"
+    return subprocess.run([sys.executable, "-c", check], capture_output=True).returncode == 0
 
 
-def main():
-    p = argparse.ArgumentParser()
-    p.add_argument("--steps", type=int, default=8)
-    p.add_argument("--calls", type=int, default=30)
-    p.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
-    args = p.parse_args()
-    if args.child:
-        what, n = args.child[0], int(args.child[1])
-        fn = {"mlx_train": lambda: mlx_train(n), "torch_train": lambda: torch_train(n),
-              "mlx_infer": lambda: mlx_infer(n, True), "mlx_infer_nocache": lambda: mlx_infer(n, False),
-              "torch_infer": lambda: torch_infer(n)}[what]
-        print(json.dumps(fn()))
-        return
-    torch_ok = has_torch()
-    steps, calls = str(args.steps), str(args.calls)
-    ours = run_child("mlx_train", steps)
-    theirs = run_child("torch_train", steps) if torch_ok else None
-    print(f"\n## 1. Memory tide: main-job model training (dims {DIMS}, {LAYERS} layers, batch "
-          f"{BATCH}, context {CONTEXT}), per step\n")
+def gpu_available():
+    check = "import mlx.core as mx; assert mx.cuda.is_available()"
+    return subprocess.run([sys.executable, "-c", check], capture_output=True).returncode == 0
+
+
+def gpu_count():
+    """GPUs visible to this process (nvidia-smi's list, narrowed by CUDA_VISIBLE_DEVICES)."""
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None:
+        return len([d for d in visible.split(",") if d.strip()])
+    try:
+        out = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return 0
+    return sum(line.startswith("GPU ") for line in out.stdout.splitlines())
+
+
+def resolve_device(requested, available):
+    """cpu / gpu from --device; gpu without one is an error the caller reports."""
+    if requested == "auto":
+        return "gpu" if available else "cpu"
+    if requested == "gpu" and not available:
+        raise SystemExit("memory_scenarios: --device gpu, but mx.cuda.is_available() is False "
+                         "here (no CUDA GPU or a CPU-only build); use --device cpu or auto.")
+    return requested
+
+
+def print_tide_cpu(ours, theirs):
     print("Peak RSS: the process's high-water mark during the step (libraries included: compare "
           "the rise above the step's start); allocator columns: ours only.\n")
     print("| step | ours: peak RSS | ours: rise above step start | ours: allocator peak active | "
@@ -246,14 +289,113 @@ def main():
         print(f"| {i + 1} | {r['rss_peak'] / MiB:.0f}M | {r['rss_peak_above'] / MiB:.1f}M | "
               f"{r['peak_active'] / MiB:.1f}M | {r['peak_footprint'] / MiB:.1f}M | "
               f"{1e3 * r['time']:.0f} | {tcols} |")
-    if not torch_ok:
-        print("\nPyTorch is not importable by this Python: its columns are n/a.")
 
-    on = run_child("mlx_infer", calls)
-    off = run_child("mlx_infer_nocache", calls)
-    tinf = run_child("torch_infer", calls) if torch_ok else None
+
+def print_tide_gpu(ours, theirs):
+    print("GPU allocators: peak active = bytes of live tensors (ours: mx.get_peak_memory; "
+          "PyTorch: max_memory_allocated), with cache = what the allocator holds from the device "
+          "(ours: peak_footprint; PyTorch: max_memory_reserved); device allocs = cudaMalloc-style "
+          "calls during the step (ours: num_system_allocs; PyTorch: segment.all.allocated).\n")
+    print("| step | ours: peak active | ours: peak with cache | ours: device allocs | ours: ms | "
+          "PyTorch: peak active | PyTorch: peak with cache | PyTorch: device allocs | "
+          "PyTorch: alloc retries | PyTorch: ms |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    prev_ours = prev_theirs = 0
+    for i, r in enumerate(ours):
+        t = theirs[i] if theirs and "error" not in theirs else None
+        tcols = "n/a | n/a | n/a | n/a | n/a"
+        if t:
+            tcols = (f"{t['peak_active'] / MiB:.1f}M | {t['peak_footprint'] / MiB:.1f}M | "
+                     f"{t['system_allocs'] - prev_theirs} | {t['retries']} | {1e3 * t['time']:.1f}")
+            prev_theirs = t["system_allocs"]
+        print(f"| {i + 1} | {r['peak_active'] / MiB:.1f}M | {r['peak_footprint'] / MiB:.1f}M | "
+              f"{r['system_allocs'] - prev_ours} | {1e3 * r['time']:.1f} | {tcols} |")
+        prev_ours = r["system_allocs"]
+
+
+def distributed_rows():
+    """bench_distributed_memory's measurement on 2 CPU ranks: (label, peak per rank, loss)."""
+    import bench_distributed_memory as bdm
+
+    cfg = argparse.Namespace(dims=384, layers=4, context=16, batch=4, steps=3)
+    rows = []
+    for label, extra in [("full on every rank", []),
+                         ("ZeRO stage 1", ["--zero", "--zero-stage", "1"]),
+                         ("ZeRO stage 2", ["--zero", "--zero-stage", "2"])]:
+        peak, loss = bdm.run(2, extra, cfg)
+        rows.append((label, peak, loss))
+    return rows
+
+
+def print_distributed(device, skip):
+    print("\n## 3. Data-parallel training, per-rank memory with and without sharded optimizer "
+          "state\n")
+    if skip:
+        print("Not run (--no-distributed).")
+        return
+    if device == "gpu" and gpu_count() < 2:
+        print("n/a (one GPU): data-parallel ranks need more than one visible GPU.")
+        return
+    # bench_distributed_memory launches its ranks with --cpu: the figures are the host's.
+    print("2 ranks on the CPU (mlx.launch, ring backend), train_lm --dims 384 --layers 4, global "
+          "batch 4 x 16, 3 steps; peak = mx.get_peak_memory() over the steps, the largest "
+          "rank's.\n")
+    print("| optimizer state | peak per rank | vs. full state | last loss |")
+    print("|---|---:|---:|---:|")
+    try:
+        rows = distributed_rows()
+    except (RuntimeError, subprocess.TimeoutExpired) as e:
+        print(f"Failed: {str(e).splitlines()[0]}")
+        return
+    full = rows[0][1]
+    for label, peak, loss in rows:
+        print(f"| {label} | {peak / MiB:.1f} MiB | {peak / full:.2f}x | {loss:.4f} |")
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser()
+    p.add_argument("--steps", type=int, default=8)
+    p.add_argument("--calls", type=int, default=30)
+    p.add_argument("--device", choices=["cpu", "gpu", "auto"], default="cpu",
+                   help="where both frameworks run (auto: gpu when mx.cuda.is_available())")
+    p.add_argument("--no-distributed", action="store_true", help="skip scenario 3")
+    p.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
+    return p.parse_args(argv)
+
+
+def main():
+    args = parse_args()
+    if args.child:
+        what, n, device = args.child[0], int(args.child[1]), args.child[2]
+        fn = {"mlx_train": lambda: mlx_train(n, device),
+              "torch_train": lambda: torch_train(n, device),
+              "mlx_infer": lambda: mlx_infer(n, True, device),
+              "mlx_infer_nocache": lambda: mlx_infer(n, False, device),
+              "torch_infer": lambda: torch_infer(n, device)}[what]
+        print(json.dumps(fn()))
+        return
+    device = resolve_device(args.device, args.device != "cpu" and gpu_available())
+    torch_ok = has_torch(device)
+    steps, calls = str(args.steps), str(args.calls)
+    ours = run_child("mlx_train", steps, device)
+    if "error" in ours:
+        raise SystemExit(f"memory_scenarios: our training child failed: {ours['error']}")
+    theirs = run_child("torch_train", steps, device) if torch_ok else None
+    print(f"\n## 1. Memory tide: main-job model training (dims {DIMS}, {LAYERS} layers, batch "
+          f"{BATCH}, context {CONTEXT}), per step" + (", on the GPU" if device == "gpu" else "")
+          + "\n")
+    (print_tide_gpu if device == "gpu" else print_tide_cpu)(ours, theirs)
+    if not torch_ok:
+        print("\nPyTorch is not importable by this Python" +
+              (" or has no CUDA" if device == "gpu" else "") + ": its columns are n/a.")
+
+    on = run_child("mlx_infer", calls, device)
+    off = run_child("mlx_infer_nocache", calls, device)
+    tinf = run_child("torch_infer", calls, device) if torch_ok else None
     med = lambda rows: 1e3 * statistics.median(r["time"] for r in rows[1:])  # noqa: E731
-    print(f"\n## 2. Repeated inference with fixed shapes (batch 8, context {CONTEXT}, {calls} calls)\n")
+    where = ", on the GPU" if device == "gpu" else ""
+    print(f"\n## 2. Repeated inference with fixed shapes (batch 8, context {CONTEXT}, {calls} "
+          f"calls{where})\n")
     print("| | first call: system allocs | later calls: system allocs (total) | "
           "median latency after the first (ms) |")
     print("|---|---:|---:|---:|")
@@ -261,12 +403,14 @@ def main():
         print(f"| {label} | {rows[0]['system_allocs']:.0f} | "
               f"{sum(r['system_allocs'] for r in rows[1:]):.0f} | {med(rows):.2f} |")
     if tinf and "error" not in tinf:
-        print(f"| PyTorch CPU (torch.no_grad) | n/a | n/a | {med(tinf):.2f} |")
+        if device == "gpu":
+            print(f"| PyTorch CUDA (torch.no_grad; cudaMalloc = segment.all.allocated) | "
+                  f"{tinf[0]['system_allocs']:.0f} | "
+                  f"{sum(r['system_allocs'] for r in tinf[1:]):.0f} | {med(tinf):.2f} |")
+        else:
+            print(f"| PyTorch CPU (torch.no_grad) | n/a | n/a | {med(tinf):.2f} |")
 
-    print("\n## 3. Data-parallel training, per-rank memory with and without sharded optimizer "
-          "state\n")
-    print("Not run: it needs the distributed work (several ranks and a sharded optimizer state), "
-          "which is being done in parallel by another issue.")
+    print_distributed(device, args.no_distributed)
 
 
 if __name__ == "__main__":
