@@ -182,7 +182,7 @@ bool own_gemm_supported() {
   return ok;
 }
 
-bool use_own_gemm(int64_t M, int64_t N, int64_t K, bool trans_b) {
+bool use_own_gemm(int64_t M, int64_t N, int64_t K, bool trans_a, bool trans_b) {
   if (!own_gemm_supported()) {
     return false;
   }
@@ -203,9 +203,12 @@ bool use_own_gemm(int64_t M, int64_t N, int64_t K, bool trans_b) {
   //   128 x 4096 x 4096    B.T   1.19         4096 x 1024 x 16    B.T   1.34
   //   4096 x 16 x 1024     B.T   0.67         4096 x 64 x 1024    B.T   0.85
   //   32^3 0.98, 48^3 0.99, 64^3 1.05, 96^3 1.48, 128^3 1.92; 256^3 .. 4096^3 about 1.8-1.9
-  // A transposed B is packed by a scalar transpose that costs more than the products when B
-  // is reused by few rows of A (or few columns of C).
-  const int64_t min_mn = trans_b ? 128 : 16;
+  // A transposed A (the weight gradient dy.T @ x), 2 threads, quiet machine:
+  //   128 x 128 x 4096 0.57, 512 x 128 x 4096 0.83, 128 x 512 x 4096 1.26 (noisy),
+  //   512 x 512 x 4096 1.37, 1024^3 1.28
+  // A transposed operand is packed by a scalar transpose that costs more than the products
+  // when it is reused by few rows or columns of C.
+  const int64_t min_mn = trans_a ? 256 : trans_b ? 128 : 16;
   return M >= min_mn && N >= min_mn && K >= 16 && M * N * K >= 64 * 64 * 64;
 }
 

@@ -202,7 +202,7 @@ template <typename T>
 void gemm(const BlasLayout& la, const BlasLayout& lb, int M, int N, int K, T alpha, const T* a,
           const T* b, T beta, T* c, int ldc) {
   if constexpr (std::is_same_v<T, float>) {
-    if (use_own_gemm(M, N, K, lb.trans)) {
+    if (use_own_gemm(M, N, K, la.trans, lb.trans)) {
       own_gemm(la.trans, lb.trans, M, N, K, alpha, a, la.ld, b, lb.ld, beta, c, ldc);
       return;
     }
