@@ -17,9 +17,6 @@ namespace mlx::core::fast {
 
 namespace {
 
-// At most this many dimensions per input for `_shape` / `_strides` (passed by value).
-constexpr int kMaxKernelDims = 10;
-
 bool is_identifier(const std::string& s) {
   if (s.empty() || !(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_')) {
     return false;
@@ -136,6 +133,13 @@ CudaKernel::CudaKernel(std::string name, std::vector<std::string> input_names,
     throw std::invalid_argument(
         msg("[cuda_kernel] shared_memory must be non-negative; got ", shared_memory_, "."));
   }
+  for (const std::string& n : input_names_) {
+    uint8_t extras = 0;
+    extras |= source_.find(n + "_shape") != std::string::npos ? kShape : 0;
+    extras |= source_.find(n + "_strides") != std::string::npos ? kStrides : 0;
+    extras |= source_.find(n + "_ndim") != std::string::npos ? kNdim : 0;
+    input_extras_.push_back(extras);
+  }
 }
 
 std::string CudaKernel::source_for(
@@ -150,13 +154,13 @@ std::string CudaKernel::source_for(
   for (size_t i = 0; i < inputs.size(); ++i) {
     const std::string& n = input_names_[i];
     params << "const " << type(inputs[i].dtype()) << "* " << n << ", ";
-    if (source_.find(n + "_shape") != std::string::npos) {
+    if (input_extras_[i] & kShape) {
       params << "const mlx_kernel_shape " << n << "_shape, ";
     }
-    if (source_.find(n + "_strides") != std::string::npos) {
+    if (input_extras_[i] & kStrides) {
       params << "const mlx_kernel_strides " << n << "_strides, ";
     }
-    if (source_.find(n + "_ndim") != std::string::npos) {
+    if (input_extras_[i] & kNdim) {
       params << "const int " << n << "_ndim, ";
     }
   }
@@ -244,19 +248,15 @@ std::vector<array> CudaKernel::operator()(
   spec.shared_memory = shared_memory_;
   spec.ensure_row_contiguous = ensure_row_contiguous_;
   for (size_t i = 0; i < inputs.size(); ++i) {
-    const std::string& n = input_names_[i];
-    uint8_t extras = 0;
-    extras |= source_.find(n + "_shape") != std::string::npos ? kShape : 0;
-    extras |= source_.find(n + "_strides") != std::string::npos ? kStrides : 0;
-    extras |= source_.find(n + "_ndim") != std::string::npos ? kNdim : 0;
-    if ((extras & (kShape | kStrides)) && inputs[i].ndim() > kMaxKernelDims) {
-      throw std::invalid_argument(msg("[cuda_kernel] Input '", n, "' has ", inputs[i].ndim(),
+    if ((input_extras_[i] & (kShape | kStrides)) && inputs[i].ndim() > kMaxKernelDims) {
+      throw std::invalid_argument(msg("[cuda_kernel] Input '", input_names_[i], "' has ",
+                                      inputs[i].ndim(),
                                       " dimensions; kernels that read its shape or strides take "
                                       "at most ",
                                       kMaxKernelDims, "."));
     }
-    spec.input_extras.push_back(extras);
   }
+  spec.input_extras = input_extras_;
   Stream stream = gpu_stream("cuda_kernel", s);
   return make_node(stream, std::move(spec), inputs, output_shapes, output_dtypes, init_value);
 }

@@ -49,6 +49,7 @@ class CudaKernel {
   std::string source_, header_;
   bool ensure_row_contiguous_;
   int shared_memory_;
+  std::vector<uint8_t> input_extras_;  // per input: the InputExtras its source names
 };
 
 // mx.fast.precompiled_cuda_kernel: runs the kernel `name` of a PTX or cubin image. Its

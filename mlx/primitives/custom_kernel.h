@@ -20,6 +20,8 @@ using KernelScalar = std::variant<bool, int64_t, double>;
 // What the launch passes for one input beside its pointer (the generated signature asks for
 // them only when the source names them).
 enum InputExtras : uint8_t { kShape = 1, kStrides = 2, kNdim = 4 };
+// The most dimensions an input's `_shape` / `_strides` carry (they are passed by value).
+constexpr int kMaxKernelDims = 10;
 
 struct CustomKernelSpec {
   std::string name;   // the user's name, for messages

@@ -23,8 +23,6 @@ namespace mlx::core::fast {
 
 namespace {
 
-constexpr int kMaxKernelDims = 10;  // as the generated source's mlx_kernel_shape / _strides
-
 struct KernelShape {
   int32_t v[kMaxKernelDims];
 };
