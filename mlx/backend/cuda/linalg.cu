@@ -245,6 +245,21 @@ void lu_solve_batched(SolverCall& call, cublasOperation_t op, T* f, int64_t n, T
   }
 }
 
+// op(A_i) X_i = B_i for `count` column-major n x n matrices f (overwritten by their factors)
+// and right-hand sides b (n x nrhs each, overwritten by X): batched for small matrices, else
+// one getrf / getrs per matrix.
+template <typename T>
+void lu_solve(SolverCall& call, cublasOperation_t op, T* f, int64_t n, T* b, int64_t nrhs,
+              int64_t count, const char* name) {
+  if (batched(n, count)) {
+    lu_solve_batched(call, op, f, n, b, nrhs, count, name);
+    return;
+  }
+  Scratch ipiv(sizeof(int64_t) * count * n);
+  factor_lu(call, f, n, n, count, ipiv.as<int64_t>());
+  solve_lu(call, op, f, n, ipiv.as<int64_t>(), b, nrhs, count);
+}
+
 array device_array(Shape shape, Dtype dtype) {
   array a(std::move(shape), dtype, nullptr, {});
   allocate(a);
@@ -436,15 +451,8 @@ void Inverse::eval_gpu(const std::vector<array>& inputs, array& out) {
         array lu = work_copy(a);
         allocate(out);
         set_identity<T>(out);
-        if (batched(n, count)) {
-          lu_solve_batched(call, CUBLAS_OP_N, lu.gpu_data<T>(), n, out.gpu_data<T>(), n, count,
-                           "linalg::inv");
-        } else {
-          Scratch ipiv(sizeof(int64_t) * count * n);
-          factor_lu(call, lu.gpu_data<T>(), n, n, count, ipiv.as<int64_t>());
-          solve_lu(call, CUBLAS_OP_N, lu.gpu_data<T>(), n, ipiv.as<int64_t>(), out.gpu_data<T>(), n,
-                   count);
-        }
+        lu_solve(call, CUBLAS_OP_N, lu.gpu_data<T>(), n, out.gpu_data<T>(), n, count,
+                 "linalg::inv");
         call.finish();
         break;
       }
@@ -528,15 +536,7 @@ void Solve::eval_gpu(const std::vector<array>& inputs, array& out) {
     // column-major.
     array lu = work_copy(a);
     array x = transposed(inputs[1], n, k);
-    if (batched(n, count)) {
-      lu_solve_batched(call, CUBLAS_OP_T, lu.gpu_data<T>(), n, x.gpu_data<T>(), k, count,
-                       "linalg::solve");
-    } else {
-      Scratch ipiv(sizeof(int64_t) * count * n);
-      factor_lu(call, lu.gpu_data<T>(), n, n, count, ipiv.as<int64_t>());
-      solve_lu(call, CUBLAS_OP_T, lu.gpu_data<T>(), n, ipiv.as<int64_t>(), x.gpu_data<T>(), k,
-               count);
-    }
+    lu_solve(call, CUBLAS_OP_T, lu.gpu_data<T>(), n, x.gpu_data<T>(), k, count, "linalg::solve");
     allocate(out);
     transpose_into(x, k, n, out);
     call.finish();
