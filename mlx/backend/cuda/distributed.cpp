@@ -19,28 +19,25 @@ std::mutex& device_comm_mutex() {
   return m;
 }
 
-// Runs `call(communicator)` on this task's CUDA stream, or returns false for a host backend.
+// Runs `call(communicator)` on this task's CUDA stream for a group whose communicator works on
+// device memory; any other group runs the primitive's host kernel on host copies.
 template <typename Call>
-bool on_device_comm(const Group& group, Call call) {
-  auto& comm = *group.communicator();
+void run(DistPrimitive& p, const std::vector<array>& inputs, array& out, Call call) {
+  auto& comm = *p.group().communicator();
   if (!comm.on_device()) {
-    return false;
+    cu::inputs_to_host(inputs);
+    p.eval_cpu(inputs, out);
+    return;
   }
   std::lock_guard<std::mutex> lock(device_comm_mutex());
   comm.set_device_stream(cu::stream());
   call(comm);
-  return true;
-}
-
-void host_kernel(const std::vector<array>& inputs, array& out, UnaryPrimitive& p) {
-  cu::inputs_to_host(inputs);
-  p.eval_cpu(inputs, out);
 }
 
 }  // namespace
 
 void AllReduce::eval_gpu(const std::vector<array>& inputs, array& out) {
-  bool done = on_device_comm(group(), [&](detail::Communicator& comm) {
+  run(*this, inputs, out, [&](detail::Communicator& comm) {
     array in = cu::dense_copy(inputs[0]);
     if (in.is_donatable()) {
       out.copy_shared_buffer(in);
@@ -51,26 +48,20 @@ void AllReduce::eval_gpu(const std::vector<array>& inputs, array& out) {
       comm.all_reduce(in.gpu_data<char>(), out.gpu_data<char>(), out.size(), out.dtype(), op_);
     }
   });
-  if (!done) {
-    host_kernel(inputs, out, *this);
-  }
 }
 
 void AllGather::eval_gpu(const std::vector<array>& inputs, array& out) {
-  bool done = on_device_comm(group(), [&](detail::Communicator& comm) {
+  run(*this, inputs, out, [&](detail::Communicator& comm) {
     array in = cu::dense_copy(inputs[0]);
     out.set_gpu_data(allocator::gpu_malloc(out.nbytes()));
     if (out.size() > 0) {
       comm.all_gather(in.gpu_data<char>(), out.gpu_data<char>(), in.nbytes());
     }
   });
-  if (!done) {
-    host_kernel(inputs, out, *this);
-  }
 }
 
 void ReduceScatter::eval_gpu(const std::vector<array>& inputs, array& out) {
-  bool done = on_device_comm(group(), [&](detail::Communicator& comm) {
+  run(*this, inputs, out, [&](detail::Communicator& comm) {
     array in = cu::dense_copy(inputs[0]);
     out.set_gpu_data(allocator::gpu_malloc(out.nbytes()));
     if (out.size() > 0) {
@@ -78,30 +69,21 @@ void ReduceScatter::eval_gpu(const std::vector<array>& inputs, array& out) {
                           detail::ReduceOp::sum);
     }
   });
-  if (!done) {
-    host_kernel(inputs, out, *this);
-  }
 }
 
 void Send::eval_gpu(const std::vector<array>& inputs, array& out) {
-  bool done = on_device_comm(group(), [&](detail::Communicator& comm) {
+  run(*this, inputs, out, [&](detail::Communicator& comm) {
     array in = cu::dense_copy(inputs[0]);
     comm.send(in.gpu_data<char>(), in.nbytes(), dst_);
     out.copy_shared_buffer(inputs[0]);
   });
-  if (!done) {
-    host_kernel(inputs, out, *this);
-  }
 }
 
 void Recv::eval_gpu(const std::vector<array>& inputs, array& out) {
-  bool done = on_device_comm(group(), [&](detail::Communicator& comm) {
+  run(*this, inputs, out, [&](detail::Communicator& comm) {
     out.set_gpu_data(allocator::gpu_malloc(out.nbytes()));
     comm.recv(out.gpu_data<char>(), out.nbytes(), src_);
   });
-  if (!done) {
-    host_kernel(inputs, out, *this);
-  }
 }
 
 }  // namespace mlx::core::distributed
