@@ -226,6 +226,14 @@ def sample(model, chars, prompt, length, temperature, context):
 
 
 def main(argv=None):
+    previous = mx.default_device()
+    try:
+        return train(argv)
+    finally:
+        mx.set_default_device(previous)  # main() also runs in-process (tests, benchmarks)
+
+
+def train(argv):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--data", default=DEFAULT_DATA)
     p.add_argument("--config", choices=["auto", "cpu", "gpu"], default="auto",
@@ -270,7 +278,9 @@ def main(argv=None):
     tracing = (args.memory_plot or args.memory_trace) and hasattr(mx, "memory_stats")
     group = mx.distributed.init()
     world, rank = group.size(), group.rank()
-    if not args.cpu and mx.is_available(mx.gpu):
+    if args.cpu:
+        mx.set_default_device(mx.cpu)
+    elif mx.is_available(mx.gpu):
         mx.set_default_device(mx.gpu)
     if args.config == "auto":
         args.config = "gpu" if mx.default_device() == mx.gpu else "cpu"

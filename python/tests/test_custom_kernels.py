@@ -93,9 +93,9 @@ def test_the_documented_example_and_a_grid_that_is_not_a_multiple_of_the_block(d
 def test_shapes_strides_and_ndim_of_a_strided_input():
     # With ensure_row_contiguous=False the kernel reads a transposed view through its strides.
     src = """
-        uint i = blockIdx.x * blockDim.x + threadIdx.x;
+        unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
         int64_t loc = 0;
-        uint rest = i;
+        unsigned rest = i;
         for (int d = x_ndim - 1; d >= 0; --d) {
             loc += (rest % x_shape[d]) * x_strides[d];
             rest /= x_shape[d];
@@ -120,10 +120,10 @@ def test_init_value_atomics_several_outputs_shared_memory_and_2d_grids():
     # with atomicAdd; a 2-D grid of (columns, rows).
     src = """
         extern __shared__ float partial[];
-        uint col = threadIdx.x, row = blockIdx.y;
+        unsigned col = threadIdx.x, row = blockIdx.y;
         partial[col] = x[row * x_shape[1] + col];
         __syncthreads();
-        for (uint s = blockDim.x / 2; s > 0; s /= 2) {
+        for (unsigned s = blockDim.x / 2; s > 0; s /= 2) {
             if (col < s) partial[col] += partial[col + s];
             __syncthreads();
         }
@@ -193,7 +193,8 @@ def test_precompiled_ptx_with_scalars_in_the_kernels_widths(tmp_path):
                 output_shapes=[(100,)], output_dtypes=[mx.float32], grid=(100, 1, 1),
                 threadgroup=(64, 1, 1))
     out = mx.fast.precompiled_cuda_kernel(**call, scalars=[2.5, 100, True])[0]
-    np.testing.assert_allclose(np.array(out), 2.5 * np.array(x) + np.arange(100), rtol=1e-6)
+    np.testing.assert_allclose(np.array(out), 2.5 * np.array(x) + np.arange(100), rtol=1e-6,
+                               atol=1e-6)  # the kernel may fuse a * x + y (one rounding)
     with pytest.raises(ValueError, match="takes 6 parameters"):
         mx.eval(mx.fast.precompiled_cuda_kernel(**call, scalars=[2.5])[0])
     with pytest.raises(ValueError, match="no kernel named"):

@@ -1,9 +1,10 @@
 // CrossEntropy and CrossEntropyVJP on the GPU. Forward: a warp per row reads the logits once,
 // each lane keeping a running max and exp-sum of its elements (online logsumexp), merged
 // across the warp by shuffles; the target's logit is one more load. Backward: a thread per
-// element writes (exp(x - lse) - one_hot) * g from the saved lse. Targets arrive as int64; a
-// target outside [0, C) gives a NaN loss and a NaN gradient row, as on the CPU. Accumulation
-// is float for 16- and 32-bit logits, double for float64.
+// element writes (exp(x - lse) - one_hot) * g from the saved lse; g is float32 whatever the
+// logits' dtype. Targets arrive as int64; a target outside [0, C) gives a NaN loss and a NaN
+// gradient row, as on the CPU. Accumulation is float for 16- and 32-bit logits, double for
+// float64.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -99,8 +100,8 @@ __global__ void cross_entropy_forward(const T* x, const int64_t* targets, float*
 }
 
 template <typename T, typename A>
-__global__ void cross_entropy_backward(const T* x, const int64_t* targets, const A* lse, const A* g,
-                                       T* dx, int64_t rows, int64_t n) {
+__global__ void cross_entropy_backward(const T* x, const int64_t* targets, const A* lse,
+                                       const float* g, T* dx, int64_t rows, int64_t n) {
   const int64_t total = rows * n;
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < total;
        i += int64_t(gridDim.x) * blockDim.x) {
@@ -108,7 +109,7 @@ __global__ void cross_entropy_backward(const T* x, const int64_t* targets, const
     const int64_t t = targets[r];
     A d = A(NAN);
     if (t >= 0 && t < n) {
-      d = (exp(cast_to<A>(x[i]) - lse[r]) - (c == t ? A(1) : A(0))) * g[r];
+      d = (exp(cast_to<A>(x[i]) - lse[r]) - (c == t ? A(1) : A(0))) * A(g[r]);
     }
     dx[i] = cast_to<T>(d);
   }
@@ -150,7 +151,7 @@ void CrossEntropyVJP::eval_gpu(const std::vector<array>& inputs, array& out) {
   dispatch_float<DeviceTypes>(x.dtype(), "cross_entropy", [&]<typename T>() {
     using A = acc_t<T>;
     cross_entropy_backward<T, A><<<blocks_for(rows * n), kThreads, 0, cu::stream()>>>(
-        x.gpu_data<T>(), t.gpu_data<int64_t>(), lse.gpu_data<A>(), g.gpu_data<A>(),
+        x.gpu_data<T>(), t.gpu_data<int64_t>(), lse.gpu_data<A>(), g.gpu_data<float>(),
         out.gpu_data<T>(), rows, n);
   });
   check_launch("cross_entropy vjp");
