@@ -4,6 +4,7 @@
 #include "mlx/runtime/eval.h"
 
 #include <algorithm>
+#include <chrono>
 #include <exception>
 #include <memory>
 #include <mutex>
@@ -94,13 +95,22 @@ void run_node(array& node, bool keep_graph) {
     // What the allocator records as the op that asked (one thread-local store).
     allocator::OpContext op{prim.name(), &prim, prim.stream().index};
     allocator::set_current_op(&op);
-    if (detail::kernel_counting()) {
-      detail::count_kernel(prim.name());
-    }
+    const bool timed = detail::kernel_timing();
+    const auto start =
+        timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
     if (prim.stream().device.type == Device::cpu) {
       prim.eval_cpu(inputs, outs);
     } else {
       prim.eval_gpu(inputs, outs);
+      if (timed) {
+        scheduler::device_synchronize(prim.stream());
+      }
+    }
+    if (detail::kernel_counting()) {
+      detail::count_kernel(
+          prim.name(),
+          timed ? std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()
+                : 0.0);
     }
   } catch (...) {
     allocator::set_current_op(nullptr);

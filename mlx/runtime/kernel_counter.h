@@ -1,5 +1,8 @@
 // Counts the primitives eval runs, by name, while enabled: how tests and debugging check
 // that compile's fusion runs a region as one kernel. Off (one relaxed load per node) by default.
+// With timing on, each primitive is also timed, GPU ones up to the end of their device work
+// (the stream is synchronized after each, so the GPU runs one primitive at a time and launch
+// latency counts): a profile of where a step's time goes, not of its overlap.
 #pragma once
 
 #include <cstdint>
@@ -9,10 +12,16 @@
 
 namespace mlx::core::detail {
 
-void set_kernel_counting(bool enabled);
+struct KernelCount {
+  int64_t count = 0;
+  double seconds = 0;  // 0 unless timing was on
+};
+
+void set_kernel_counting(bool enabled, bool timed = false);
 bool kernel_counting();
-void count_kernel(const char* name);
+bool kernel_timing();
+void count_kernel(const char* name, double seconds = 0);
 // (name, count) pairs sorted by name; `reset` clears them.
-std::vector<std::pair<std::string, int64_t>> kernel_counts(bool reset);
+std::vector<std::pair<std::string, KernelCount>> kernel_counts(bool reset);
 
 }  // namespace mlx::core::detail

@@ -41,6 +41,7 @@ class StreamWorker {
   }
 
   const Stream& stream() const { return stream_; }
+  DeviceStream& device() { return *device_; }
 
   uint64_t reserve() {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -299,6 +300,8 @@ void synchronize_all() {
     worker(i).synchronize();
   }
 }
+
+void device_synchronize(const Stream& s) { worker(s.index).device().synchronize(); }
 
 bool reached(int stream_index, uint64_t value) { return worker(stream_index).reached(value); }
 void wait_for(int stream_index, uint64_t value) { worker(stream_index).wait_for(value); }

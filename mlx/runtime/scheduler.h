@@ -39,6 +39,9 @@ void submit(const Stream& s, uint64_t position, Task task);
 // Waits for every position reserved so far; rethrows the first error a submitted task raised.
 void synchronize(const Stream& s);
 void synchronize_all();
+// Blocks until the device work issued so far on `s` is done, from inside one of its tasks too
+// (kernel timing).
+void device_synchronize(const Stream& s);
 
 // Used by Event.
 bool reached(int stream_index, uint64_t value);

@@ -560,14 +560,30 @@ void init_transforms(nb::module_& m) {
         auto counts = detail::kernel_counts(reset);
         detail::set_kernel_counting(enable);
         nb::dict d;
-        for (auto& [name, n] : counts) {
-          d[nb::str(name.c_str())] = n;
+        for (auto& [name, c] : counts) {
+          d[nb::str(name.c_str())] = c.count;
         }
         return d;
       },
       nb::arg("enable") = true, nb::arg("reset") = true,
       "Debugging: the primitives eval ran since the last call, by name (views included), then "
       "keeps counting while enable is true.");
+  m.def(
+      "_kernel_times",
+      [](bool enable, bool reset) {
+        auto counts = detail::kernel_counts(reset);
+        detail::set_kernel_counting(enable, true);
+        nb::dict d;
+        for (auto& [name, c] : counts) {
+          d[nb::str(name.c_str())] = nb::make_tuple(c.count, c.seconds);
+        }
+        return d;
+      },
+      nb::arg("enable") = true, nb::arg("reset") = true,
+      "Profiling: {name: (count, seconds)} of the primitives eval ran since the last call, then "
+      "keeps counting and timing while enable is true. Each GPU primitive is timed to the end of "
+      "its device work (the stream is synchronized after it), so the total is slower than an "
+      "untimed run and shows where the time goes, not how work overlaps.");
   m.def(
       "_fused_kernel_stats",
       [](bool wait) {
