@@ -262,4 +262,37 @@ array cross_entropy(const array& logits, const array& targets, StreamOrDevice s)
   return cross_entropy_parts(logits, targets, to_stream(s))[0];
 }
 
+std::vector<array> adam_update(const array& p, const array& g, const array& m, const array& v,
+                               const array& lr, const array& c1, const array& c2, double beta1,
+                               double beta2, double eps, double weight_decay, StreamOrDevice s) {
+  constexpr const char* op = "[adam_update]";
+  if (!is_floating_point(p.dtype())) {
+    throw std::invalid_argument(
+        msg(op, " The parameter must be real floating point; got ", p.dtype(), "."));
+  }
+  for (const array* a : {&g, &m, &v}) {
+    if (a->shape() != p.shape() || a->dtype() != p.dtype()) {
+      throw std::invalid_argument(
+          msg(op, " The gradient and moments must match the parameter (shape ", p.shape(), ", ",
+              p.dtype(), "); got shape ", a->shape(), " and ", a->dtype(), "."));
+    }
+  }
+  for (const array* a : {&lr, &c1, &c2}) {
+    if (a->size() != 1) {
+      throw std::invalid_argument(
+          msg(op, " The learning rate and bias corrections must be scalars; got shape ", a->shape(),
+              "."));
+    }
+  }
+  Stream st = to_stream(s);
+  Dtype scalar_dtype = p.dtype() == float64 ? float64 : float32;
+  std::vector<array> in = {p, g, m, v};
+  for (const array* a : {&lr, &c1, &c2}) {
+    in.push_back(astype(reshape(*a, {}, st), scalar_dtype, st));
+  }
+  return array::make_arrays({p.shape(), p.shape(), p.shape()}, {p.dtype(), p.dtype(), p.dtype()},
+                            std::make_shared<AdamUpdate>(st, beta1, beta2, eps, weight_decay),
+                            std::move(in));
+}
+
 }  // namespace mlx::core::fast

@@ -46,6 +46,16 @@ array scaled_dot_product_attention(const array& queries, const array& keys, cons
 // NaN gradients for its row: checking it eagerly would need the targets on the host.
 array cross_entropy(const array& logits, const array& targets, StreamOrDevice s = {});
 
+// One fused Adam step (AdamW with weight_decay > 0) of parameter p with gradient g and
+// moments m, v, all of one shape and floating dtype: returns {p', m', v'} (the formulas are
+// AdamUpdate's, primitives/fast.h). lr, c1 and c2 are scalars: the learning rate and the
+// bias corrections 1 - beta1^step and 1 - beta2^step (1 for none). What the optimizers of
+// mlx.optimizers run per parameter.
+std::vector<array> adam_update(const array& p, const array& g, const array& m, const array& v,
+                               const array& lr, const array& c1, const array& c2, double beta1,
+                               double beta2, double eps, double weight_decay,
+                               StreamOrDevice s = {});
+
 // The gated delta rule (Gated DeltaNet) over T steps. q, k: (B, T, Hk, Dk); v: (B, T, Hv, Dv)
 // with Hv a multiple of Hk (value head h reads key head h / (Hv / Hk)); gamma: (B, T, Hv) or
 // (B, T, Hv, Dk), decay factors in linear space; beta: (B, T, Hv); state: (B, Hv, Dv, Dk),

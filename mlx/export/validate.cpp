@@ -241,6 +241,16 @@ void check_step(Primitive& prim, const std::vector<array>& in, const std::vector
     }
     need(vjp ? dtypes[0] == in[0].dtype() : dtypes[0] == float32,
          "its output dtype is not what it computes");
+  } else if (dynamic_cast<fast::AdamUpdate*>(&prim)) {
+    need(in.size() == 7u && is_floating_point(in[0].dtype()), "it takes 7 inputs, a float first");
+    same_inputs(0, 4);
+    for (size_t i = 4; i < 7; ++i) {
+      need(in[i].size() == 1 && in[i].dtype() == (in[0].dtype() == float64 ? float64 : float32),
+           "its scalars are not scalars of its accumulation type");
+    }
+    for (Dtype d : dtypes) {
+      need(d == in[0].dtype(), "its output dtype is not what it computes");
+    }
   } else if (auto* p = dynamic_cast<fast::RoPE*>(&prim)) {
     auto [dims, traditional, base, scale, has_freqs, inverse] = p->state();
     need(in.size() == 2u + has_freqs && rank0 >= 1 && dims > 0 && dims % 2 == 0 &&

@@ -80,4 +80,10 @@ bool CrossEntropyVJP::is_equivalent(const Primitive& other) const {
   return dynamic_cast<const CrossEntropyVJP*>(&other) != nullptr;
 }
 
+bool AdamUpdate::is_equivalent(const Primitive& other) const {
+  auto* o = dynamic_cast<const AdamUpdate*>(&other);
+  return o && o->beta1_ == beta1_ && o->beta2_ == beta2_ && o->eps_ == eps_ &&
+         o->weight_decay_ == weight_decay_;
+}
+
 }  // namespace mlx::core::fast

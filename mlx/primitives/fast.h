@@ -199,6 +199,33 @@ class CrossEntropyVJP : public UnaryPrimitive {
   MLX_DECLARE_TRANSFORM_RULES
 };
 
+// One Adam / AdamW step of a parameter, fused. Inputs {p, g, m, v} (one shape and floating
+// dtype) and {lr, c1, c2} (scalars in float32, float64 for float64 parameters: the learning
+// rate and the bias corrections 1 - beta^step, 1 when off); outputs {p', m', v'}:
+//   m' = b1 m + (1 - b1) g,  v' = b2 v + (1 - b2) g^2,
+//   p' = p (1 - lr wd) - lr (m' / c1) / (sqrt(v' / c2) + eps).
+// Kernels compute in float32 (double for float64) and round once per output.
+class AdamUpdate : public Primitive {
+ public:
+  AdamUpdate(Stream stream, double beta1, double beta2, double eps, double weight_decay)
+      : Primitive(stream), beta1_(beta1), beta2_(beta2), eps_(eps), weight_decay_(weight_decay) {}
+  MLX_DECLARE_EVAL
+  MLX_SERIALIZABLE(AdamUpdate, beta1_, beta2_, eps_, weight_decay_)
+  const char* name() const override { return "AdamUpdate"; }
+  bool is_equivalent(const Primitive& other) const override;
+  std::vector<Shape> output_shapes(const std::vector<array>& inputs) override {
+    return {inputs[0].shape(), inputs[0].shape(), inputs[0].shape()};
+  }
+
+  MLX_DECLARE_TRANSFORM_RULES
+ private:
+  // Double, so that 1 - beta rounds once, in the kernel's type.
+  double beta1_;
+  double beta2_;
+  double eps_;
+  double weight_decay_;
+};
+
 // Both outputs of CrossEntropy, and CrossEntropyVJP's output (the cotangent cast to lse's dtype),
 // without the op's argument checks (fast.cpp).
 std::vector<array> cross_entropy_parts(const array& logits, const array& targets, Stream s);

@@ -831,4 +831,60 @@ Rules CrossEntropyVJP::vmap(const std::vector<array>& inputs, const std::vector<
   return {{cross_entropy_vjp(in[0], in[1], in[2], in[3], s)}, {0}};
 }
 
+// ---------------------------------------------------------------------------- adam update
+
+namespace {
+
+// AdamUpdate as ops in float32 (float64 for float64 parameters), {p, g, m, v, lr, c1, c2} ->
+// {p', m', v'}: what its rules differentiate and map.
+ArrayFn adam_update_fn(double b1, double b2, double eps, double wd, Stream s) {
+  return [=](const std::vector<array>& in) {
+    Dtype t = in[0].dtype(), acc = t == float64 ? float64 : float32;
+    auto up = [&](const array& x) { return astype(x, acc, s); };
+    auto c = [&](double x) { return array(x, acc); };
+    array p = up(in[0]), g = up(in[1]), lr = up(in[4]);
+    array m = add(multiply(c(b1), up(in[2]), s), multiply(c(1.0 - b1), g, s), s);
+    array v = add(multiply(c(b2), up(in[3]), s), multiply(c(1.0 - b2), square(g, s), s), s);
+    array step =
+        divide(divide(m, up(in[5]), s), add(sqrt(divide(v, up(in[6]), s), s), c(eps), s), s);
+    array decayed = multiply(p, subtract(c(1.0), multiply(lr, c(wd), s), s), s);
+    array p_new = subtract(decayed, multiply(lr, step, s), s);
+    return std::vector<array>{astype(p_new, t, s), astype(m, t, s), astype(v, t, s)};
+  };
+}
+
+}  // namespace
+
+std::vector<array> AdamUpdate::jvp(const std::vector<array>& primals,
+                                   const std::vector<array>& tangents,
+                                   const std::vector<int>& argnums) {
+  return composite_jvp(adam_update_fn(beta1_, beta2_, eps_, weight_decay_, stream()), primals,
+                       tangents, argnums);
+}
+
+std::vector<array> AdamUpdate::vjp(const std::vector<array>& primals,
+                                   const std::vector<array>& cotangents,
+                                   const std::vector<int>& argnums, const std::vector<array>&) {
+  return composite_vjp(adam_update_fn(beta1_, beta2_, eps_, weight_decay_, stream()), primals,
+                       cotangents, argnums);
+}
+
+// Elementwise: every input batched along axis 0 (scalars become per-batch scalars, which the
+// kernels do not take, so those go through the composite).
+Rules AdamUpdate::vmap(const std::vector<array>& inputs, const std::vector<int>& axes) {
+  Stream s = stream();
+  bool scalars_mapped = axes[4] >= 0 || axes[5] >= 0 || axes[6] >= 0;
+  if (scalars_mapped) {
+    return composite_vmap(adam_update_fn(beta1_, beta2_, eps_, weight_decay_, s), inputs, axes);
+  }
+  int bv = batch_size(inputs, axes);
+  std::vector<array> in;
+  for (size_t i = 0; i < 4; ++i) {
+    in.push_back(batch_at(inputs[i], axes[i], bv, 0, s));
+  }
+  return {adam_update(in[0], in[1], in[2], in[3], inputs[4], inputs[5], inputs[6], beta1_, beta2_,
+                      eps_, weight_decay_, s),
+          {0, 0, 0}};
+}
+
 }  // namespace mlx::core::fast

@@ -95,6 +95,22 @@ void init_fast(nb::module_& parent) {
       "Returns:\n    array: The float32 loss of each element, shaped like ``targets``. Its "
       "gradient with respect to ``logits`` is ``softmax(logits) - one_hot(targets)``.");
   m.def(
+      "_adam_update",
+      [](const array& p, const array& g, const array& m, const array& v, const array& lr,
+         const array& c1, const array& c2, double beta1, double beta2, double eps,
+         double weight_decay, StreamOrDevice s) {
+        auto out = fast::adam_update(p, g, m, v, lr, c1, c2, beta1, beta2, eps, weight_decay, s);
+        return nb::make_tuple(out[0], out[1], out[2]);
+      },
+      nb::arg("p"), nb::arg("g"), nb::arg("m"), nb::arg("v"), nb::arg("lr"), nb::arg("c1"),
+      nb::arg("c2"), nb::kw_only(), nb::arg("beta1"), nb::arg("beta2"), nb::arg("eps"),
+      nb::arg("weight_decay") = 0.0, nb::arg("stream") = nb::none(),
+      "_adam_update(p, g, m, v, lr, c1, c2, *, beta1, beta2, eps, weight_decay=0.0, "
+      "stream=None)\n\nOne fused Adam (AdamW) step of a parameter, what mlx.optimizers.Adam "
+      "runs: ``m' = b1 m + (1 - b1) g``, ``v' = b2 v + (1 - b2) g^2``, ``p' = p (1 - lr wd) - "
+      "lr (m' / c1) / (sqrt(v' / c2) + eps)`` with the bias corrections ``c1, c2`` (1 for "
+      "none). Returns ``(p', m', v')``.");
+  m.def(
       "gated_delta_update",
       [](const array& q, const array& k, const array& v, const array& gamma, const array& beta,
          std::optional<array> initial_state, std::optional<array> mask, StreamOrDevice s) {

@@ -365,17 +365,35 @@ class Adam(Optimizer):
         state["v"] = mx.zeros_like(parameter)
 
     def apply_single(self, gradient: mx.array, parameter: mx.array, state: dict):
+        return self._adam_step(gradient, parameter, state, 0.0)
+
+    def _adam_step(self, gradient, parameter, state, weight_decay):
+        # One fused kernel per parameter (mx.fast._adam_update) where the gradient and state
+        # match the parameter, as they do in training; the same formulas as ops otherwise.
         b1, b2 = self.betas
-        m = b1 * state["m"] + (1 - b1) * gradient
-        v = b2 * state["v"] + (1 - b2) * mx.square(gradient)
+        if self.bias_correction:
+            step = self.step.astype(mx.float32)
+            c1, c2 = 1 - b1**step, 1 - b2**step
+        else:
+            c1 = c2 = mx.array(1.0)
+        m, v = state["m"], state["v"]
+        like = (parameter.shape, parameter.dtype)
+        if (mx.issubdtype(parameter.dtype, mx.floating)
+                and all((a.shape, a.dtype) == like for a in (gradient, m, v))):
+            parameter, state["m"], state["v"] = mx.fast._adam_update(
+                parameter, gradient, m, v, self.learning_rate, c1, c2, beta1=b1, beta2=b2,
+                eps=self.eps, weight_decay=weight_decay)
+            return parameter
+        lr = self._lr(gradient)
+        if weight_decay != 0:
+            parameter = parameter * (1 - lr * weight_decay)
+        m = b1 * m + (1 - b1) * gradient
+        v = b2 * v + (1 - b2) * mx.square(gradient)
         state["m"] = m
         state["v"] = v
-        lr = self._lr(gradient)
         if not self.bias_correction:
             return parameter - lr * m / (mx.sqrt(v) + self.eps)
-        step = self.step.astype(mx.float32)
-        c1 = (1 - b1**step).astype(gradient.dtype)
-        c2 = (1 - b2**step).astype(gradient.dtype)
+        c1, c2 = c1.astype(gradient.dtype), c2.astype(gradient.dtype)
         return parameter - lr * (m / c1) / (mx.sqrt(v / c2) + self.eps)
 
 
@@ -421,8 +439,7 @@ class AdamW(Adam):
         self.weight_decay = weight_decay
 
     def apply_single(self, gradient: mx.array, parameter: mx.array, state: dict):
-        decayed = parameter * (1 - self._lr(gradient) * self.weight_decay)
-        return super().apply_single(gradient, decayed, state)
+        return self._adam_step(gradient, parameter, state, self.weight_decay)
 
 
 class Adamax(Adam):
