@@ -557,6 +557,37 @@ def test_fused_attention_kernel(dtype, d, tq, tk):
                                    rtol=tol, atol=tol)
 
 
+@pytest.mark.parametrize("dtype", [mx.float16, mx.bfloat16])
+@pytest.mark.parametrize("d", [64, 128])
+@pytest.mark.parametrize("tq,tk", [(1, 300), (70, 130), (128, 128), (130, 64), (64, 0)],
+                         ids=str)
+def test_fused_attention_backward_kernel(dtype, d, tq, tk):
+    """The GPU's fused backward (dq, dk, dv through grouped heads, ragged tiles, rows that see
+    no key, no keys) against the float64 gradients on the CPU, for a random cotangent."""
+    q = sample((2, 4, tq, d), dtype, seed=1, low=-1, high=1)
+    k = sample((2, 2, tk, d), dtype, seed=2, low=-1, high=1)
+    v = sample((2, 2, tk, d), dtype, seed=3)
+    w = sample((2, 4, tq, d), mx.float32, seed=4)
+    tol = 3e-2 if dtype == mx.bfloat16 else 1e-2
+    for causal in (False, True):
+        mask = "causal" if causal else None
+
+        def loss(a, b, c, stream):
+            out = mx.fast.scaled_dot_product_attention(a, b, c, scale=d**-0.5, mask=mask,
+                                                       stream=stream)
+            return (out.astype(mx.float32) * w).sum(stream=stream)
+
+        got = mx.grad(lambda a, b, c: loss(a, b, c, mx.gpu), argnums=(0, 1, 2))(q, k, v)
+        want = mx.grad(lambda a, b, c: loss(a, b, c, mx.cpu), argnums=(0, 1, 2))(
+            *(x.astype(mx.float64) for x in (q, k, v)))
+        for name, g, r in zip("qkv", got, want):
+            assert g.dtype == dtype and g.shape == r.shape, name
+            g, r = np.array(g.astype(mx.float32)), np.array(r)
+            scale = max(np.abs(r).max(initial=0), 1e-3)
+            err = np.abs(g - r).max(initial=0) / scale
+            assert err < tol, (name, causal, err)
+
+
 def test_fused_attention_never_stores_the_scores_and_differentiates():
     # (1, 2, 4096, 64) bf16: the scores would be 2 * 4096^2 floats (128 MiB); the fused kernel
     # needs the inputs and the output (4 MiB).
@@ -567,7 +598,14 @@ def test_fused_attention_never_stores_the_scores_and_differentiates():
     out = mx.fast.scaled_dot_product_attention(q, k, v, scale=0.125, mask="causal", stream=mx.gpu)
     mx.eval(out)
     assert mx.get_peak_memory() - base < 32 * 2**20, mx.get_peak_memory() - base
-    # Gradients (the backward pass recomputes through the composite) match the CPU's.
+    # Nor does the fused backward (the composite's would take 2 * 4096^2 floats at least).
+    mx.reset_peak_memory()
+    base = mx.get_active_memory()
+    dq = mx.grad(lambda a: mx.fast.scaled_dot_product_attention(
+        a, k, v, scale=0.125, mask="causal", stream=mx.gpu).astype(mx.float32).sum())(q)
+    mx.eval(dq)
+    assert mx.get_peak_memory() - base < 32 * 2**20, mx.get_peak_memory() - base
+    # Gradients (the fused backward recomputes the probabilities tile by tile) match the CPU's.
     small = [sample((1, 2, 40, 64), mx.bfloat16, seed=s, low=-1, high=1) for s in (4, 5, 6)]
     check(grads(lambda a, b, c: mx.fast.scaled_dot_product_attention(a, b, c, scale=0.125,
                                                                      mask="causal"), (0, 1, 2)),

@@ -1,7 +1,7 @@
-// scaled_dot_product_attention on the GPU: the forward pass through the fused kernel where it
-// applies (flash_attention.h: half precision, head dims 64 / 128, no mask or causal), otherwise
-// and for the backward pass as the composites the rules differentiate (fast.h: matmuls, the
-// softmax kernel, masks by where), run here with their own GPU kernels.
+// scaled_dot_product_attention on the GPU: both passes through the fused kernels where they
+// apply (flash_attention.h: half precision, head dims 64 / 128, no mask or causal), otherwise
+// as the composites the rules differentiate (fast.h: matmuls, the softmax kernel, masks by
+// where), run here with their own GPU kernels.
 #include "mlx/backend/cuda/flash_attention.h"
 #include "mlx/backend/cuda/run_graph.h"
 #include "mlx/primitives/fast.h"
@@ -19,8 +19,15 @@ void ScaledDotProductAttention::eval_gpu(const std::vector<array>& inputs, array
       {attention_composite(inputs, scale_, causal_, has_mask_, has_sinks_, stream())}, outs);
 }
 
+// Inputs {q, k, v, mask?, sinks?, out, d_out}.
 void ScaledDotProductAttentionVJP::eval_gpu(const std::vector<array>& inputs,
                                             std::vector<array>& outputs) {
+  if (attention_gpu_kernel_applies(inputs[0].dtype(), inputs[0].shape(3), inputs[2].shape(3),
+                                   has_mask_, has_sinks_)) {
+    cu::flash_attention_backward(inputs[0], inputs[1], inputs[2], inputs[3], inputs[4], outputs[0],
+                                 outputs[1], outputs[2], scale_, causal_);
+    return;
+  }
   cu::run_graph_into(
       attention_vjp_composite(inputs, scale_, causal_, has_mask_, has_sinks_, stream()), outputs);
 }

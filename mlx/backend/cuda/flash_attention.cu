@@ -4,12 +4,9 @@
 // tensor cores (WMMA) form each warp's scores and its P V product, an online softmax keeps the
 // running row maximum and sum, and the output is divided by the sum at the end. Scores, the
 // probabilities and the running output live in shared memory (a first version; registers
-// would be faster).
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
-#include <mma.h>
-
+// would be faster). The backward pass asks for each row's log-sum-exp only (kWithOutput false).
 #include "mlx/backend/cuda/copy.cuh"
+#include "mlx/backend/cuda/flash_attention.cuh"
 #include "mlx/backend/cuda/flash_attention.h"
 #include "mlx/backend/cuda/kernel_utils.cuh"
 
@@ -17,46 +14,33 @@ namespace mlx::core::cu {
 
 namespace {
 
-constexpr int kRows = 64;  // query rows per block
-constexpr int kKeys = 64;  // keys per step
-constexpr int kWarps = kRows / 16;
+using namespace flash;
 
 template <int D>
 constexpr size_t shared_bytes() {
-  return sizeof(uint16_t) * (kRows * D + 2 * kKeys * D)  // Q, K, V tiles
-         + sizeof(float) * kWarps * 16 * kKeys           // scores
-         + sizeof(uint16_t) * kWarps * 16 * kKeys        // probabilities
-         + sizeof(float) * kWarps * 16 * D               // running output
-         + sizeof(float) * kWarps * 16 * 2;              // running max and sum
+  return sizeof(uint16_t) * (kRows + 2 * kKeys) * kTileStride<D>  // Q, K, V tiles
+         + sizeof(float) * kWarps * 16 * kScoreStride             // scores
+         + sizeof(uint16_t) * kWarps * 16 * kProbStride           // probabilities
+         + sizeof(float) * kWarps * 16 * kOutStride<D>            // running output
+         + sizeof(float) * kWarps * 16 * 2;                       // running max and sum
 }
 
-// rows x D elements from src (row stride D) into dst, zeros past `valid` rows; 16-byte loads.
-template <typename T, int D>
-__device__ void load_tile(T* dst, const T* src, int rows, int valid) {
-  constexpr int kVec = 8;  // 8 16-bit values per uint4
-  for (int i = threadIdx.x; i < rows * D / kVec; i += blockDim.x) {
-    const int r = i / (D / kVec);
-    uint4 v = make_uint4(0, 0, 0, 0);
-    if (r < valid) {
-      v = reinterpret_cast<const uint4*>(src)[i];
-    }
-    reinterpret_cast<uint4*>(dst)[i] = v;
-  }
-}
-
-template <typename T, int D>
+// Writes out (unless kWithOutput is false) and, where lse is not null, each row's log2-sum-exp2
+// of its scaled scores (in base 2: log2(sum 2^(s * scale_log2))), -inf for a row that sees no key.
+template <typename T, int D, bool kWithOutput>
 __global__ void __launch_bounds__(kWarps * 32)
-    flash_forward(const T* q, const T* k, const T* v, T* out, int heads, int group, int t_q,
-                  int t_kv, float scale_log2, bool causal) {
+    flash_forward(const T* q, const T* k, const T* v, T* out, float* lse, int heads, int group,
+                  int t_q, int t_kv, float scale_log2, bool causal) {
   using namespace nvcuda;
   extern __shared__ __align__(128) unsigned char smem[];
   T* s_q = reinterpret_cast<T*>(smem);
-  T* s_k = s_q + kRows * D;
-  T* s_v = s_k + kKeys * D;
-  float* s_s = reinterpret_cast<float*>(s_v + kKeys * D);
-  T* s_p = reinterpret_cast<T*>(s_s + kWarps * 16 * kKeys);
-  float* s_o = reinterpret_cast<float*>(s_p + kWarps * 16 * kKeys);
-  float* s_m = s_o + kWarps * 16 * D;
+  constexpr int kT = kTileStride<D>, kO = kOutStride<D>;
+  T* s_k = s_q + kRows * kT;
+  T* s_v = s_k + kKeys * kT;
+  float* s_s = reinterpret_cast<float*>(s_v + kKeys * kT);
+  T* s_p = reinterpret_cast<T*>(s_s + kWarps * 16 * kScoreStride);
+  float* s_o = reinterpret_cast<float*>(s_p + kWarps * 16 * kProbStride);
+  float* s_m = s_o + kWarps * 16 * kO;
   float* s_l = s_m + kWarps * 16;
 
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -68,14 +52,14 @@ __global__ void __launch_bounds__(kWarps * 32)
   const T* kb = k + kv_bh * t_kv * D;
   const T* vb = v + kv_bh * t_kv * D;
 
-  float* w_s = s_s + warp * 16 * kKeys;
-  T* w_p = s_p + warp * 16 * kKeys;
-  float* w_o = s_o + warp * 16 * D;
+  float* w_s = s_s + warp * 16 * kScoreStride;
+  T* w_p = s_p + warp * 16 * kProbStride;
+  float* w_o = s_o + warp * 16 * kO;
   float* w_m = s_m + warp * 16;
   float* w_l = s_l + warp * 16;
 
   load_tile<T, D>(s_q, qb, kRows, t_q - q0);
-  for (int i = lane; i < 16 * D; i += 32) {
+  for (int i = lane; i < 16 * kO; i += 32) {
     w_o[i] = 0.f;
   }
   if (lane < 16) {
@@ -89,7 +73,8 @@ __global__ void __launch_bounds__(kWarps * 32)
   if (causal) {
     k_end = max(0, min(t_kv, q0 + kRows + shift));
   }
-  // Each lane pair owns one of the warp's 16 rows, each lane half of its columns.
+  // Each lane pair owns one of the warp's 16 rows, each lane every other column of it (so the
+  // pair's two lanes read neighbouring words).
   const int row = lane / 2, half = lane % 2;
   const int q_row = q0 + warp * 16 + row;
 
@@ -100,26 +85,15 @@ __global__ void __launch_bounds__(kWarps * 32)
     __syncthreads();
 
     // Scores of the warp's 16 rows against the 64 keys.
-    for (int j = 0; j < kKeys / 16; ++j) {
-      wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc;
-      wmma::fill_fragment(acc, 0.f);
-      for (int d = 0; d < D; d += 16) {
-        wmma::fragment<wmma::matrix_a, 16, 16, 16, T, wmma::row_major> a;
-        wmma::fragment<wmma::matrix_b, 16, 16, 16, T, wmma::col_major> b;
-        wmma::load_matrix_sync(a, s_q + warp * 16 * D + d, D);
-        wmma::load_matrix_sync(b, s_k + j * 16 * D + d, D);
-        wmma::mma_sync(acc, a, b, acc);
-      }
-      wmma::store_matrix_sync(w_s + j * 16, acc, kKeys, wmma::mem_row_major);
-    }
+    warp_products_bt<T, D>(s_q + warp * 16 * kT, s_k, w_s);
     __syncwarp();
 
     // Online softmax over this step's keys, in base 2.
-    float* s_row = w_s + row * kKeys + half * (kKeys / 2);
-    T* p_row = w_p + row * kKeys + half * (kKeys / 2);
+    float* s_row = w_s + row * kScoreStride + half;
+    T* p_row = w_p + row * kProbStride + half;
     float step_max = -INFINITY;
-    for (int c = 0; c < kKeys / 2; ++c) {
-      const int key = k0 + half * (kKeys / 2) + c;
+    for (int c = 0; c < kKeys; c += 2) {
+      const int key = k0 + half + c;
       const bool seen = key < t_kv && (!causal || key <= q_row + shift);
       const float x = seen ? s_row[c] * scale_log2 : -INFINITY;
       s_row[c] = x;
@@ -130,7 +104,7 @@ __global__ void __launch_bounds__(kWarps * 32)
     const float m_new = fmaxf(m_old, step_max);
     const float base = m_new == -INFINITY ? 0.f : m_new;  // a row that has seen no key yet
     float sum = 0.f;
-    for (int c = 0; c < kKeys / 2; ++c) {
+    for (int c = 0; c < kKeys; c += 2) {
       const float p = exp2f(s_row[c] - base);
       p_row[c] = static_cast<T>(p);
       sum += p;
@@ -142,50 +116,57 @@ __global__ void __launch_bounds__(kWarps * 32)
       w_m[row] = m_new;
       w_l[row] = w_l[row] * alpha + sum;
     }
-    for (int d = half * (D / 2); d < (half + 1) * (D / 2); ++d) {
-      w_o[row * D + d] *= alpha;
-    }
-    __syncwarp();
-
-    // O += P V.
-    for (int n = 0; n < D / 16; ++n) {
-      wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc;
-      wmma::load_matrix_sync(acc, w_o + n * 16, D, wmma::mem_row_major);
-      for (int kk = 0; kk < kKeys; kk += 16) {
-        wmma::fragment<wmma::matrix_a, 16, 16, 16, T, wmma::row_major> a;
-        wmma::fragment<wmma::matrix_b, 16, 16, 16, T, wmma::row_major> b;
-        wmma::load_matrix_sync(a, w_p + kk, kKeys);
-        wmma::load_matrix_sync(b, s_v + kk * D + n * 16, D);
-        wmma::mma_sync(acc, a, b, acc);
+    if constexpr (kWithOutput) {
+      for (int d = half; d < D; d += 2) {
+        w_o[row * kO + d] *= alpha;
       }
-      wmma::store_matrix_sync(w_o + n * 16, acc, D, wmma::mem_row_major);
+      __syncwarp();
+
+      // O += P V.
+      for (int n = 0; n < D / 16; ++n) {
+        wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc;
+        wmma::load_matrix_sync(acc, w_o + n * 16, kO, wmma::mem_row_major);
+        for (int kk = 0; kk < kKeys; kk += 16) {
+          wmma::fragment<wmma::matrix_a, 16, 16, 16, T, wmma::row_major> a;
+          wmma::fragment<wmma::matrix_b, 16, 16, 16, T, wmma::row_major> b;
+          wmma::load_matrix_sync(a, w_p + kk, kProbStride);
+          wmma::load_matrix_sync(b, s_v + kk * kT + n * 16, kT);
+          wmma::mma_sync(acc, a, b, acc);
+        }
+        wmma::store_matrix_sync(w_o + n * 16, acc, kO, wmma::mem_row_major);
+      }
     }
     __syncwarp();
   }
 
   // Rows that saw no key are zeros.
-  if (q_row < t_q) {
+  if (q_row < t_q && lse != nullptr && half == 0) {
+    const float l = w_l[row];
+    lse[bh * t_q + q_row] = l > 0.f ? w_m[row] + log2f(l) : -INFINITY;
+  }
+  if (kWithOutput && q_row < t_q) {
     const float l = w_l[row];
     const float inv = l > 0.f ? 1.f / l : 0.f;
     T* dst = out + (bh * t_q + q_row) * D;
-    for (int d = half * (D / 2); d < (half + 1) * (D / 2); ++d) {
-      dst[d] = static_cast<T>(w_o[row * D + d] * inv);
+    for (int d = half; d < D; d += 2) {
+      dst[d] = static_cast<T>(w_o[row * kO + d] * inv);
     }
   }
 }
 
-template <typename T, int D>
-void launch(const array& q, const array& k, const array& v, array& out, float scale, bool causal) {
+template <typename T, int D, bool kWithOutput>
+void launch(const array& q, const array& k, const array& v, T* out, float* lse, float scale,
+            bool causal) {
   const int heads = q.shape(1), group = q.shape(1) / k.shape(1);
   const int t_q = q.shape(2), t_kv = k.shape(2);
   constexpr size_t smem = shared_bytes<D>();
-  auto kernel = flash_forward<T, D>;
+  auto kernel = flash_forward<T, D, kWithOutput>;
   MLX_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                       static_cast<int>(smem)));
   const dim3 grid(static_cast<unsigned>(q.shape(0) * heads),
                   static_cast<unsigned>((t_q + kRows - 1) / kRows));
   kernel<<<grid, kWarps * 32, smem, stream()>>>(q.gpu_data<T>(), k.gpu_data<T>(), v.gpu_data<T>(),
-                                                out.gpu_data<T>(), heads, group, t_q, t_kv,
+                                                out, lse, heads, group, t_q, t_kv,
                                                 scale * 1.4426950408889634f, causal);
   check_launch("scaled_dot_product_attention (flash)");
 }
@@ -203,14 +184,16 @@ void flash_attention(const array& queries, const array& keys, const array& value
     MLX_CUDA_CHECK(cudaMemsetAsync(out.gpu_data<char>(), 0, out.nbytes(), stream()));
     return;
   }
-  const int d = q.shape(3);
-  if (q.dtype() == float16) {
-    d == 64 ? launch<__half, 64>(q, k, v, out, scale, causal)
-            : launch<__half, 128>(q, k, v, out, scale, causal);
-  } else {
-    d == 64 ? launch<__nv_bfloat16, 64>(q, k, v, out, scale, causal)
-            : launch<__nv_bfloat16, 128>(q, k, v, out, scale, causal);
-  }
+  flash::dispatch(q.dtype(), q.shape(3), [&]<typename T, int D>() {
+    launch<T, D, true>(q, k, v, out.gpu_data<T>(), nullptr, scale, causal);
+  });
+}
+
+void flash_attention_lse(const array& q, const array& k, const array& v, float* lse, float scale,
+                         bool causal) {
+  flash::dispatch(q.dtype(), q.shape(3), [&]<typename T, int D>() {
+    launch<T, D, false>(q, k, v, nullptr, lse, scale, causal);
+  });
 }
 
 }  // namespace mlx::core::cu
