@@ -123,18 +123,7 @@ __global__ void __launch_bounds__(kWarps * 32)
       __syncwarp();
 
       // O += P V.
-      for (int n = 0; n < D / 16; ++n) {
-        wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc;
-        wmma::load_matrix_sync(acc, w_o + n * 16, kO, wmma::mem_row_major);
-        for (int kk = 0; kk < kKeys; kk += 16) {
-          wmma::fragment<wmma::matrix_a, 16, 16, 16, T, wmma::row_major> a;
-          wmma::fragment<wmma::matrix_b, 16, 16, 16, T, wmma::row_major> b;
-          wmma::load_matrix_sync(a, w_p + kk, kProbStride);
-          wmma::load_matrix_sync(b, s_v + kk * kT + n * 16, kT);
-          wmma::mma_sync(acc, a, b, acc);
-        }
-        wmma::store_matrix_sync(w_o + n * 16, acc, kO, wmma::mem_row_major);
-      }
+      warp_accumulate<T, D, wmma::row_major>(w_p, kProbStride, s_v, w_o);
     }
     __syncwarp();
   }

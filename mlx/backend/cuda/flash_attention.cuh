@@ -9,6 +9,8 @@
 #include <cuda_fp16.h>
 #include <mma.h>
 
+#include <type_traits>
+
 #include "mlx/dtype.h"
 
 namespace mlx::core::cu::flash {
@@ -59,6 +61,40 @@ __device__ void warp_products_bt(const T* a, const T* b, float* dst) {
     }
     wmma::store_matrix_sync(dst + j * 16, acc, kScoreStride, wmma::mem_row_major);
   }
+}
+
+// The 16 x D product A B, 16 columns at a time: for each column block n, acc = init(n, acc),
+// acc += A B[:, 16n : 16n + 16], then done(n, acc). A is 16 x 64 16-bit values with leading
+// dimension lda (row_major: the warp's rows of P or dS; col_major: the transpose of a 64 x 16
+// column block, P^T or dS^T); B is 64 x D 16-bit rows with stride kTileStride (V, dO, Q, K).
+template <typename T, int D, typename ALayout, typename Init, typename Done>
+__device__ void warp_product_columns(const T* a, int lda, const T* b, Init init, Done done) {
+  using namespace nvcuda;
+  constexpr int kT = kTileStride<D>;
+  constexpr bool kTransposed = std::is_same_v<ALayout, wmma::col_major>;
+  for (int n = 0; n < D / 16; ++n) {
+    wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc;
+    init(n, acc);
+    for (int kk = 0; kk < 64; kk += 16) {
+      wmma::fragment<wmma::matrix_a, 16, 16, 16, T, ALayout> fa;
+      wmma::fragment<wmma::matrix_b, 16, 16, 16, T, wmma::row_major> fb;
+      wmma::load_matrix_sync(fa, kTransposed ? a + kk * lda : a + kk, lda);
+      wmma::load_matrix_sync(fb, b + kk * kT + n * 16, kT);
+      wmma::mma_sync(acc, fa, fb, acc);
+    }
+    done(n, acc);
+  }
+}
+
+// c (16 x D floats, row stride kOutStride) += A B, as above.
+template <typename T, int D, typename ALayout>
+__device__ void warp_accumulate(const T* a, int lda, const T* b, float* c) {
+  using namespace nvcuda;
+  constexpr int kO = kOutStride<D>;
+  warp_product_columns<T, D, ALayout>(
+      a, lda, b,
+      [&](int n, auto& acc) { wmma::load_matrix_sync(acc, c + n * 16, kO, wmma::mem_row_major); },
+      [&](int n, auto& acc) { wmma::store_matrix_sync(c + n * 16, acc, kO, wmma::mem_row_major); });
 }
 
 // f.template operator()<T, D>() for the 16-bit type and head dim the kernels take.

@@ -27,27 +27,6 @@ constexpr size_t backward_shared_bytes() {
          + sizeof(float) * 2 * kKeys * kOutStride<D>;        // dK and dV accumulators
 }
 
-// c += a^T b for a^T the 16 x 64 transpose of the 64 x 16 column block at a (16-bit, row
-// stride kProbStride: P or dS) and b 64 x D (16-bit rows): a warp's 16 keys of dV or dK, the
-// 16 x D float block at c (row stride kOutStride).
-template <typename T, int D>
-__device__ void warp_accumulate_at_b(const T* a, const T* b, float* c) {
-  using namespace nvcuda;
-  constexpr int kT = kTileStride<D>, kO = kOutStride<D>;
-  for (int n = 0; n < D / 16; ++n) {
-    wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc;
-    wmma::load_matrix_sync(acc, c + n * 16, kO, wmma::mem_row_major);
-    for (int kk = 0; kk < kRows; kk += 16) {
-      wmma::fragment<wmma::matrix_a, 16, 16, 16, T, wmma::col_major> fa;
-      wmma::fragment<wmma::matrix_b, 16, 16, 16, T, wmma::row_major> fb;
-      wmma::load_matrix_sync(fa, a + kk * kProbStride, kProbStride);
-      wmma::load_matrix_sync(fb, b + kk * kT + n * 16, kT);
-      wmma::mma_sync(acc, fa, fb, acc);
-    }
-    wmma::store_matrix_sync(c + n * 16, acc, kO, wmma::mem_row_major);
-  }
-}
-
 template <typename T, int D>
 __global__ void __launch_bounds__(kWarps * 32)
     flash_backward(const T* q, const T* k, const T* v, const T* d_out, const float* lse,
@@ -119,31 +98,26 @@ __global__ void __launch_bounds__(kWarps * 32)
       __syncthreads();  // dK and dV read every warp's P and dS
 
       // Warp w accumulates keys [16 w, 16 w + 16): dV += P^T dO, dK += dS^T Q.
-      warp_accumulate_at_b<T, D>(s_p + warp * 16, s_do, s_dv + warp * 16 * kO);
-      warp_accumulate_at_b<T, D>(s_ds + warp * 16, s_q, s_dk + warp * 16 * kO);
+      warp_accumulate<T, D, wmma::col_major>(s_p + warp * 16, kProbStride, s_do,
+                                             s_dv + warp * 16 * kO);
+      warp_accumulate<T, D, wmma::col_major>(s_ds + warp * 16, kProbStride, s_q,
+                                             s_dk + warp * 16 * kO);
 
       // dQ of the warp's rows += dS K, 16 columns at a time through the warp's score tile.
-      for (int n = 0; n < D / 16; ++n) {
-        wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc;
-        wmma::fill_fragment(acc, 0.f);
-        for (int kk = 0; kk < kKeys; kk += 16) {
-          wmma::fragment<wmma::matrix_a, 16, 16, 16, T, wmma::row_major> fa;
-          wmma::fragment<wmma::matrix_b, 16, 16, 16, T, wmma::row_major> fb;
-          wmma::load_matrix_sync(fa, w_ds + kk, kProbStride);
-          wmma::load_matrix_sync(fb, s_k + kk * kT + n * 16, kT);
-          wmma::mma_sync(acc, fa, fb, acc);
-        }
-        wmma::store_matrix_sync(w_s, acc, kScoreStride, wmma::mem_row_major);
-        __syncwarp();
-        for (int i = lane; i < 16 * 16; i += 32) {
-          const int r = i / 16, col = i % 16;
-          if (q0 + warp * 16 + r < t_q) {
-            atomicAdd(dq + (bh * t_q + q0 + warp * 16 + r) * D + n * 16 + col,
-                      scale * w_s[r * kScoreStride + col]);
-          }
-        }
-        __syncwarp();
-      }
+      warp_product_columns<T, D, wmma::row_major>(
+          w_ds, kProbStride, s_k, [](int, auto& acc) { wmma::fill_fragment(acc, 0.f); },
+          [&](int n, auto& acc) {
+            wmma::store_matrix_sync(w_s, acc, kScoreStride, wmma::mem_row_major);
+            __syncwarp();
+            for (int i = lane; i < 16 * 16; i += 32) {
+              const int r = i / 16, col = i % 16;
+              if (q0 + warp * 16 + r < t_q) {
+                atomicAdd(dq + (bh * t_q + q0 + warp * 16 + r) * D + n * 16 + col,
+                          scale * w_s[r * kScoreStride + col]);
+              }
+            }
+            __syncwarp();
+          });
     }
   }
   __syncthreads();
