@@ -54,6 +54,11 @@ void bulk_unary_kernel(const void* in, void* out, int64_t n) {
   F(static_cast<const float*>(in), static_cast<float*>(out), n);
 }
 
+template <typename T, void (*F)(const float*, float*, int64_t)>
+void bulk_16bit_kernel(const void* in, void* out, int64_t n) {
+  bulk_16bit<T, F>(static_cast<const T*>(in), static_cast<T*>(out), n);
+}
+
 template <typename T, typename Op>
 void binary_kernel(const void* a, bool as, const void* b, bool bs, void* out, int64_t n) {
   using Out = decltype(Op{}(T{}, T{}));
@@ -116,8 +121,13 @@ void pick_same_type(Resolved& r, Dtype dt, const char* name) {
       dt, name, [&]<typename T>() -> UnaryFn { return &unary_kernel<T, T, Op>; });
   r.vec = r.scalar;
   if constexpr (has_bulk_kernel_v<Op>) {
+    // As the unfused kernel does (unary.cpp), so that fused regions stay bit-identical to it.
     if (dt == float32) {
       r.vec = &bulk_unary_kernel<bulk_kernel<Op>()>;
+    } else if (dt == float16) {
+      r.vec = &bulk_16bit_kernel<float16_t, bulk_kernel<Op>()>;
+    } else if (dt == bfloat16) {
+      r.vec = &bulk_16bit_kernel<bfloat16_t, bulk_kernel<Op>()>;
     }
   }
 }

@@ -61,20 +61,18 @@ void unary_loop(const array& in, array& out, Op op) {
   });
 }
 
-// float32 ops with a vectorized bulk kernel: contiguous runs go to `bulk`, strided rows
-// fall back to the scalar functor.
-template <typename Op>
-void unary_loop_bulk(const array& in, array& out, void (*bulk)(const float*, float*, int64_t),
-                     Op op) {
-  unary_runs<float, float>(in, out,
-                           [bulk, op](const float* s, int64_t stride, float* d, int64_t n) {
-                             if (stride == 1) {
-                               bulk(s, d, n);
-                             } else {
-                               for (int64_t i = 0; i < n; ++i)
-                                 d[i] = op(s[i * stride]);
-                             }
-                           });
+// Ops with a vectorized bulk kernel: contiguous runs go to `bulk`, strided rows fall back to
+// the scalar functor.
+template <typename T, typename Op>
+void unary_loop_bulk(const array& in, array& out, void (*bulk)(const T*, T*, int64_t), Op op) {
+  unary_runs<T, T>(in, out, [bulk, op](const T* s, int64_t stride, T* d, int64_t n) {
+    if (stride == 1) {
+      bulk(s, d, n);
+    } else {
+      for (int64_t i = 0; i < n; ++i)
+        d[i] = op(s[i * stride]);
+    }
+  });
 }
 
 template <typename In, typename Out, typename Op>

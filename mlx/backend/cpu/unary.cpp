@@ -14,7 +14,15 @@ template <typename Op, TypeClass kClass>
 void run_same_type(const array& in, array& out, const char* name) {
   if constexpr (has_bulk_kernel_v<Op>) {
     if (in.dtype() == float32) {
-      unary_loop_bulk(in, out, bulk_kernel<Op>(), Op{});
+      unary_loop_bulk<float>(in, out, bulk_kernel<Op>(), Op{});
+      return;
+    }
+    if (in.dtype() == float16) {
+      unary_loop_bulk<float16_t>(in, out, &bulk_16bit<float16_t, bulk_kernel<Op>()>, Op{});
+      return;
+    }
+    if (in.dtype() == bfloat16) {
+      unary_loop_bulk<bfloat16_t>(in, out, &bulk_16bit<bfloat16_t, bulk_kernel<Op>()>, Op{});
       return;
     }
   }

@@ -1,10 +1,13 @@
 // The vectorized float32 kernel (simd/vmath.h) of each unary functor that has one: Unary's
-// kernel and the fused-region kernel use it for contiguous float32 runs.
+// kernel and the fused-region kernel use it for contiguous float32 runs, and through float32
+// chunks for float16 / bfloat16 runs.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <type_traits>
 
+#include "mlx/backend/common/convert.h"
 #include "mlx/backend/cpu/elementwise_functors.h"
 #include "mlx/backend/cpu/simd/vmath.h"
 
@@ -50,5 +53,20 @@ constexpr auto bulk_kernel() {
 template <typename Op>
 inline constexpr bool has_bulk_kernel_v =
     !std::is_same_v<std::decay_t<decltype(bulk_kernel<Op>())>, std::nullptr_t>;
+
+// F over n 16-bit values: each chunk converted to float32, F's vectorized kernel, the result
+// rounded back, which is what the functor does value by value (with std:: math, 5 to 17 times
+// slower).
+template <typename T, void (*F)(const float*, float*, int64_t)>
+void bulk_16bit(const T* in, T* out, int64_t n) {
+  constexpr int64_t kChunk = 512;
+  float x[kChunk], y[kChunk];
+  for (int64_t i = 0; i < n; i += kChunk) {
+    const int64_t m = std::min(kChunk, n - i);
+    convert_row(in + i, 1, x, 1, m);
+    F(x, y, m);
+    convert_row(y, 1, out + i, 1, m);
+  }
+}
 
 }  // namespace mlx::core::cpu
