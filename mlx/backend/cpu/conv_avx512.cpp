@@ -32,9 +32,10 @@ namespace {
 // The register tile of the own GEMM (gemm_avx512.cpp): 24 accumulators of 32.
 constexpr int kMR = 12;
 constexpr int kNR = 32;
-constexpr int64_t kDepth = 512;    // k per pass of a tile over its runs (64 KiB of B)
-constexpr int64_t kRowPanels = 8;  // row panels per task: 96 pixels
-constexpr int64_t kMinRun = 8;     // shorter runs spend more on their pointers than on FMAs
+constexpr int64_t kDepth = 512;            // k per pass of a tile over its runs (64 KiB of B)
+constexpr int64_t kTaskBytes = 512 << 10;  // B read by one task per block of runs (in L2)
+constexpr int64_t kRowPanels = 8;          // row panels per task: 96 pixels
+constexpr int64_t kMinRun = 8;             // shorter runs spend more on their pointers than on FMAs
 constexpr int64_t kMinChannels = 16;
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
@@ -46,7 +47,7 @@ int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 struct Plan {
   int64_t dims[3];
   bool padded;  // reads a zero-padded, dilated copy of the input
-  std::vector<int64_t> run_off, run_len, blocks;
+  std::vector<int64_t> run_off, run_len, blocks, blocks_depth;
 };
 
 Plan make_plan(const ConvGeometry& g) {
@@ -66,7 +67,6 @@ Plan make_plan(const ConvGeometry& g) {
   const bool merge = g.Cg == g.C && g.kdil[2] == 1;
   const int64_t k2 = merge ? 1 : g.k[2], len = merge ? g.k[2] * g.C : g.Cg;
   const int64_t pieces = ceil_div(len, kDepth);
-  int64_t depth = 0;  // of the block being filled
   for (int64_t j0 = 0; j0 < g.k[0]; ++j0) {
     for (int64_t j1 = 0; j1 < g.k[1]; ++j1) {
       for (int64_t j2 = 0; j2 < k2; ++j2) {
@@ -74,11 +74,11 @@ Plan make_plan(const ConvGeometry& g) {
             ((j0 * g.kdil[0] * p.dims[1] + j1 * g.kdil[1]) * p.dims[2] + j2 * g.kdil[2]) * g.C;
         for (int64_t i = 0; i < pieces; ++i) {
           const int64_t b = len * i / pieces, e = len * (i + 1) / pieces;
-          if (p.blocks.empty() || depth + e - b > kDepth) {
+          if (p.blocks.empty() || p.blocks_depth.back() + e - b > kDepth) {
             p.blocks.push_back(static_cast<int64_t>(p.run_off.size()));
-            depth = 0;
+            p.blocks_depth.push_back(0);
           }
-          depth += e - b;
+          p.blocks_depth.back() += e - b;
           p.run_off.push_back(off + b);
           p.run_len.push_back(e - b);
         }
@@ -226,9 +226,14 @@ void own_conv(const ConvGeometry& g, const float* in, const float* wt, float* ou
   // Row blocks of at most kRowPanels panels, as even as they can be.
   const int64_t row_blocks = ceil_div(row_panels, kRowPanels);
   const int64_t block_rows = ceil_div(row_panels, row_blocks) * kMR;
-  // Few row blocks: the column panels split too, so that every thread has work.
+  // A task's column panels: their B for one block of runs within kTaskBytes, and more parts
+  // when there are few row blocks, so that every thread has work.
+  const int64_t depth = *std::max_element(p.blocks_depth.begin(), p.blocks_depth.end());
   const int64_t threads = num_threads();
-  const int64_t col_parts = std::clamp<int64_t>(ceil_div(4 * threads, row_blocks), 1, col_panels);
+  const int64_t col_parts =
+      std::clamp<int64_t>(std::max(ceil_div(col_panels * depth * kNR * 4, kTaskBytes),
+                                   ceil_div(4 * threads, row_blocks)),
+                          1, col_panels);
   Scratch<float> pb(KC * col_panels * kNR);
   for (int64_t grp = 0; grp < g.G; ++grp) {
     pack_weights(g, wt, grp, pb.data());
@@ -247,18 +252,16 @@ void own_conv(const ConvGeometry& g, const float* in, const float* wt, float* ou
         int64_t k0 = 0;  // B's first row for the block
         for (size_t blk = 0; blk + 1 < p.blocks.size(); ++blk) {
           const int64_t tb = p.blocks[blk], te = p.blocks[blk + 1];
-          for (int64_t q = q0; q < q1; ++q) {
-            const int nr = static_cast<int>(std::min<int64_t>(kNR, g.Og - q * kNR));
-            const float* b = pb.data() + (q * KC + k0) * kNR;
-            for (int64_t m = m0; m < m1; m += kMR) {
-              const int mr = static_cast<int>(std::min<int64_t>(kMR, m1 - m));
+          for (int64_t m = m0; m < m1; m += kMR) {
+            const int mr = static_cast<int>(std::min<int64_t>(kMR, m1 - m));
+            for (int64_t q = q0; q < q1; ++q) {
+              const int nr = static_cast<int>(std::min<int64_t>(kNR, g.Og - q * kNR));
+              const float* b = pb.data() + (q * KC + k0) * kNR;
               micro_kernel(rows + (m - m0), mr, p.run_off.data() + tb, p.run_len.data() + tb,
                            te - tb, b, out + m * g.O + grp * g.Og + q * kNR, g.O, nr, blk > 0);
             }
           }
-          for (int64_t t = tb; t < te; ++t) {
-            k0 += p.run_len[t];
-          }
+          k0 += p.blocks_depth[blk];
         }
       }
     });
