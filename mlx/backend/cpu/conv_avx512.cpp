@@ -120,25 +120,57 @@ void pad_image(const ConvGeometry& g, const Plan& p, const float* in, float* dst
   });
 }
 
+// dst[j * kNR + i] = src[i * ld + j] for a 16 x 16 block (four rounds of in-register
+// shuffles: pairs of rows, quads, then 128-bit lanes twice).
+MLX_TARGET_AVX512 void transpose16(const float* src, int64_t ld, float* dst) {
+  __m512 r[16], t[16];
+  for (int i = 0; i < 16; ++i) {
+    r[i] = _mm512_loadu_ps(src + i * ld);
+  }
+  for (int i = 0; i < 16; i += 2) {
+    t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+    t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+  }
+  // r[4i + j], lane L: rows 4i .. 4i + 3 of column 4L + j.
+  for (int i = 0; i < 16; i += 4) {
+    r[i] = _mm512_shuffle_ps(t[i], t[i + 2], 0x44);
+    r[i + 1] = _mm512_shuffle_ps(t[i], t[i + 2], 0xEE);
+    r[i + 2] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0x44);
+    r[i + 3] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0xEE);
+  }
+  for (int j = 0; j < 4; ++j) {
+    const __m512 x0 = _mm512_shuffle_f32x4(r[j], r[4 + j], 0x88);
+    const __m512 x1 = _mm512_shuffle_f32x4(r[j], r[4 + j], 0xDD);
+    const __m512 y0 = _mm512_shuffle_f32x4(r[8 + j], r[12 + j], 0x88);
+    const __m512 y1 = _mm512_shuffle_f32x4(r[8 + j], r[12 + j], 0xDD);
+    _mm512_storeu_ps(dst + j * kNR, _mm512_shuffle_f32x4(x0, y0, 0x88));
+    _mm512_storeu_ps(dst + (4 + j) * kNR, _mm512_shuffle_f32x4(x1, y1, 0x88));
+    _mm512_storeu_ps(dst + (8 + j) * kNR, _mm512_shuffle_f32x4(x0, y0, 0xDD));
+    _mm512_storeu_ps(dst + (12 + j) * kNR, _mm512_shuffle_f32x4(x1, y1, 0xDD));
+  }
+}
+
 // The group's weights as column panels of B: panel q holds k = (tap, channel) rows of kNR
-// output channels, zeros past the group's last; a flipped kernel is read tap-reversed. The
-// transpose goes in blocks of kPackBlock rows, whose kNR x kPackBlock floats stay in L1.
+// output channels, zeros past the group's last; a flipped kernel is read tap-reversed. Whole
+// 16 x 16 blocks are transposed in registers, the edges one value at a time.
 void pack_weights(const ConvGeometry& g, const float* wt, int64_t grp, float* dst) {
-  constexpr int64_t kPackBlock = 64;
   const int64_t KC = g.K * g.Cg, panels = ceil_div(g.Og, kNR);
+  const int64_t full_c = g.Cg / 16 * 16;
   parallel_for(panels, 1, [&](int64_t q0, int64_t q1) {
     for (int64_t q = q0; q < q1; ++q) {
-      const int64_t cols = std::min<int64_t>(kNR, g.Og - q * kNR);
+      const int64_t cols = std::min<int64_t>(kNR, g.Og - q * kNR), full_v = cols / 16 * 16;
       const float* w = wt + (grp * g.Og + q * kNR) * KC;
       for (int64_t tap = 0; tap < g.K; ++tap) {
         const float* src = w + (g.flip ? g.K - 1 - tap : tap) * g.Cg;
-        for (int64_t c0 = 0; c0 < g.Cg; c0 += kPackBlock) {
-          const int64_t c1 = std::min(g.Cg, c0 + kPackBlock);
-          float* panel = dst + (q * KC + tap * g.Cg) * kNR;
-          for (int64_t v = 0; v < kNR; ++v) {
-            for (int64_t c = c0; c < c1; ++c) {
-              panel[c * kNR + v] = v < cols ? src[v * KC + c] : 0.0f;
-            }
+        float* panel = dst + (q * KC + tap * g.Cg) * kNR;
+        for (int64_t v = 0; v < full_v; v += 16) {
+          for (int64_t c = 0; c < full_c; c += 16) {
+            transpose16(src + v * KC + c, KC, panel + c * kNR + v);
+          }
+        }
+        for (int64_t c = 0; c < g.Cg; ++c) {
+          for (int64_t v = c < full_c ? full_v : 0; v < kNR; ++v) {
+            panel[c * kNR + v] = v < cols ? src[v * KC + c] : 0.0f;
           }
         }
       }
