@@ -6,10 +6,10 @@
 // input dilation are made real by a zero-padded copy of the image first, after which every
 // tap of every pixel is in bounds. Only B (the weights, small) is packed, once per call.
 //
-// Loop nest: tasks over the pool (a block of row panels x a range of column panels); within a
-// task, blocks of runs up to kDepth deep (a kDepth x kNR block of B stays in L1 / L2), then
-// column panels, then row panels (micro-kernel: kMR pixels x kNR output channels in
-// registers, accumulated over the whole run block).
+// Loop nest: tasks over the pool (a block of row panels x a range of column panels, whose B
+// for one block of runs stays in L2); within a task, blocks of runs up to kDepth deep, then
+// row panels (a panel's image runs stay in L1 across the column panels), then column panels
+// (micro-kernel: kMR pixels x kNR output channels in registers, summed over the run block).
 #include "mlx/backend/cpu/conv_avx512.h"
 
 #include <immintrin.h>
@@ -32,7 +32,7 @@ namespace {
 // The register tile of the own GEMM (gemm_avx512.cpp): 24 accumulators of 32.
 constexpr int kMR = 12;
 constexpr int kNR = 32;
-constexpr int64_t kDepth = 512;            // k per pass of a tile over its runs (64 KiB of B)
+constexpr int64_t kDepth = 512;            // k per pass of a tile over its runs
 constexpr int64_t kTaskBytes = 512 << 10;  // B read by one task per block of runs (in L2)
 constexpr int64_t kRowPanels = 8;          // row panels per task: 96 pixels
 constexpr int64_t kMinRun = 8;             // shorter runs spend more on their pointers than on FMAs
@@ -43,7 +43,8 @@ int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 // What the kernel reads: the spatial size of the image (the input, or its padded copy), and
 // each pixel's runs: run t is run_len[t] floats at run_off[t] from the pixel's first tap, in
 // the order of B's rows. Runs are cut to at most kDepth, and go in blocks of consecutive runs
-// at most kDepth long in all (or one run): blocks[b] is the first run of block b.
+// at most kDepth long in all (or one run): blocks[b] is the first run of block b (blocks ends
+// with the run count), blocks_depth[b] the block's length.
 struct Plan {
   int64_t dims[3];
   bool padded;  // reads a zero-padded, dilated copy of the input
@@ -264,7 +265,7 @@ void own_conv(const ConvGeometry& g, const float* in, const float* wt, float* ou
   const int64_t threads = num_threads();
   const int64_t col_parts =
       std::clamp<int64_t>(std::max(ceil_div(col_panels * depth * kNR * 4, kTaskBytes),
-                                   ceil_div(4 * threads, row_blocks)),
+                                   ceil_div(8 * threads, row_blocks)),
                           1, col_panels);
   Scratch<float> pb(KC * col_panels * kNR);
   for (int64_t grp = 0; grp < g.G; ++grp) {
