@@ -206,6 +206,17 @@ def test_float32_kernel_gradients(xs, ws, kw):
                                rtol=1e-4, atol=1e-4 * scale)
 
 
+@pytest.mark.parametrize("dtype,tol", [(mx.float16, 2e-2), (mx.bfloat16, 1e-1)])
+def test_half_dtypes_through_float32_kernel(dtype, tol):
+    x, w = rand(2, 6, 7, 32), rand(40, 3, 3, 32)
+    xq, wq = mx.array(x, dtype=dtype), mx.array(w, dtype=dtype)
+    out = mx.conv2d(xq, wq, padding=1)
+    assert out.dtype == dtype
+    expected = ref_conv(np.array(xq.astype(mx.float32)), np.array(wq.astype(mx.float32)),
+                        lo=[1, 1])
+    close(out, expected, tol, tol)
+
+
 def test_float32_kernel_non_contiguous():
     x, w = rand(2, 7, 9, 32), rand(40, 3, 3, 32)
     xt = mx.transpose(mx.array(np.ascontiguousarray(x.transpose(0, 2, 1, 3)), dtype=mx.float32),
