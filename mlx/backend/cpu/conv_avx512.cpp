@@ -32,7 +32,7 @@ namespace {
 // The register tile of the own GEMM (gemm_avx512.cpp): 24 accumulators of 32.
 constexpr int kMR = 12;
 constexpr int kNR = 32;
-constexpr int64_t kDepth = 512;            // k per pass of a tile over its runs
+constexpr int64_t kDepth = 384;            // k per pass of a tile over its runs
 constexpr int64_t kTaskBytes = 512 << 10;  // B read by one task per block of runs (in L2)
 constexpr int64_t kRowPanels = 8;          // row panels per task: 96 pixels
 constexpr int64_t kMinRun = 8;             // shorter runs spend more on their pointers than on FMAs
