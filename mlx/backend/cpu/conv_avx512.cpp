@@ -53,7 +53,6 @@ struct Plan {
 
 Plan make_plan(const ConvGeometry& g) {
   Plan p{};
-  p.padded = false;
   for (int d = 0; d < 3; ++d) {
     // Image extent that the output reads, in dilated, padded coordinates.
     const int64_t extent = (g.out[d] - 1) * g.stride[d] + (g.k[d] - 1) * g.kdil[d] + 1;
