@@ -159,6 +159,76 @@ def test_conv1d_2d_3d_wrappers():
           ref_conv(x, w, stride=[1, 2, 1], lo=[0, 1, 1]), 1e-12, 1e-12)
 
 
+# Shapes for the float32 implicit-GEMM kernel (AVX-512 CPUs; elsewhere the general path):
+# at least 16 output channels per group, channel counts and pixel counts off the 12 x 32
+# register tile, runs of taps deeper than one pass (300 channels x 3 taps), every option.
+FAST_CASES = [
+    ((2, 9, 11, 20), (40, 3, 3, 20), dict(padding=[1, 1])),
+    ((1, 13, 12, 24), (16, 3, 3, 24), dict(stride=[2, 2], padding=([1, 0], [2, 1]))),
+    ((1, 10, 10, 16), (33, 3, 2, 16), dict(kernel_dilation=[2, 3], padding=[2, 1])),
+    ((2, 7, 6, 32), (32, 3, 3, 16), dict(groups=2, padding=[1, 1], flip=True)),
+    ((2, 6, 6, 64), (96, 3, 3, 32), dict(groups=2, padding=[1, 1])),
+    ((1, 6, 5, 16), (20, 3, 3, 16), dict(input_dilation=[2, 2], padding=[1, 1])),
+    ((1, 9, 8, 16), (24, 3, 3, 16), dict(padding=([-1, 1], [1, -1]))),
+    ((3, 5, 7, 300), (64, 1, 3, 300), dict(padding=[0, 1])),
+    ((2, 10, 10, 64), (48, 1, 1, 64), {}),
+    ((2, 10, 9, 64), (48, 1, 1, 64), dict(stride=[2, 2])),
+    ((2, 8, 8, 3), (64, 7, 7, 3), dict(stride=[2, 2], padding=[3, 3])),
+    ((2, 17, 24), (40, 5, 24), dict(padding=[2])),
+    ((1, 4, 5, 6, 8), (17, 2, 3, 2, 8), dict(stride=[1, 2, 1], padding=[1, 0, 1])),
+    ((0, 6, 6, 16), (32, 3, 3, 16), {}),
+]
+
+
+@pytest.mark.parametrize("xs,ws,kw", FAST_CASES)
+def test_float32_kernel_against_reference(xs, ws, kw):
+    x, w = rand(*xs), rand(*ws)
+    expected = ref_conv(x, w, **general_args(kw, len(xs) - 2))
+    out = mx.conv_general(mx.array(x, dtype=mx.float32), mx.array(w, dtype=mx.float32), **kw)
+    assert out.shape == expected.shape
+    close(out, expected, 1e-4, 1e-4)
+
+
+@pytest.mark.parametrize("xs,ws,kw", [c for c in FAST_CASES if c[0][0] > 0])
+def test_float32_kernel_gradients(xs, ws, kw):
+    # Both derivatives are linear maps of the cotangent dy: <dx, v> = <dy, conv(v, w)> and
+    # <dw, u> = <dy, conv(x, u)> for any v, u, with the right sides from the NumPy reference.
+    args = general_args(kw, len(xs) - 2)
+    x, w, v, u = rand(*xs), rand(*ws), rand(*xs), rand(*ws)
+    dy = rand(*ref_conv(x, w, **args).shape)
+    f = lambda a, b: mx.conv_general(a, b, **kw)
+    _, (dx, dw) = mx.vjp(f, [mx.array(x, dtype=mx.float32), mx.array(w, dtype=mx.float32)],
+                         [mx.array(dy, dtype=mx.float32)])
+    scale = np.sqrt(dy.size * np.prod(ws[1:]))
+    np.testing.assert_allclose(np.sum(np.array(dx) * v), np.sum(dy * ref_conv(v, w, **args)),
+                               rtol=1e-4, atol=1e-4 * scale)
+    np.testing.assert_allclose(np.sum(np.array(dw) * u), np.sum(dy * ref_conv(x, u, **args)),
+                               rtol=1e-4, atol=1e-4 * scale)
+
+
+@pytest.mark.parametrize("dtype,tol", [(mx.float16, 2e-2), (mx.bfloat16, 1e-1)])
+def test_half_dtypes_through_float32_kernel(dtype, tol):
+    x, w = rand(2, 6, 7, 32), rand(40, 3, 3, 32)
+    xq, wq = mx.array(x, dtype=dtype), mx.array(w, dtype=dtype)
+    out = mx.conv2d(xq, wq, padding=1)
+    assert out.dtype == dtype
+    expected = ref_conv(np.array(xq.astype(mx.float32)), np.array(wq.astype(mx.float32)),
+                        lo=[1, 1])
+    close(out, expected, tol, tol)
+
+
+def test_float32_kernel_non_contiguous():
+    x, w = rand(2, 7, 9, 32), rand(40, 3, 3, 32)
+    xt = mx.transpose(mx.array(np.ascontiguousarray(x.transpose(0, 2, 1, 3)), dtype=mx.float32),
+                      (0, 2, 1, 3))
+    wt = mx.array(w[::-1].copy(), dtype=mx.float32)[::-1]
+    close(mx.conv2d(xt, wt, padding=1), ref_conv(x, w, lo=[1, 1]), 1e-4, 1e-4)
+    # A channel slice: the pointwise product cannot read the input in place.
+    xs = mx.array(rand(2, 5, 5, 80), dtype=mx.float32)[..., 8:72]
+    w1 = rand(32, 1, 1, 64)
+    close(mx.conv2d(xs, mx.array(w1, dtype=mx.float32)), ref_conv(np.array(xs), w1), 1e-4, 1e-4)
+
+
 def ref_conv_transpose(x, w, stride, padding, dilation, output_padding, groups=1):
     """Transposed convolution from its definition: scatter each input pixel times the kernel."""
     x = np.asarray(x, np.float64)

@@ -4,7 +4,9 @@
 // elements) followed by one BLAS product with the group's weights. Pointwise convolutions
 // (1x1, stride 1, no padding) are one product on the input itself; depthwise-like
 // convolutions (one output channel per group, few input channels) use a direct loop
-// vectorized over channels. float16 / bfloat16 compute in float32.
+// vectorized over channels. float16 / bfloat16 compute in float32. On AVX-512 CPUs float32
+// convolutions whose shapes suit its register tiles go to the implicit GEMM of
+// conv_avx512.h instead (no im2col matrix).
 #include "mlx/primitives/conv.h"
 
 #include <algorithm>
@@ -13,6 +15,7 @@
 
 #include "mlx/backend/common/conv_geometry.h"
 #include "mlx/backend/common/dispatch.h"
+#include "mlx/backend/cpu/conv_avx512.h"
 #include "mlx/backend/cpu/copy.h"
 #include "mlx/backend/cpu/dense.h"
 #include "mlx/backend/cpu/gemm.h"
@@ -243,6 +246,12 @@ bool is_pointwise(const ConvParams& p, const Geometry& g) {
 
 template <typename T>
 void convolve(const ConvParams& p, const Geometry& g, const T* in, const T* wt, T* out) {
+  if constexpr (std::is_same_v<T, float>) {
+    if (g.Cg > 0 && use_own_conv(g)) {
+      own_conv(g, in, wt, out);
+      return;
+    }
+  }
   if (g.Cg == 0) {
     std::fill_n(out, g.N * g.X * g.O, T(0));
   } else if (is_pointwise(p, g)) {

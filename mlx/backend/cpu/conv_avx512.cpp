@@ -1,0 +1,303 @@
+// Implicit-GEMM convolution (conv_avx512.h). out[pixel, o] = sum over k of A[pixel, k] *
+// B[k, o], with k = (tap, channel) and A the im2col matrix, which is never formed: in
+// channels-last layout, A's row for one pixel is a few runs of contiguous image memory (one
+// per kernel tap, or one per row of taps when their channels are adjacent), so the
+// micro-kernel broadcasts A straight from the image through one pointer per pixel. Padding and
+// input dilation are made real by a zero-padded copy of the image first, after which every
+// tap of every pixel is in bounds. Only B (the weights, small) is packed, once per call.
+//
+// Loop nest: tasks over the pool (a block of row panels x a range of column panels, whose B
+// for one block of runs stays in L2); within a task, blocks of runs up to kDepth deep, then
+// row panels (a panel's image runs stay in L1 across the column panels), then column panels
+// (micro-kernel: kMR pixels x kNR output channels in registers, summed over the run block).
+#include "mlx/backend/cpu/conv_avx512.h"
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstring>
+#include <optional>
+#include <vector>
+
+#include "mlx/backend/cpu/gemm_avx512.h"
+#include "mlx/backend/cpu/scratch.h"
+#include "mlx/backend/cpu/thread_pool.h"
+
+#define MLX_TARGET_AVX512 __attribute__((target("avx512f,avx512dq,avx512bw,avx512vl,fma")))
+
+namespace mlx::core::cpu {
+
+namespace {
+
+// The register tile of the own GEMM (gemm_avx512.cpp): 24 accumulators of 32.
+constexpr int kMR = 12;
+constexpr int kNR = 32;
+constexpr int64_t kDepth = 384;            // k per pass of a tile over its runs
+constexpr int64_t kTaskBytes = 512 << 10;  // B read by one task per block of runs (in L2)
+constexpr int64_t kRowPanels = 8;          // row panels per task: 96 pixels
+constexpr int64_t kMinRun = 8;             // shorter runs spend more on their pointers than on FMAs
+constexpr int64_t kMinChannels = 16;
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// What the kernel reads: the spatial size of the image (the input, or its padded copy), and
+// each pixel's runs: run t is run_len[t] floats at run_off[t] from the pixel's first tap, in
+// the order of B's rows. Runs are cut to at most kDepth, and go in blocks of consecutive runs
+// at most kDepth long in all (or one run): blocks[b] is the first run of block b (blocks ends
+// with the run count), blocks_depth[b] the block's length.
+struct Plan {
+  int64_t dims[3];
+  bool padded;  // reads a zero-padded, dilated copy of the input
+  std::vector<int64_t> run_off, run_len, blocks, blocks_depth;
+};
+
+Plan make_plan(const ConvGeometry& g) {
+  Plan p{};
+  for (int d = 0; d < 3; ++d) {
+    // Image extent that the output reads, in dilated, padded coordinates.
+    const int64_t extent = (g.out[d] - 1) * g.stride[d] + (g.k[d] - 1) * g.kdil[d] + 1;
+    p.padded |= g.lo[d] != 0 || g.idil[d] != 1 || extent > g.in[d];
+    p.dims[d] = extent;
+  }
+  if (!p.padded) {
+    std::copy_n(g.in, 3, p.dims);
+  }
+  // The taps along the last dimension read one contiguous run when the group is every channel
+  // and the kernel is not dilated there.
+  const bool merge = g.Cg == g.C && g.kdil[2] == 1;
+  const int64_t k2 = merge ? 1 : g.k[2], len = merge ? g.k[2] * g.C : g.Cg;
+  const int64_t pieces = ceil_div(len, kDepth);
+  for (int64_t j0 = 0; j0 < g.k[0]; ++j0) {
+    for (int64_t j1 = 0; j1 < g.k[1]; ++j1) {
+      for (int64_t j2 = 0; j2 < k2; ++j2) {
+        const int64_t off =
+            ((j0 * g.kdil[0] * p.dims[1] + j1 * g.kdil[1]) * p.dims[2] + j2 * g.kdil[2]) * g.C;
+        for (int64_t i = 0; i < pieces; ++i) {
+          const int64_t b = len * i / pieces, e = len * (i + 1) / pieces;
+          if (p.blocks.empty() || p.blocks_depth.back() + e - b > kDepth) {
+            p.blocks.push_back(static_cast<int64_t>(p.run_off.size()));
+            p.blocks_depth.push_back(0);
+          }
+          p.blocks_depth.back() += e - b;
+          p.run_off.push_back(off + b);
+          p.run_len.push_back(e - b);
+        }
+      }
+    }
+  }
+  p.blocks.push_back(static_cast<int64_t>(p.run_off.size()));
+  return p;
+}
+
+// The zero-padded image: input element i lands at i * idil + lo along each dimension (when
+// that is inside the extent the output reads).
+void pad_image(const ConvGeometry& g, const Plan& p, const float* in, float* dst) {
+  const int64_t row = p.dims[2] * g.C;
+  // Input index along d of padded index u, or -1.
+  auto source = [&](int d, int64_t u) -> int64_t {
+    const int64_t q = u - g.lo[d];
+    return q >= 0 && q % g.idil[d] == 0 && q / g.idil[d] < g.in[d] ? q / g.idil[d] : -1;
+  };
+  const int64_t rows = g.N * p.dims[0] * p.dims[1];
+  parallel_for(rows, std::max<int64_t>(1, kParallelBytes / (row * 4)), [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      float* out = dst + r * row;
+      std::fill_n(out, row, 0.0f);
+      const int64_t u1 = r % p.dims[1], u0 = r / p.dims[1] % p.dims[0],
+                    n = r / (p.dims[0] * p.dims[1]);
+      const int64_t i0 = source(0, u0), i1 = source(1, u1);
+      if (i0 < 0 || i1 < 0) {
+        continue;
+      }
+      const float* src = in + ((n * g.in[0] + i0) * g.in[1] + i1) * g.in[2] * g.C;
+      for (int64_t i2 = 0; i2 < g.in[2]; ++i2) {
+        const int64_t u2 = i2 * g.idil[2] + g.lo[2];
+        if (u2 >= 0 && u2 < p.dims[2]) {
+          std::memcpy(out + u2 * g.C, src + i2 * g.C, g.C * sizeof(float));
+        }
+      }
+    }
+  });
+}
+
+// dst[j * kNR + i] = src[i * ld + j] for a 16 x 16 block (four rounds of in-register
+// shuffles: pairs of rows, quads, then 128-bit lanes twice).
+MLX_TARGET_AVX512 void transpose16(const float* src, int64_t ld, float* dst) {
+  __m512 r[16], t[16];
+  for (int i = 0; i < 16; ++i) {
+    r[i] = _mm512_loadu_ps(src + i * ld);
+  }
+  for (int i = 0; i < 16; i += 2) {
+    t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+    t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+  }
+  // r[4i + j], lane L: rows 4i .. 4i + 3 of column 4L + j.
+  for (int i = 0; i < 16; i += 4) {
+    r[i] = _mm512_shuffle_ps(t[i], t[i + 2], 0x44);
+    r[i + 1] = _mm512_shuffle_ps(t[i], t[i + 2], 0xEE);
+    r[i + 2] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0x44);
+    r[i + 3] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0xEE);
+  }
+  for (int j = 0; j < 4; ++j) {
+    const __m512 x0 = _mm512_shuffle_f32x4(r[j], r[4 + j], 0x88);
+    const __m512 x1 = _mm512_shuffle_f32x4(r[j], r[4 + j], 0xDD);
+    const __m512 y0 = _mm512_shuffle_f32x4(r[8 + j], r[12 + j], 0x88);
+    const __m512 y1 = _mm512_shuffle_f32x4(r[8 + j], r[12 + j], 0xDD);
+    _mm512_storeu_ps(dst + j * kNR, _mm512_shuffle_f32x4(x0, y0, 0x88));
+    _mm512_storeu_ps(dst + (4 + j) * kNR, _mm512_shuffle_f32x4(x1, y1, 0x88));
+    _mm512_storeu_ps(dst + (8 + j) * kNR, _mm512_shuffle_f32x4(x0, y0, 0xDD));
+    _mm512_storeu_ps(dst + (12 + j) * kNR, _mm512_shuffle_f32x4(x1, y1, 0xDD));
+  }
+}
+
+// The group's weights as column panels of B: panel q holds k = (tap, channel) rows of kNR
+// output channels, zeros past the group's last; a flipped kernel is read tap-reversed. Whole
+// 16 x 16 blocks are transposed in registers, the edges one value at a time.
+void pack_weights(const ConvGeometry& g, const float* wt, int64_t grp, float* dst) {
+  const int64_t KC = g.K * g.Cg, panels = ceil_div(g.Og, kNR);
+  const int64_t full_c = g.Cg / 16 * 16;
+  parallel_for(panels, 1, [&](int64_t q0, int64_t q1) {
+    for (int64_t q = q0; q < q1; ++q) {
+      const int64_t cols = std::min<int64_t>(kNR, g.Og - q * kNR), full_v = cols / 16 * 16;
+      const float* w = wt + (grp * g.Og + q * kNR) * KC;
+      for (int64_t tap = 0; tap < g.K; ++tap) {
+        const float* src = w + (g.flip ? g.K - 1 - tap : tap) * g.Cg;
+        float* panel = dst + (q * KC + tap * g.Cg) * kNR;
+        for (int64_t v = 0; v < full_v; v += 16) {
+          for (int64_t c = 0; c < full_c; c += 16) {
+            transpose16(src + v * KC + c, KC, panel + c * kNR + v);
+          }
+        }
+        for (int64_t c = 0; c < g.Cg; ++c) {
+          for (int64_t v = c < full_c ? full_v : 0; v < kNR; ++v) {
+            panel[c * kNR + v] = v < cols ? src[v * KC + c] : 0.0f;
+          }
+        }
+      }
+    }
+  });
+}
+
+// C[:mr, :nr] (+)= the kMR pixels at rows[] times the packed B rows pb, over `runs` runs of
+// lens[t] values at rows[r] + offs[t]. Rows past mr repeat rows[0] and are not stored.
+MLX_TARGET_AVX512 void micro_kernel(const float* const* rows, int mr, const int64_t* offs,
+                                    const int64_t* lens, int64_t runs, const float* __restrict pb,
+                                    float* c, int64_t ldc, int nr, bool accumulate) {
+  __m512 c0[kMR], c1[kMR];
+#pragma GCC unroll 12
+  for (int r = 0; r < kMR; ++r) {
+    c0[r] = _mm512_setzero_ps();
+    c1[r] = _mm512_setzero_ps();
+  }
+  for (int64_t t = 0; t < runs; ++t) {
+    const float* a[kMR];
+#pragma GCC unroll 12
+    for (int r = 0; r < kMR; ++r) {
+      a[r] = rows[r] + offs[t];
+    }
+    for (int64_t k = 0; k < lens[t]; ++k) {
+      const __m512 b0 = _mm512_loadu_ps(pb);
+      const __m512 b1 = _mm512_loadu_ps(pb + 16);
+#pragma GCC unroll 12
+      for (int r = 0; r < kMR; ++r) {
+        const __m512 av = _mm512_set1_ps(a[r][k]);
+        c0[r] = _mm512_fmadd_ps(av, b0, c0[r]);
+        c1[r] = _mm512_fmadd_ps(av, b1, c1[r]);
+      }
+      pb += kNR;
+    }
+  }
+  const __mmask16 m0 = nr >= 16 ? 0xFFFF : static_cast<__mmask16>((1u << nr) - 1);
+  const __mmask16 m1 =
+      nr >= 32 ? 0xFFFF : (nr > 16 ? static_cast<__mmask16>((1u << (nr - 16)) - 1) : 0);
+#pragma GCC unroll 12
+  for (int r = 0; r < kMR; ++r) {
+    if (r < mr) {
+      float* row = c + r * ldc;
+      __m512 x0 = c0[r], x1 = c1[r];
+      if (accumulate) {
+        x0 = _mm512_add_ps(x0, _mm512_maskz_loadu_ps(m0, row));
+        x1 = _mm512_add_ps(x1, _mm512_maskz_loadu_ps(m1, row + 16));
+      }
+      _mm512_mask_storeu_ps(row, m0, x0);
+      _mm512_mask_storeu_ps(row + 16, m1, x1);
+    }
+  }
+}
+
+// Offset of output pixel m's first tap in the image read.
+int64_t pixel_offset(const ConvGeometry& g, const Plan& p, int64_t m) {
+  const int64_t x2 = m % g.out[2], x1 = m / g.out[2] % g.out[1],
+                x0 = m / (g.out[2] * g.out[1]) % g.out[0], n = m / g.X;
+  return (((n * p.dims[0] + x0 * g.stride[0]) * p.dims[1] + x1 * g.stride[1]) * p.dims[2] +
+          x2 * g.stride[2]) *
+         g.C;
+}
+
+}  // namespace
+
+bool use_own_conv(const ConvGeometry& g) {
+  if (!own_gemm_supported() || g.Og < kMinChannels) {
+    return false;
+  }
+  const bool merge = g.Cg == g.C && g.kdil[2] == 1;
+  return (merge ? g.k[2] * g.C : g.Cg) >= kMinRun;
+}
+
+void own_conv(const ConvGeometry& g, const float* in, const float* wt, float* out) {
+  const Plan p = make_plan(g);
+  const float* img = in;
+  std::optional<Scratch<float>> padded;
+  if (p.padded) {
+    padded.emplace(g.N * p.dims[0] * p.dims[1] * p.dims[2] * g.C);
+    pad_image(g, p, in, padded->data());
+    img = padded->data();
+  }
+  const int64_t M = g.N * g.X, KC = g.K * g.Cg;
+  const int64_t row_panels = ceil_div(M, kMR), col_panels = ceil_div(g.Og, kNR);
+  // Row blocks of at most kRowPanels panels, as even as they can be.
+  const int64_t row_blocks = ceil_div(row_panels, kRowPanels);
+  const int64_t block_rows = ceil_div(row_panels, row_blocks) * kMR;
+  // A task's column panels: their B for one block of runs within kTaskBytes, and more parts
+  // when there are few row blocks, so that every thread has work.
+  const int64_t depth = *std::max_element(p.blocks_depth.begin(), p.blocks_depth.end());
+  const int64_t threads = num_threads();
+  const int64_t col_parts =
+      std::clamp<int64_t>(std::max(ceil_div(col_panels * depth * kNR * 4, kTaskBytes),
+                                   ceil_div(8 * threads, row_blocks)),
+                          1, col_panels);
+  Scratch<float> pb(KC * col_panels * kNR);
+  for (int64_t grp = 0; grp < g.G; ++grp) {
+    pack_weights(g, wt, grp, pb.data());
+    parallel_for(row_blocks * col_parts, 1, [&](int64_t t0, int64_t t1) {
+      const float* rows[kRowPanels * kMR];  // each pixel's first tap
+      for (int64_t task = t0; task < t1; ++task) {
+        const int64_t rb = task / col_parts, part = task % col_parts;
+        const int64_t m0 = rb * block_rows, m1 = std::min(M, m0 + block_rows);
+        const int64_t q0 = col_panels * part / col_parts, q1 = col_panels * (part + 1) / col_parts;
+        for (int64_t m = m0; m < m1; ++m) {
+          rows[m - m0] = img + pixel_offset(g, p, m) + grp * g.Cg;
+        }
+        for (int64_t m = m1; m < m0 + block_rows; ++m) {
+          rows[m - m0] = rows[(m - m0) / kMR * kMR];
+        }
+        int64_t k0 = 0;  // B's first row for the block
+        for (size_t blk = 0; blk + 1 < p.blocks.size(); ++blk) {
+          const int64_t tb = p.blocks[blk], te = p.blocks[blk + 1];
+          for (int64_t m = m0; m < m1; m += kMR) {
+            const int mr = static_cast<int>(std::min<int64_t>(kMR, m1 - m));
+            for (int64_t q = q0; q < q1; ++q) {
+              const int nr = static_cast<int>(std::min<int64_t>(kNR, g.Og - q * kNR));
+              const float* b = pb.data() + (q * KC + k0) * kNR;
+              micro_kernel(rows + (m - m0), mr, p.run_off.data() + tb, p.run_len.data() + tb,
+                           te - tb, b, out + m * g.O + grp * g.Og + q * kNR, g.O, nr, blk > 0);
+            }
+          }
+          k0 += p.blocks_depth[blk];
+        }
+      }
+    });
+  }
+}
+
+}  // namespace mlx::core::cpu
