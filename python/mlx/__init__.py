@@ -20,27 +20,33 @@ def _nccl_from_wheel():
             return
 
 
-def _openblas_core_from_flags():
+def _openblas_core(cpuinfo):
     """OpenBLAS picks its kernels from the CPU model, read once when mlx.core loads it. A
     virtual Intel CPU that reports a generic model ("Intel(R) Xeon(R) Processor") gets its
     fallback kernels, 6x slower (32 against 204 GFLOP/s for a 1024^3 matmul on such a machine).
-    Where OPENBLAS_CORETYPE is unset on an Intel CPU, name the core from its instruction sets;
-    a real Intel model would be detected as the same core."""
+    The core to name for an Intel CPU, from its instruction sets (a real Intel model is
+    detected as the same core); None elsewhere."""
+    if "GenuineIntel" not in cpuinfo:
+        return None
+    flags = set(next((line.split(":", 1)[1].split() for line in cpuinfo.splitlines()
+                      if line.startswith("flags")), []))
+    if {"avx512f", "avx512bw", "avx512vl", "avx512dq"} <= flags:
+        return "SkylakeX"
+    if {"avx2", "fma"} <= flags:
+        return "Haswell"
+    return None
+
+
+def _openblas_core_from_flags():
     if "OPENBLAS_CORETYPE" in _os.environ:
         return
     try:
         with open("/proc/cpuinfo") as f:
-            info = f.read(1 << 16)
+            core = _openblas_core(f.read(1 << 16))
     except OSError:
         return
-    if "GenuineIntel" not in info:
-        return
-    flags = set(next((line.split(":", 1)[1].split() for line in info.splitlines()
-                      if line.startswith("flags")), []))
-    if {"avx512f", "avx512bw", "avx512vl", "avx512dq"} <= flags:
-        _os.environ["OPENBLAS_CORETYPE"] = "SkylakeX"
-    elif {"avx2", "fma"} <= flags:
-        _os.environ["OPENBLAS_CORETYPE"] = "Haswell"
+    if core:
+        _os.environ["OPENBLAS_CORETYPE"] = core
 
 
 _nccl_from_wheel()
