@@ -227,7 +227,7 @@ array scaled_dot_product_attention(const array& queries, const array& keys, cons
 }
 
 std::vector<array> cross_entropy_parts(const array& logits, const array& targets, Stream s) {
-  Dtype lse_dtype = logits.dtype() == float64 ? float64 : float32;
+  Dtype lse_dtype = accumulation_dtype(logits.dtype());
   return array::make_arrays({targets.shape(), targets.shape()}, {float32, lse_dtype},
                             std::make_shared<CrossEntropy>(s), {logits, targets});
 }
@@ -285,7 +285,7 @@ std::vector<array> adam_update(const array& p, const array& g, const array& m, c
     }
   }
   Stream st = to_stream(s);
-  Dtype scalar_dtype = p.dtype() == float64 ? float64 : float32;
+  Dtype scalar_dtype = accumulation_dtype(p.dtype());
   std::vector<array> in = {p, g, m, v};
   for (const array* a : {&lr, &c1, &c2}) {
     in.push_back(astype(reshape(*a, {}, st), scalar_dtype, st));

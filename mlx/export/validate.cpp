@@ -245,7 +245,7 @@ void check_step(Primitive& prim, const std::vector<array>& in, const std::vector
     need(in.size() == 7u && is_floating_point(in[0].dtype()), "it takes 7 inputs, a float first");
     same_inputs(0, 4);
     for (size_t i = 4; i < 7; ++i) {
-      need(in[i].size() == 1 && in[i].dtype() == (in[0].dtype() == float64 ? float64 : float32),
+      need(in[i].size() == 1 && in[i].dtype() == fast::accumulation_dtype(in[0].dtype()),
            "its scalars are not scalars of its accumulation type");
     }
     for (Dtype d : dtypes) {

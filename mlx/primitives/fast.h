@@ -6,6 +6,10 @@
 
 namespace mlx::core::fast {
 
+// The dtype the fused primitives accumulate floating inputs of dtype t in (and keep their
+// statistics and scalars in): float64 for float64, float32 otherwise.
+inline Dtype accumulation_dtype(Dtype t) { return t == float64 ? float64 : float32; }
+
 // Inputs {x, weight?}.
 class RMSNorm : public UnaryPrimitive {
  public:

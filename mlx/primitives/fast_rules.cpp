@@ -743,16 +743,13 @@ array one_hot_mask(const array& targets, int classes, Stream s) {
   return equal(expand_dims(targets, -1, s), arange(0, classes, 1, targets.dtype(), s), s);
 }
 
-// The accumulation dtype of cross entropy over logits of dtype t.
-Dtype cross_entropy_acc(Dtype t) { return t == float64 ? float64 : float32; }
-
 // CrossEntropyVJP as ops, {x, t, lse, g} -> {dx}. The softmax is recomputed from x rather
 // than read from lse, so derivatives of the backward reach x (lse only ever equals
 // logsumexp(x): it is CrossEntropy's second output and gets no cotangent of its own).
 ArrayFn cross_entropy_backward_fn(Stream s) {
   return [s](const std::vector<array>& in) {
     const array& x = in[0];
-    array p = softmax(astype(x, cross_entropy_acc(x.dtype()), s), std::vector<int>{-1}, true, s);
+    array p = softmax(astype(x, accumulation_dtype(x.dtype()), s), std::vector<int>{-1}, true, s);
     array d =
         where(one_hot_mask(in[1], x.shape(-1), s), subtract(p, array(1.0, p.dtype()), s), p, s);
     array g = astype(expand_dims(in[3], -1, s), p.dtype(), s);
@@ -769,7 +766,7 @@ std::vector<array> CrossEntropy::jvp(const std::vector<array>& primals,
   Stream s = stream();
   const array& x = primals[0];
   const array& t = primals[1];
-  Dtype acc = cross_entropy_acc(x.dtype());
+  Dtype acc = accumulation_dtype(x.dtype());
   for (size_t k = 0; k < argnums.size(); ++k) {
     if (argnums[k] != 0) {
       continue;
@@ -839,7 +836,7 @@ namespace {
 // {p', m', v'}: what its rules differentiate and map.
 ArrayFn adam_update_fn(double b1, double b2, double eps, double wd, Stream s) {
   return [=](const std::vector<array>& in) {
-    Dtype t = in[0].dtype(), acc = t == float64 ? float64 : float32;
+    Dtype t = in[0].dtype(), acc = accumulation_dtype(t);
     auto up = [&](const array& x) { return astype(x, acc, s); };
     auto c = [&](double x) { return array(x, acc); };
     array p = up(in[0]), g = up(in[1]), lr = up(in[4]);

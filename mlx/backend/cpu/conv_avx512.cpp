@@ -23,15 +23,12 @@
 #include "mlx/backend/cpu/scratch.h"
 #include "mlx/backend/cpu/thread_pool.h"
 
-#define MLX_TARGET_AVX512 __attribute__((target("avx512f,avx512dq,avx512bw,avx512vl,fma")))
-
 namespace mlx::core::cpu {
 
 namespace {
 
-// The register tile of the own GEMM (gemm_avx512.cpp): 24 accumulators of 32.
-constexpr int kMR = 12;
-constexpr int kNR = 32;
+constexpr int kMR = kGemmMR;  // the own GEMM's register tile
+constexpr int kNR = kGemmNR;
 constexpr int64_t kDepth = 384;            // k per pass of a tile over its runs
 constexpr int64_t kTaskBytes = 512 << 10;  // B read by one task per block of runs (in L2)
 constexpr int64_t kRowPanels = 8;          // row panels per task: 96 pixels

@@ -8,21 +8,14 @@
 #include "mlx/backend/common/dispatch.h"
 #include "mlx/backend/cpu/dense.h"
 #include "mlx/backend/cpu/elementwise.h"
+#include "mlx/backend/cpu/fast_common.h"
 #include "mlx/backend/cpu/thread_pool.h"
 #include "mlx/primitives/fast.h"
 
 namespace mlx::core::fast {
 
-namespace {
-
-using namespace cpu;
-
-template <typename T>
-using acc_t = std::conditional_t<std::is_same_v<T, double>, double, float>;
-
-}  // namespace
-
 void AdamUpdate::eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) {
+  using namespace cpu;
   std::optional<array> copies[4];
   const array* in[4];
   for (int i = 0; i < 4; ++i) {
@@ -35,7 +28,7 @@ void AdamUpdate::eval_cpu(const std::vector<array>& inputs, std::vector<array>& 
   }
   const int64_t n = static_cast<int64_t>(inputs[0].size());
   dispatch_float(inputs[0].dtype(), "adam_update", [&]<typename T>() {
-    using A = acc_t<T>;
+    using A = detail::AccType<T>;
     const A lr = inputs[4].data<A>()[0], c1 = inputs[5].data<A>()[0], c2 = inputs[6].data<A>()[0];
     const T* p = in[0]->data<T>();
     const T* g = in[1]->data<T>();

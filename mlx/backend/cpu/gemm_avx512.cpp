@@ -19,17 +19,12 @@
 
 #include "mlx/backend/cpu/thread_pool.h"
 
-#define MLX_TARGET_AVX512 __attribute__((target("avx512f,avx512dq,avx512bw,avx512vl,fma")))
-
 namespace mlx::core::cpu {
 
 namespace {
 
-// Register block: kMR rows x 2 vectors of 16 columns = 24 accumulators of the 32 registers,
-// leaving room for the two B vectors and the A broadcast (other tiles, e.g. 14x32, are not
-// yet measured).
-constexpr int kMR = 12;
-constexpr int kNR = 32;
+constexpr int kMR = kGemmMR;
+constexpr int kNR = kGemmNR;
 // Cache blocks: a kKC x kNR panel of B is 32 KiB (L1d is 48 KiB), an mc x kKC block of A at
 // most 384 KiB (L2 is 1 MiB), a kKC x kNC slice of B 4 MiB (L3 is 32 MiB, shared).
 constexpr int64_t kKC = 256;

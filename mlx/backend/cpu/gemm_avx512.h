@@ -1,13 +1,23 @@
 // The project's own float32 matrix product for AVX-512 CPUs, in the BLIS / GotoBLAS structure
 // (packed panels of A and B sized to the caches around a register-blocked micro-kernel). The
-// system OpenBLAS runs its AVX2 kernels on these CPUs (OPENBLAS_CORETYPE=Haswell, see the
-// machine notes), at half the AVX-512 rate. Callers ask use_own_gemm() first and otherwise
+// system OpenBLAS ran its AVX2 kernels on the Zen 5 this was tuned on (OPENBLAS_CORETYPE=Haswell,
+// see the machine notes), at half the AVX-512 rate. Callers ask use_own_gemm() first and otherwise
 // call BLAS; CPUs without AVX-512 always get BLAS.
 #pragma once
 
 #include <cstdint>
 
+// The instruction sets own_gemm's kernels (and conv_avx512's) are compiled for, function by
+// function: the rest of the library stays portable.
+#define MLX_TARGET_AVX512 __attribute__((target("avx512f,avx512dq,avx512bw,avx512vl,fma")))
+
 namespace mlx::core::cpu {
+
+// The micro-kernel's register block, which the implicit-GEMM convolution shares: kGemmMR rows
+// x 2 vectors of 16 columns = 24 accumulators of the 32 registers, leaving room for the two B
+// vectors and the A broadcast (other tiles, e.g. 14x32, are not yet measured).
+inline constexpr int kGemmMR = 12;
+inline constexpr int kGemmNR = 32;
 
 // Whether C = alpha op(A) op(B) + beta C of this size goes to own_gemm: MLX_CPU_GEMM=own forces
 // it (where the CPU has AVX-512), MLX_CPU_GEMM=blas forbids it, otherwise the measured policy

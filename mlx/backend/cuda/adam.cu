@@ -17,9 +17,6 @@ namespace {
 
 using namespace cu;
 
-template <typename T>
-using acc_t = std::conditional_t<std::is_same_v<T, double>, double, float>;
-
 // 1 - beta formed in double, so that it rounds once.
 struct AdamConstants {
   double b1, one_minus_b1, b2, one_minus_b2, eps, weight_decay;

@@ -20,9 +20,6 @@ namespace {
 
 using namespace cu;
 
-template <typename T>
-using acc_t = std::conditional_t<std::is_same_v<T, double>, double, float>;
-
 // The logsumexp of the values pushed: finite ones summed against their running max; +inf and
 // NaN decide the result on their own, -inf adds nothing.
 template <typename A>

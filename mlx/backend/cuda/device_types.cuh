@@ -29,6 +29,10 @@ inline constexpr bool is_float_v = std::is_floating_point_v<T> || is_half_v<T>;
 template <typename T>
 using compute_t = std::conditional_t<is_half_v<T>, float, T>;
 
+// The type a fused kernel accumulates a floating T in: double for double, float otherwise.
+template <typename T>
+using acc_t = std::conditional_t<std::is_same_v<T, double>, double, float>;
+
 // NumPy conversions between any two device element types.
 template <typename To, typename From>
 __device__ __forceinline__ To cast_to(From x) {

@@ -22,7 +22,7 @@ using namespace flash;
 template <int D>
 constexpr size_t backward_shared_bytes() {
   return sizeof(uint16_t) * 4 * kKeys * kTileStride<D>       // K, V, Q and dO tiles
-         + sizeof(float) * 2 * kWarps * 16 * kScoreStride    // P (from the scores) and dP
+         + sizeof(float) * 2 * kWarps * 16 * kScoreStride    // scores (then dQ staging) and dP
          + sizeof(uint16_t) * 2 * kWarps * 16 * kProbStride  // P and dS, 16-bit
          + sizeof(float) * 2 * kKeys * kOutStride<D>;        // dK and dV accumulators
 }

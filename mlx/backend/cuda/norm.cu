@@ -16,9 +16,6 @@ namespace {
 
 using namespace cu;
 
-template <typename T>
-using acc_t = std::conditional_t<std::is_same_v<T, double>, double, float>;
-
 // The row's mean (0 for RMS) and 1 / sqrt(variance + eps), every thread of the block taking
 // part.
 template <typename T, bool kLayer>
