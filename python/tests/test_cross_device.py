@@ -537,11 +537,11 @@ def attention_reference(q, k, v, scale, causal):
 
 
 @pytest.mark.parametrize("dtype", [mx.float16, mx.bfloat16])
-@pytest.mark.parametrize("d", [64, 128])
+@pytest.mark.parametrize("d", [64, 80, 96, 128])
 @pytest.mark.parametrize("tq,tk", [(1, 300), (70, 130), (128, 128), (130, 64), (64, 0)],
                          ids=str)
 def test_fused_attention_kernel(dtype, d, tq, tk):
-    """The GPU's flash kernel (half precision, head dims 64 / 128, causal or none, grouped
+    """The GPU's flash kernel (half precision, head dims 64 / 80 / 96 / 128, causal or none, grouped
     heads, decode rows, ragged tiles, more queries than keys, no keys) against float64."""
     q = sample((2, 4, tq, d), dtype, seed=1, low=-1, high=1)
     k = sample((2, 2, tk, d), dtype, seed=2, low=-1, high=1)
@@ -558,7 +558,7 @@ def test_fused_attention_kernel(dtype, d, tq, tk):
 
 
 @pytest.mark.parametrize("dtype", [mx.float16, mx.bfloat16])
-@pytest.mark.parametrize("d", [64, 128])
+@pytest.mark.parametrize("d", [64, 80, 96, 128])
 @pytest.mark.parametrize("tq,tk", [(1, 300), (70, 130), (128, 128), (130, 64), (64, 0)],
                          ids=str)
 def test_fused_attention_backward_kernel(dtype, d, tq, tk):

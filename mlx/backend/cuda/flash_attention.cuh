@@ -1,110 +1,184 @@
-// What the fused attention kernels share (flash_attention.cu forward, flash_attention_backward.cu):
-// 64-row tiles of 16-bit Q, K, V (and dO) in shared memory, 16 rows per warp, tensor-core
-// (WMMA) products through shared-memory tiles. Every shared row is padded (kPad16 / kPad32
-// elements) so that the rows a warp touches at once start in different banks: unpadded, the
-// 64- and 128-wide rows all began in bank 0 and each access was a 16- to 32-way conflict.
+// What the fused attention kernels share (flash_forward.cuh, flash_backward.cuh): 64-row
+// tiles of 16-bit Q, K, V (and dO) copied into shared memory asynchronously (cp.async), and
+// warp-level tensor-core products (mma.sync m16n8k16, float accumulators) whose operands come
+// from shared memory through ldmatrix and whose results stay in registers. The fragment
+// layouts are PTX's: a thread of lane l holds, of a 16 x 8 float accumulator, rows l / 4 and
+// l / 4 + 8 at columns 2 (l % 4) and 2 (l % 4) + 1; the same positions of two neighbouring
+// accumulators, packed to 16 bits, are the A operand of the next product (so P never leaves
+// registers). Every shared row is padded by kPad elements so that the eight rows an ldmatrix
+// reads start in different banks.
 #pragma once
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
-#include <mma.h>
 
+#include <cstdint>
 #include <type_traits>
 
 #include "mlx/dtype.h"
 
 namespace mlx::core::cu::flash {
 
-constexpr int kRows = 64;  // query rows per tile
+constexpr int kRows = 64;  // query rows per tile, 16 per warp
 constexpr int kKeys = 64;  // keys per tile
-constexpr int kWarps = kRows / 16;
-// Row padding, in elements: WMMA wants 16-byte multiples (and 32-byte aligned tiles, which
-// these strides keep).
-constexpr int kPad16 = 8, kPad32 = 4;
-constexpr int kScoreStride = kKeys + kPad32, kProbStride = kKeys + kPad16;
+constexpr int kWarps = 4;
+constexpr int kBlockThreads = kWarps * 32;
+constexpr int kPad = 8;
 template <int D>
-constexpr int kTileStride = D + kPad16;  // Q, K, V and dO rows
-template <int D>
-constexpr int kOutStride = D + kPad32;  // float accumulators of D columns
+constexpr int kStride = D + kPad;  // elements per shared row of D columns
 
-// rows x D elements from src (row stride D) into dst (row stride kTileStride), zeros past
-// `valid` rows; 16-byte loads by the whole block.
+__device__ __forceinline__ uint32_t shared_address(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+
+// 16 bytes from global to shared memory without passing through registers; zeros when !valid
+// (src is then not read).
+__device__ __forceinline__ void copy_async16(void* dst, const void* src, bool valid) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(shared_address(dst)),
+               "l"(src), "r"(valid ? 16 : 0));
+}
+
+// One float, as above.
+__device__ __forceinline__ void copy_async4(void* dst, const void* src, bool valid) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(shared_address(dst)),
+               "l"(src), "r"(valid ? 4 : 0));
+}
+
+__device__ __forceinline__ void commit_async() { asm volatile("cp.async.commit_group;\n"); }
+
+// Waits for this thread's copies; the block still needs a barrier before reading others'.
+__device__ __forceinline__ void wait_async() { asm volatile("cp.async.wait_group 0;\n"); }
+
+// `rows` x D elements from src (row stride D) into dst (row stride kStride), zeros past
+// `valid` rows; the whole block issues the copies.
 template <typename T, int D>
-__device__ void load_tile(T* dst, const T* src, int rows, int valid) {
-  constexpr int kVec = 8;  // 8 16-bit values per uint4
-  constexpr int kPerRow = D / kVec;
+__device__ void load_tile_async(T* dst, const T* src, int rows, int valid) {
+  constexpr int kPerRow = D / 8;  // 16-byte pieces
   for (int i = threadIdx.x; i < rows * kPerRow; i += blockDim.x) {
     const int r = i / kPerRow, c = i % kPerRow;
-    uint4 v = make_uint4(0, 0, 0, 0);
-    if (r < valid) {
-      v = reinterpret_cast<const uint4*>(src)[i];
-    }
-    reinterpret_cast<uint4*>(dst + r * kTileStride<D>)[c] = v;
+    const bool ok = r < valid;
+    copy_async16(dst + r * kStride<D> + c * 8, ok ? src + r * D + c * 8 : src, ok);
   }
 }
 
-// dst (16 x kKeys floats, row stride kScoreStride) = a (16 x D) times b^T (kKeys x D), both
-// 16-bit tiles with row stride kTileStride: a warp's scores Q K^T, or its dP = dO V^T.
-template <typename T, int D>
-__device__ void warp_products_bt(const T* a, const T* b, float* dst) {
-  using namespace nvcuda;
-  constexpr int kT = kTileStride<D>;
-  for (int j = 0; j < kKeys / 16; ++j) {
-    wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc;
-    wmma::fill_fragment(acc, 0.f);
-    for (int d = 0; d < D; d += 16) {
-      wmma::fragment<wmma::matrix_a, 16, 16, 16, T, wmma::row_major> fa;
-      wmma::fragment<wmma::matrix_b, 16, 16, 16, T, wmma::col_major> fb;
-      wmma::load_matrix_sync(fa, a + d, kT);
-      wmma::load_matrix_sync(fb, b + j * 16 * kT + d, kT);
-      wmma::mma_sync(acc, fa, fb, acc);
-    }
-    wmma::store_matrix_sync(dst + j * 16, acc, kScoreStride, wmma::mem_row_major);
+__device__ __forceinline__ void load_matrices(uint32_t (&r)[4], const void* p) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(shared_address(p)));
+}
+
+__device__ __forceinline__ void load_matrices_transposed(uint32_t (&r)[4], const void* p) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(shared_address(p)));
+}
+
+// The A operand (16 x 16) at rows [0, 16) and columns [k, k + 16) of a tile stored row by row
+// with row stride S.
+template <int S, typename T>
+__device__ __forceinline__ void load_a(uint32_t (&a)[4], const T* tile, int k, int lane) {
+  load_matrices(a, tile + (lane % 16) * S + k + (lane / 16) * 8);
+}
+
+// The A operand at rows [m, m + 16) and columns [k, k + 16) of the transpose of a tile stored
+// row by row (row index = the operand's column).
+template <int S, typename T>
+__device__ __forceinline__ void load_a_transposed(uint32_t (&a)[4], const T* tile, int m, int k,
+                                                  int lane) {
+  load_matrices_transposed(a,
+                           tile + (k + lane % 8 + (lane / 16) * 8) * S + m + ((lane / 8) % 2) * 8);
+}
+
+// B operands (16 x 8) of two neighbouring column blocks, [n, n + 8) in b[0..1] and
+// [n + 8, n + 16) in b[2..3], rows [k, k + 16), where the tile stores the operand's columns as
+// its rows (K or Q for a product with their transpose).
+template <int S, typename T>
+__device__ __forceinline__ void load_b_of_rows(uint32_t (&b)[4], const T* tile, int n, int k,
+                                               int lane) {
+  load_matrices(b, tile + (n + lane % 8 + (lane / 16) * 8) * S + k + ((lane / 8) % 2) * 8);
+}
+
+// As above where the tile stores the operand itself row by row (V, dO, Q, K as right factors).
+template <int S, typename T>
+__device__ __forceinline__ void load_b(uint32_t (&b)[4], const T* tile, int k, int n, int lane) {
+  load_matrices_transposed(b,
+                           tile + (k + lane % 8 + ((lane / 8) % 2) * 8) * S + n + (lane / 16) * 8);
+}
+
+// c += a b for a 16 x 16 A and a 16 x 8 B of 16-bit T, float c.
+template <typename T>
+__device__ __forceinline__ void mma(float (&c)[4], const uint32_t (&a)[4], uint32_t b0,
+                                    uint32_t b1) {
+  if constexpr (std::is_same_v<T, __half>) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+        "{%8, %9}, {%0, %1, %2, %3};\n"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  } else {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, "
+        "%7}, {%8, %9}, {%0, %1, %2, %3};\n"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
   }
 }
 
-// The 16 x D product A B, 16 columns at a time: for each column block n, acc = init(n, acc),
-// acc += A B[:, 16n : 16n + 16], then done(n, acc). A is 16 x 64 16-bit values with leading
-// dimension lda (row_major: the warp's rows of P or dS; col_major: the transpose of a 64 x 16
-// column block, P^T or dS^T); B is 64 x D 16-bit rows with stride kTileStride (V, dO, Q, K).
-template <typename T, int D, typename ALayout, typename Init, typename Done>
-__device__ void warp_product_columns(const T* a, int lda, const T* b, Init init, Done done) {
-  using namespace nvcuda;
-  constexpr int kT = kTileStride<D>;
-  constexpr bool kTransposed = std::is_same_v<ALayout, wmma::col_major>;
-  for (int n = 0; n < D / 16; ++n) {
-    wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc;
-    init(n, acc);
-    for (int kk = 0; kk < 64; kk += 16) {
-      wmma::fragment<wmma::matrix_a, 16, 16, 16, T, ALayout> fa;
-      wmma::fragment<wmma::matrix_b, 16, 16, 16, T, wmma::row_major> fb;
-      wmma::load_matrix_sync(fa, kTransposed ? a + kk * lda : a + kk, lda);
-      wmma::load_matrix_sync(fb, b + kk * kT + n * 16, kT);
-      wmma::mma_sync(acc, fa, fb, acc);
-    }
-    done(n, acc);
+// c[n] += A B for every 8-column block n of a 16 x N product, B 16 rows at k of a tile that
+// holds it row by row.
+template <int N, int S, typename T>
+__device__ __forceinline__ void mma_row(float (&c)[N / 8][4], const uint32_t (&a)[4], const T* tile,
+                                        int k, int lane) {
+  for (int n = 0; n < N / 8; n += 2) {
+    uint32_t b[4];
+    load_b<S>(b, tile, k, n * 8, lane);
+    mma<T>(c[n], a, b[0], b[1]);
+    mma<T>(c[n + 1], a, b[2], b[3]);
   }
 }
 
-// c (16 x D floats, row stride kOutStride) += A B, as above.
-template <typename T, int D, typename ALayout>
-__device__ void warp_accumulate(const T* a, int lda, const T* b, float* c) {
-  using namespace nvcuda;
-  constexpr int kO = kOutStride<D>;
-  warp_product_columns<T, D, ALayout>(
-      a, lda, b,
-      [&](int n, auto& acc) { wmma::load_matrix_sync(acc, c + n * 16, kO, wmma::mem_row_major); },
-      [&](int n, auto& acc) { wmma::store_matrix_sync(c + n * 16, acc, kO, wmma::mem_row_major); });
+// Two floats as one register of two T.
+template <typename T>
+__device__ __forceinline__ uint32_t pack(float lo, float hi) {
+  if constexpr (std::is_same_v<T, __half>) {
+    const __half2 h = __floats2half2_rn(lo, hi);
+    return *reinterpret_cast<const uint32_t*>(&h);
+  } else {
+    const __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);
+    return *reinterpret_cast<const uint32_t*>(&h);
+  }
 }
 
-// f.template operator()<T, D>() for the 16-bit type and head dim the kernels take.
+// The A operand made of accumulator blocks 2 kk and 2 kk + 1 (16 rows x 16 columns).
+template <typename T, int N>
+__device__ __forceinline__ void accumulators_as_a(uint32_t (&a)[4], const float (&c)[N][4],
+                                                  int kk) {
+  a[0] = pack<T>(c[2 * kk][0], c[2 * kk][1]);
+  a[1] = pack<T>(c[2 * kk][2], c[2 * kk][3]);
+  a[2] = pack<T>(c[2 * kk + 1][0], c[2 * kk + 1][1]);
+  a[3] = pack<T>(c[2 * kk + 1][2], c[2 * kk + 1][3]);
+}
+
+// f.template operator()<T, D>() for the 16-bit type and the head dim (64, 80, 96 or 128; the
+// list fast::attention_gpu_kernel_applies accepts) the kernels take.
 template <typename F>
 void dispatch(Dtype dtype, int head_dim, F&& f) {
+  auto by_dim = [&]<typename T>() {
+    switch (head_dim) {
+      case 64:
+        return f.template operator()<T, 64>();
+      case 80:
+        return f.template operator()<T, 80>();
+      case 96:
+        return f.template operator()<T, 96>();
+      default:
+        return f.template operator()<T, 128>();
+    }
+  };
   if (dtype == float16) {
-    head_dim == 64 ? f.template operator()<__half, 64>() : f.template operator()<__half, 128>();
+    by_dim.template operator()<__half>();
   } else {
-    head_dim == 64 ? f.template operator()<__nv_bfloat16, 64>()
-                   : f.template operator()<__nv_bfloat16, 128>();
+    by_dim.template operator()<__nv_bfloat16>();
   }
 }
 

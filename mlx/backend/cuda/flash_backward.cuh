@@ -1,0 +1,226 @@
+// The fused backward pass of scaled_dot_product_attention, for the inputs the forward kernel
+// takes (flash_forward.cuh). As in FlashAttention-2, a block owns 64 keys of one key/value
+// head (16 per warp) and walks the query tiles of every query head in its group, the next Q
+// and dO tiles copying in while the current ones are used. Per tile each warp forms, in
+// registers and transposed (its keys as rows):
+//   P^T = 2^(scale_log2 K Q^T - lse)   (from the forward's row log-sum-exp, no softmax pass),
+//   dP^T = V dO^T,  dS^T = P^T (dP^T - delta)   (delta = rowsum(dO * O)),
+//   dV += P^T dO,  dK += dS^T Q   (accumulated in registers over all tiles),
+// and the block then adds dQ += dS K, which needs every warp's keys, through a shared dS^T
+// tile and float atomics into a float32 buffer. The [T_q, T_kv] matrices are never stored.
+#pragma once
+
+#include "mlx/backend/cuda/flash_forward.cuh"
+
+namespace mlx::core::cu::flash {
+
+constexpr int kScoreStride = kRows + kPad;  // the shared dS^T tile's row stride
+
+template <int D>
+constexpr size_t backward_shared_bytes() {
+  return sizeof(uint16_t) * (2 * kKeys + 4 * kRows) * kStride<D>  // K, V, then Q and dO twice
+         + sizeof(uint16_t) * kKeys * kScoreStride                // dS^T
+         + sizeof(float) * 4 * kRows;                             // lse and delta, twice
+}
+
+// dq is float32 and zeroed by the caller; dk and dv are written whole.
+template <typename T, int D>
+__global__ void __launch_bounds__(kBlockThreads)
+    flash_backward(const T* q, const T* k, const T* v, const T* d_out, const float* lse,
+                   const float* delta, float* dq, T* dk, T* dv, AttentionShape shape, float scale,
+                   float scale_log2) {
+  extern __shared__ __align__(128) unsigned char smem[];
+  constexpr int S = kStride<D>;
+  T* s_k = reinterpret_cast<T*>(smem);
+  T* s_v = s_k + kKeys * S;
+  T* s_q = s_v + kKeys * S;       // two tiles
+  T* s_do = s_q + 2 * kRows * S;  // two tiles
+  T* s_ds = s_do + 2 * kRows * S;
+  float* s_lse = reinterpret_cast<float*>(s_ds + kKeys * kScoreStride);  // two rows
+  float* s_delta = s_lse + 2 * kRows;                                    // two rows
+
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int t_q = shape.t_q, t_kv = shape.t_kv, group = shape.group;
+  const int64_t kv_bh = blockIdx.x;  // batch * kv_heads + kv_head
+  const int kv_heads = shape.heads / group;
+  const int64_t first_bh = (kv_bh / kv_heads) * shape.heads + (kv_bh % kv_heads) * group;
+  const int k0 = blockIdx.y * kKeys;
+  const int shift = t_kv - t_q;  // query row i sees keys up to i + shift (causal)
+  // The first query tile that sees a key of this block.
+  const int q_first = shape.causal ? max(0, k0 - shift) / kRows * kRows : 0;
+  const int tiles_per_head = q_first < t_q ? (t_q - q_first + kRows - 1) / kRows : 0;
+  const int tiles = group * tiles_per_head;
+
+  // Tile `i` (head first_bh + i / tiles_per_head) into buffer i % 2.
+  auto load_query_tile = [&](int i) {
+    const int64_t bh = first_bh + i / tiles_per_head;
+    const int q0 = q_first + (i % tiles_per_head) * kRows;
+    const int b = i % 2;
+    load_tile_async<T, D>(s_q + b * kRows * S, q + (bh * t_q + q0) * D, kRows, t_q - q0);
+    load_tile_async<T, D>(s_do + b * kRows * S, d_out + (bh * t_q + q0) * D, kRows, t_q - q0);
+    const int r = threadIdx.x % kRows;
+    const bool ok = q0 + r < t_q;
+    const float* src = threadIdx.x < kRows ? lse : delta;
+    float* dst = threadIdx.x < kRows ? s_lse : s_delta;
+    copy_async4(dst + b * kRows + r, ok ? src + bh * t_q + q0 + r : src, ok);
+  };
+
+  load_tile_async<T, D>(s_k, k + (kv_bh * t_kv + k0) * D, kKeys, t_kv - k0);
+  load_tile_async<T, D>(s_v, v + (kv_bh * t_kv + k0) * D, kKeys, t_kv - k0);
+  if (tiles > 0) {
+    load_query_tile(0);
+  }
+  commit_async();
+
+  const int key0 = k0 + warp * 16 + lane / 4;  // this thread's keys: key0 and key0 + 8
+  const int col = 2 * (lane % 4);
+  const T* w_k = s_k + warp * 16 * S;
+  const T* w_v = s_v + warp * 16 * S;
+  float dk_acc[D / 8][4] = {};
+  float dv_acc[D / 8][4] = {};
+
+  for (int i = 0; i < tiles; ++i) {
+    wait_async();
+    __syncthreads();  // tile i is in, and every warp is done with tile i - 1 and dS^T
+    if (i + 1 < tiles) {
+      load_query_tile(i + 1);
+    }
+    commit_async();
+    const int64_t bh = first_bh + i / tiles_per_head;
+    const int q0 = q_first + (i % tiles_per_head) * kRows;
+    const T* qt = s_q + (i % 2) * kRows * S;
+    const T* dot = s_do + (i % 2) * kRows * S;
+    const float* lt = s_lse + (i % 2) * kRows;
+    const float* dt = s_delta + (i % 2) * kRows;
+
+    // S^T = K Q^T and dP^T = V dO^T for the warp's keys.
+    float p[kRows / 8][4] = {}, ds[kRows / 8][4] = {};
+    for (int kk = 0; kk < D / 16; ++kk) {
+      uint32_t ak[4], av[4];
+      load_a<S>(ak, w_k, kk * 16, lane);
+      load_a<S>(av, w_v, kk * 16, lane);
+      for (int n = 0; n < kRows / 8; n += 2) {
+        uint32_t b[4];
+        load_b_of_rows<S>(b, qt, n * 8, kk * 16, lane);
+        mma<T>(p[n], ak, b[0], b[1]);
+        mma<T>(p[n + 1], ak, b[2], b[3]);
+        load_b_of_rows<S>(b, dot, n * 8, kk * 16, lane);
+        mma<T>(ds[n], av, b[0], b[1]);
+        mma<T>(ds[n + 1], av, b[2], b[3]);
+      }
+    }
+    // P^T and dS^T. Rows past t_q and keys a causal row does not see get zeros.
+    const bool masked = q0 + kRows > t_q || (shape.causal && k0 + kKeys - 1 > q0 + shift);
+    for (int n = 0; n < kRows / 8; ++n) {
+      for (int e = 0; e < 4; ++e) {
+        const int c = n * 8 + col + (e & 1);  // the query, within the tile
+        float x = exp2f(p[n][e] * scale_log2 - lt[c]);
+        if (masked) {
+          const int row = q0 + c, key = key0 + (e / 2) * 8;
+          if (row >= t_q || (shape.causal && key > row + shift)) {
+            x = 0.f;
+          }
+        }
+        p[n][e] = x;
+        ds[n][e] = x * (ds[n][e] - dt[c]);
+      }
+    }
+    // dV += P^T dO and dK += dS^T Q, the A operands straight from registers.
+    for (int kk = 0; kk < kRows / 16; ++kk) {
+      uint32_t a[4];
+      accumulators_as_a<T>(a, p, kk);
+      mma_row<D, S>(dv_acc, a, dot, kk * 16, lane);
+      accumulators_as_a<T>(a, ds, kk);
+      mma_row<D, S>(dk_acc, a, qt, kk * 16, lane);
+    }
+    // dS^T into shared memory for dQ.
+    for (int n = 0; n < kRows / 8; ++n) {
+      for (int h = 0; h < 2; ++h) {
+        *reinterpret_cast<uint32_t*>(s_ds + (warp * 16 + lane / 4 + 8 * h) * kScoreStride + n * 8 +
+                                     col) = pack<T>(ds[n][2 * h], ds[n][2 * h + 1]);
+      }
+    }
+    __syncthreads();
+
+    // dQ of the warp's 16 query rows += dS K over the block's 64 keys.
+    float dq_acc[D / 8][4] = {};
+    for (int kk = 0; kk < kKeys / 16; ++kk) {
+      uint32_t a[4];
+      load_a_transposed<kScoreStride>(a, s_ds, warp * 16, kk * 16, lane);
+      mma_row<D, S>(dq_acc, a, s_k, kk * 16, lane);
+    }
+    for (int h = 0; h < 2; ++h) {
+      const int row = q0 + warp * 16 + lane / 4 + 8 * h;
+      if (row >= t_q) {
+        continue;
+      }
+      float* dst = dq + (bh * t_q + row) * D + col;
+      for (int n = 0; n < D / 8; ++n) {
+        const float x = scale * dq_acc[n][2 * h], y = scale * dq_acc[n][2 * h + 1];
+#if __CUDA_ARCH__ >= 900
+        atomicAdd(reinterpret_cast<float2*>(dst + n * 8), make_float2(x, y));
+#else
+        atomicAdd(dst + n * 8, x);
+        atomicAdd(dst + n * 8 + 1, y);
+#endif
+      }
+    }
+  }
+  wait_async();
+
+  for (int h = 0; h < 2; ++h) {
+    const int key = key0 + 8 * h;
+    if (key >= t_kv) {
+      continue;
+    }
+    const int64_t at = (kv_bh * t_kv + key) * D + col;
+    for (int n = 0; n < D / 8; ++n) {
+      *reinterpret_cast<uint32_t*>(dk + at + n * 8) =
+          pack<T>(scale * dk_acc[n][2 * h], scale * dk_acc[n][2 * h + 1]);
+      *reinterpret_cast<uint32_t*>(dv + at + n * 8) =
+          pack<T>(dv_acc[n][2 * h], dv_acc[n][2 * h + 1]);
+    }
+  }
+}
+
+// delta[r] = sum over d of d_out[r, d] * out[r, d], a warp per row.
+template <typename T, int D>
+__global__ void row_dots(const T* out, const T* d_out, float* delta, int64_t rows) {
+  const int lane = threadIdx.x % 32;
+  for (int64_t r = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) / 32; r < rows;
+       r += int64_t(gridDim.x) * blockDim.x / 32) {
+    float s = 0.f;
+    for (int d = lane; d < D; d += 32) {
+      s += static_cast<float>(out[r * D + d]) * static_cast<float>(d_out[r * D + d]);
+    }
+    for (int m = 16; m > 0; m /= 2) {
+      s += __shfl_xor_sync(0xffffffffu, s, m);
+    }
+    if (lane == 0) {
+      delta[r] = s;
+    }
+  }
+}
+
+// The backward kernel for inputs as launch_forward's, given lse (from launch_forward without
+// output) and delta (row_dots); dq_acc zeroed, B * N_q * T_q * D floats. Returns the launch's
+// error, if any.
+template <typename T, int D>
+cudaError_t launch_backward(const T* q, const T* k, const T* v, const T* d_out, const float* lse,
+                            const float* delta, float* dq_acc, T* dk, T* dv,
+                            const AttentionShape& shape, float scale, cudaStream_t stream) {
+  constexpr size_t smem = backward_shared_bytes<D>();
+  auto kernel = flash_backward<T, D>;
+  if (cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                           static_cast<int>(smem));
+      e != cudaSuccess) {
+    return e;
+  }
+  const dim3 grid(static_cast<unsigned>(shape.batch * (shape.heads / shape.group)),
+                  static_cast<unsigned>((shape.t_kv + kKeys - 1) / kKeys));
+  kernel<<<grid, kBlockThreads, smem, stream>>>(q, k, v, d_out, lse, delta, dq_acc, dk, dv, shape,
+                                                scale, scale * 1.4426950408889634f);
+  return cudaGetLastError();
+}
+
+}  // namespace mlx::core::cu::flash

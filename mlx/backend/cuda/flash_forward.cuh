@@ -1,0 +1,218 @@
+// The fused forward pass of scaled_dot_product_attention (FlashAttention-2's scheme): a block
+// takes 64 query rows of one head (16 per warp, held in registers as A operands) and walks
+// the keys 64 at a time, the next K and V tiles copying in while the current ones are used.
+// Each warp's scores, their online softmax (running row maximum and sum, in base 2) and its
+// output accumulators never leave registers; the output is divided by the row sums at the end
+// and written through shared memory in 16-byte rows. The [T_q, T_kv] scores are never stored.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include "mlx/backend/cuda/flash_attention.cuh"
+
+namespace mlx::core::cu::flash {
+
+struct AttentionShape {
+  int batch, heads, group;  // query heads per key/value head
+  int t_q, t_kv;
+  bool causal;  // query row i sees keys up to i + t_kv - t_q
+};
+
+// Of q (B, N_q, T_q, D) and k (B, N_kv, T_kv, D), arrays of any type with shape(i).
+template <typename Array>
+AttentionShape attention_shape(const Array& q, const Array& k, bool causal) {
+  return {static_cast<int>(q.shape(0)),
+          static_cast<int>(q.shape(1)),
+          static_cast<int>(q.shape(1) / k.shape(1)),
+          static_cast<int>(q.shape(2)),
+          static_cast<int>(k.shape(2)),
+          causal};
+}
+
+template <int D>
+constexpr size_t forward_shared_bytes() {
+  return sizeof(uint16_t) * (kRows + 4 * kKeys) * kStride<D>;  // Q, then K and V twice
+}
+
+// Writes out (unless kWithOutput is false) and, where lse is not null, each row's
+// log2-sum-exp2 of its scaled scores (log2(sum 2^(s * scale_log2))), -inf for a row that sees
+// no key.
+template <typename T, int D, bool kWithOutput>
+__global__ void __launch_bounds__(kBlockThreads)
+    flash_forward(const T* q, const T* k, const T* v, T* out, float* lse, AttentionShape shape,
+                  float scale_log2) {
+  extern __shared__ __align__(128) unsigned char smem[];
+  constexpr int S = kStride<D>;
+  T* s_q = reinterpret_cast<T*>(smem);
+  T* s_k = s_q + kRows * S;      // two tiles
+  T* s_v = s_k + 2 * kKeys * S;  // two tiles
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int t_q = shape.t_q, t_kv = shape.t_kv;
+
+  const int64_t bh = blockIdx.x;  // batch * heads + head
+  const int64_t kv_bh =
+      (bh / shape.heads) * (shape.heads / shape.group) + (bh % shape.heads) / shape.group;
+  const int q0 = (gridDim.y - 1 - blockIdx.y) * kRows;  // the longest causal tiles first
+  const T* kb = k + kv_bh * t_kv * D;
+  const T* vb = v + kv_bh * t_kv * D;
+  const int shift = t_kv - t_q;
+  const int k_end = shape.causal ? max(0, min(t_kv, q0 + kRows + shift)) : t_kv;
+  const int tiles = (k_end + kKeys - 1) / kKeys;
+
+  load_tile_async<T, D>(s_q, q + (bh * t_q + q0) * D, kRows, t_q - q0);
+  if (tiles > 0) {
+    load_tile_async<T, D>(s_k, kb, kKeys, t_kv);
+    load_tile_async<T, D>(s_v, vb, kKeys, t_kv);
+  }
+  commit_async();
+
+  // This thread's rows of the warp's 16: row0 and row0 + 8.
+  const int row0 = q0 + warp * 16 + lane / 4;
+  const int col = 2 * (lane % 4);
+  uint32_t qf[D / 16][4];
+  float o[D / 8][4] = {};
+  float row_max[2] = {-INFINITY, -INFINITY};
+  float row_sum[2] = {0.f, 0.f};  // this thread's part; the row's four threads add up at the end
+
+  for (int j = 0; j < tiles; ++j) {
+    wait_async();
+    __syncthreads();  // tile j is in, and every warp is done with tile j - 1
+    if (j == 0) {
+      for (int kk = 0; kk < D / 16; ++kk) {
+        load_a<S>(qf[kk], s_q + warp * 16 * S, kk * 16, lane);
+      }
+    }
+    const int k0 = j * kKeys;
+    if (j + 1 < tiles) {
+      const int next = (j + 1) % 2;
+      load_tile_async<T, D>(s_k + next * kKeys * S, kb + int64_t(k0 + kKeys) * D, kKeys,
+                            t_kv - k0 - kKeys);
+      load_tile_async<T, D>(s_v + next * kKeys * S, vb + int64_t(k0 + kKeys) * D, kKeys,
+                            t_kv - k0 - kKeys);
+    }
+    commit_async();
+    const T* kt = s_k + (j % 2) * kKeys * S;
+    const T* vt = s_v + (j % 2) * kKeys * S;
+
+    // Scores of the warp's rows against the tile's keys.
+    float s[kKeys / 8][4] = {};
+    for (int kk = 0; kk < D / 16; ++kk) {
+      for (int n = 0; n < kKeys / 8; n += 2) {
+        uint32_t b[4];
+        load_b_of_rows<S>(b, kt, n * 8, kk * 16, lane);
+        mma<T>(s[n], qf[kk], b[0], b[1]);
+        mma<T>(s[n + 1], qf[kk], b[2], b[3]);
+      }
+    }
+
+    // Online softmax, in base 2. Only tiles that reach past t_kv or the diagonal mask.
+    const bool masked =
+        k0 + kKeys > t_kv || (shape.causal && k0 + kKeys - 1 > q0 + warp * 16 + shift);
+    float step_max[2] = {-INFINITY, -INFINITY};
+    for (int n = 0; n < kKeys / 8; ++n) {
+      for (int e = 0; e < 4; ++e) {
+        float x = s[n][e] * scale_log2;
+        if (masked) {
+          const int key = k0 + n * 8 + col + (e & 1), row = row0 + (e / 2) * 8;
+          if (key >= t_kv || (shape.causal && key > row + shift)) {
+            x = -INFINITY;
+          }
+        }
+        s[n][e] = x;
+        step_max[e / 2] = fmaxf(step_max[e / 2], x);
+      }
+    }
+    float base[2], alpha[2];
+    for (int i = 0; i < 2; ++i) {
+      step_max[i] = fmaxf(step_max[i], __shfl_xor_sync(0xffffffffu, step_max[i], 1));
+      step_max[i] = fmaxf(step_max[i], __shfl_xor_sync(0xffffffffu, step_max[i], 2));
+      const float m_new = fmaxf(row_max[i], step_max[i]);
+      base[i] = m_new == -INFINITY ? 0.f : m_new;  // a row that has seen no key yet
+      alpha[i] = exp2f(row_max[i] - base[i]);
+      row_max[i] = m_new;
+    }
+    float step_sum[2] = {0.f, 0.f};
+    for (int n = 0; n < kKeys / 8; ++n) {
+      for (int e = 0; e < 4; ++e) {
+        s[n][e] = exp2f(s[n][e] - base[e / 2]);
+        step_sum[e / 2] += s[n][e];
+      }
+    }
+    for (int i = 0; i < 2; ++i) {
+      row_sum[i] = row_sum[i] * alpha[i] + step_sum[i];
+    }
+
+    if constexpr (kWithOutput) {
+      for (int n = 0; n < D / 8; ++n) {
+        o[n][0] *= alpha[0];
+        o[n][1] *= alpha[0];
+        o[n][2] *= alpha[1];
+        o[n][3] *= alpha[1];
+      }
+      // O += P V, P straight from the score registers.
+      for (int kk = 0; kk < kKeys / 16; ++kk) {
+        uint32_t a[4];
+        accumulators_as_a<T>(a, s, kk);
+        mma_row<D, S>(o, a, vt, kk * 16, lane);
+      }
+    }
+  }
+  wait_async();  // no copy may still be landing when the block exits
+
+  for (int i = 0; i < 2; ++i) {
+    row_sum[i] += __shfl_xor_sync(0xffffffffu, row_sum[i], 1);
+    row_sum[i] += __shfl_xor_sync(0xffffffffu, row_sum[i], 2);
+  }
+  if (lse != nullptr && lane % 4 == 0) {
+    for (int i = 0; i < 2; ++i) {
+      const int row = row0 + 8 * i;
+      if (row < t_q) {
+        lse[bh * t_q + row] = row_sum[i] > 0.f ? row_max[i] + log2f(row_sum[i]) : -INFINITY;
+      }
+    }
+  }
+  if constexpr (kWithOutput) {
+    // Through the warp's own rows of the Q tile (its fragments are in registers), so that the
+    // global writes are whole 16-byte pieces of rows. Rows that saw no key are zeros.
+    T* w_rows = s_q + warp * 16 * S;
+    const float inv[2] = {row_sum[0] > 0.f ? 1.f / row_sum[0] : 0.f,
+                          row_sum[1] > 0.f ? 1.f / row_sum[1] : 0.f};
+    for (int n = 0; n < D / 8; ++n) {
+      for (int i = 0; i < 2; ++i) {
+        *reinterpret_cast<uint32_t*>(w_rows + (lane / 4 + 8 * i) * S + n * 8 + col) =
+            pack<T>(o[n][2 * i] * inv[i], o[n][2 * i + 1] * inv[i]);
+      }
+    }
+    __syncwarp();
+    constexpr int kPerRow = D / 8;
+    for (int i = lane; i < 16 * kPerRow; i += 32) {
+      const int r = i / kPerRow, c = i % kPerRow;
+      const int row = q0 + warp * 16 + r;
+      if (row < t_q) {
+        reinterpret_cast<uint4*>(out + (bh * t_q + row) * D)[c] =
+            *reinterpret_cast<const uint4*>(w_rows + r * S + c * 8);
+      }
+    }
+  }
+}
+
+// q (B, N_q, T_q, D), k and v (B, N_kv, T_kv, D), out like q, all dense; T_kv > 0. Returns
+// the launch's error, if any.
+template <typename T, int D, bool kWithOutput>
+cudaError_t launch_forward(const T* q, const T* k, const T* v, T* out, float* lse,
+                           const AttentionShape& shape, float scale, cudaStream_t stream) {
+  constexpr size_t smem = forward_shared_bytes<D>();
+  auto kernel = flash_forward<T, D, kWithOutput>;
+  if (cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                           static_cast<int>(smem));
+      e != cudaSuccess) {
+    return e;
+  }
+  const dim3 grid(static_cast<unsigned>(shape.batch * shape.heads),
+                  static_cast<unsigned>((shape.t_q + kRows - 1) / kRows));
+  kernel<<<grid, kBlockThreads, smem, stream>>>(q, k, v, out, lse, shape,
+                                                scale * 1.4426950408889634f);
+  return cudaGetLastError();
+}
+
+}  // namespace mlx::core::cu::flash
