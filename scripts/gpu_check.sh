@@ -18,6 +18,10 @@ if ! PYTHONPATH=$PWD/python timeout 30 "$python" -c \
     "import mlx.core as mx; assert mx.sum(mx.ones((6, 37, 5))).item() == 1110" > "$out/smoke.log" 2>&1; then
   echo "smoke test failed or hung (30 s):"; tail -20 "$out/smoke.log"; exit 1
 fi
+# The standalone kernel harnesses (benchmarks/cuda): their checks, then their timings.
+for b in build/benchmarks/bench_flash build/benchmarks/bench_norms; do
+  [ -x "$b" ] && { timeout 120 "$b" > "$out/$(basename "$b").log" 2>&1; echo "$(basename "$b"): rc $?"; tail -8 "$out/$(basename "$b").log"; }
+done
 timeout ${CTEST_TIMEOUT:-900} ctest --test-dir build -j 8 --timeout 150 > "$out/ctest.log" 2>&1
 grep -E "tests passed|tests failed|Failed|\*\*\*" "$out/ctest.log" | tail -30
 # The failures' own output, bounded so that the log comes back from the device machine.

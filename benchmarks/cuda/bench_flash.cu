@@ -1,6 +1,7 @@
 // The fused attention kernels alone, without the library: correctness against a float64 host
 // reference on small odd shapes, then TFLOP/s on the benchmark's shapes. For iterating on the
 // kernels on the GPU machine in seconds instead of a full build:
+//   build/benchmarks/bench_flash (built with the CUDA backend), or alone:
 //   nvcc -O3 -std=c++20 -arch=sm_90 -I. benchmarks/cuda/bench_flash.cu -o /tmp/bench_flash
 //   /tmp/bench_flash            (exit status 1 when a check fails)
 #include <cmath>
