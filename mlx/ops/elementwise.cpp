@@ -208,6 +208,16 @@ array gelu(const array& a, StreamOrDevice s) { return float_unary(UnaryOp::Gelu,
 array gelu_grad(const array& a, StreamOrDevice s) {
   return float_unary(UnaryOp::GeluGrad, a, s, false);
 }
+array gelu_approx(const array& a, StreamOrDevice s) {
+  return float_unary(UnaryOp::GeluApprox, a, s, false);
+}
+array gelu_approx_grad(const array& a, StreamOrDevice s) {
+  return float_unary(UnaryOp::GeluApproxGrad, a, s, false);
+}
+array silu(const array& a, StreamOrDevice s) { return float_unary(UnaryOp::Silu, a, s, false); }
+array silu_grad(const array& a, StreamOrDevice s) {
+  return float_unary(UnaryOp::SiluGrad, a, s, false);
+}
 
 array degrees(const array& a, StreamOrDevice s) {
   Dtype t = at_least_float(a.dtype());

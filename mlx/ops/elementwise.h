@@ -42,6 +42,13 @@ array sigmoid(const array& a, StreamOrDevice s = {});
 // Phi(x) + x phi(x) (the kernel of gelu's vjp). Extensions: MLX composes gelu from erf.
 array gelu(const array& a, StreamOrDevice s = {});
 array gelu_grad(const array& a, StreamOrDevice s = {});
+// GELU's tanh approximation x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))) / 2 (nn.gelu_approx)
+// and SiLU x sigmoid(x) (nn.silu), each one kernel, and their derivatives (their vjps'
+// kernels). Extensions: MLX composes both from tanh and sigmoid.
+array gelu_approx(const array& a, StreamOrDevice s = {});
+array gelu_approx_grad(const array& a, StreamOrDevice s = {});
+array silu(const array& a, StreamOrDevice s = {});
+array silu_grad(const array& a, StreamOrDevice s = {});
 array degrees(const array& a, StreamOrDevice s = {});
 array radians(const array& a, StreamOrDevice s = {});
 array floor(const array& a, StreamOrDevice s = {});

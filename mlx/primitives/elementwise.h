@@ -37,6 +37,10 @@ namespace mlx::core {
   X(Sigmoid) \
   X(Gelu) \
   X(GeluGrad) \
+  X(GeluApprox) \
+  X(GeluApproxGrad) \
+  X(Silu) \
+  X(SiluGrad) \
   X(Floor) \
   X(Ceil) \
   X(Round) \

@@ -69,6 +69,10 @@ Dtype unary_out_dtype(UnaryOp op, Dtype in) {
     case UnaryOp::Sigmoid:
     case UnaryOp::Gelu:
     case UnaryOp::GeluGrad:
+    case UnaryOp::GeluApprox:
+    case UnaryOp::GeluApproxGrad:
+    case UnaryOp::Silu:
+    case UnaryOp::SiluGrad:
     case UnaryOp::Floor:
     case UnaryOp::Ceil:
     case UnaryOp::Round:
@@ -201,6 +205,29 @@ std::optional<array> unary_linear(UnaryOp op, const array& g, const array& x, co
       array phi = multiply(scalar(1.0 / std::sqrt(2.0 * std::numbers::pi), x),
                            exp(multiply(scalar(-0.5, x), sq(x), s), s), s);
       return multiply(g, multiply(phi, subtract(scalar(2.0, x), sq(x), s), s), s);
+    }
+    case UnaryOp::GeluApprox:
+      return multiply(g, gelu_approx_grad(x, s), s);
+    case UnaryOp::GeluApproxGrad: {
+      // With u = c (x + a x^3) and t = tanh(u), the derivative (1 + t) / 2 + x (1 - t^2) u' / 2
+      // has derivative (1 - t^2) (u' + x (u'' - 2 t u'^2) / 2), u' = c (1 + 3 a x^2), u'' = 6 a c x.
+      constexpr double c = 0.79788456080286535588, a = 0.044715;
+      array x2 = sq(x);
+      array t = tanh(multiply(scalar(c, x), add(x, multiply(scalar(a, x), multiply(x2, x, s), s), s), s), s);
+      array du = multiply(scalar(c, x), add(one, multiply(scalar(3 * a, x), x2, s), s), s);
+      array d2u = multiply(scalar(6 * a * c, x), x, s);
+      array inner = subtract(d2u, multiply(multiply(scalar(2.0, x), t, s), sq(du), s), s);
+      array d = add(du, multiply(scalar(0.5, x), multiply(x, inner, s), s), s);
+      return multiply(g, multiply(subtract(one, sq(t), s), d, s), s);
+    }
+    case UnaryOp::Silu:
+      return multiply(g, silu_grad(x, s), s);
+    case UnaryOp::SiluGrad: {
+      // d/dx sigma (1 + x (1 - sigma)) = sigma (1 - sigma) (2 + x (1 - 2 sigma)).
+      array sig = sigmoid(x, s);
+      array one_minus = subtract(one, sig, s);
+      array tail = add(scalar(2.0, x), multiply(x, subtract(one_minus, sig, s), s), s);
+      return multiply(g, multiply(multiply(sig, one_minus, s), tail, s), s);
     }
     case UnaryOp::Conjugate:
       return conjugate(g, s);

@@ -48,6 +48,10 @@ const Unary kUnary[] = {
     // Not MLX API: the fused kernels behind nn.gelu, hence the underscore.
     {"_gelu", &gelu},
     {"_gelu_grad", &gelu_grad},
+    {"_gelu_approx", &gelu_approx},
+    {"_gelu_approx_grad", &gelu_approx_grad},
+    {"_silu", &silu},
+    {"_silu_grad", &silu_grad},
     {"degrees", &degrees},
     {"radians", &radians},
     {"floor", &mlx::core::floor},

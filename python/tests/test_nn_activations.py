@@ -196,3 +196,32 @@ def test_activation_gradients_match_finite_differences(rng):
 
         fd = (at(x + h) - at(x - h)) / (2 * h)
         np.testing.assert_allclose(np.array(grad), fd, rtol=1e-4, atol=1e-6, err_msg=name)
+
+
+@pytest.mark.parametrize("name", ["gelu", "gelu_approx", "silu"])
+def test_fused_activation_second_derivatives(name, rng):
+    """The fused activations' vjps are kernels of their own (the derivative); differentiating
+    those again must match finite differences of the first derivative."""
+    fn = REFERENCES[name][0]
+    x = rng.uniform(-4, 4, 32)
+    first = mx.grad(lambda a: mx.sum(fn(a)))
+    second = mx.grad(lambda a: mx.sum(first(a)))(mx.array(x, dtype=mx.float64))
+    h = 1e-6
+    fd = (np.array(first(mx.array(x + h, dtype=mx.float64)))
+          - np.array(first(mx.array(x - h, dtype=mx.float64)))) / (2 * h)
+    np.testing.assert_allclose(np.array(second), fd, rtol=1e-4, atol=1e-6)
+
+
+@pytest.mark.parametrize("name,kernel", [("gelu_approx", "GeluApprox"), ("silu", "Silu")])
+def test_fused_activation_is_one_kernel_each_way(name, kernel, rng):
+    fn = REFERENCES[name][0]
+    x = mx.array(rng.standard_normal((8, 16)).astype(np.float32))
+    mx.eval(x)
+    mx._kernel_counts(True, True)
+    mx.eval(fn(x))
+    assert mx._kernel_counts(False, True) == {kernel: 1}
+    # The backward: the derivative's kernel times the cotangent, nothing of tanh or sigmoid.
+    mx._kernel_counts(True, True)
+    mx.eval(mx.vjp(fn, [x], [mx.ones_like(x)])[1])
+    counts = mx._kernel_counts(False, True)
+    assert counts.get(kernel + "Grad") == 1 and not {"Tanh", "Sigmoid", "Power"} & set(counts)

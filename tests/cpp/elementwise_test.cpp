@@ -33,6 +33,15 @@ double erfinv_ref(double y) {
   return 0.5 * (lo + hi);
 }
 
+// GELU's tanh approximation and its derivative, in double.
+double gelu_approx_ref(double x) {
+  return 0.5 * x * (1 + std::tanh(std::sqrt(2 / std::numbers::pi) * (x + 0.044715 * x * x * x)));
+}
+double gelu_approx_grad_ref(double x) {
+  double c = std::sqrt(2 / std::numbers::pi), t = std::tanh(c * (x + 0.044715 * x * x * x));
+  return 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * c * (1 + 3 * 0.044715 * x * x);
+}
+
 std::vector<UnaryCase> unary_cases() {
   auto f = [](auto op) { return [op](const array& a) { return op(a, StreamOrDevice{}); }; };
   return {
@@ -100,6 +109,21 @@ std::vector<UnaryCase> unary_cases() {
                 x * std::exp(-0.5 * x * x) / std::sqrt(2 * std::numbers::pi);
        },
        -6, 6},
+      {"gelu_approx", f([](const array& a, StreamOrDevice s) { return gelu_approx(a, s); }),
+       gelu_approx_ref, -8, 8},
+      // (The derivatives' agreement with the functions is checked by finite differences in
+      // elementwise_transforms_test.)
+      {"gelu_approx_grad",
+       f([](const array& a, StreamOrDevice s) { return gelu_approx_grad(a, s); }),
+       gelu_approx_grad_ref, -8, 8},
+      {"silu", f([](const array& a, StreamOrDevice s) { return silu(a, s); }),
+       [](double x) { return x / (1 + std::exp(-x)); }, -20, 20},
+      {"silu_grad", f([](const array& a, StreamOrDevice s) { return silu_grad(a, s); }),
+       [](double x) {
+         double sig = 1 / (1 + std::exp(-x));
+         return sig + x * sig * (1 - sig);
+       },
+       -20, 20},
       {"floor", f([](const array& a, StreamOrDevice s) { return floor(a, s); }),
        [](double x) { return std::floor(x); }, -5, 5},
       {"ceil", f([](const array& a, StreamOrDevice s) { return ceil(a, s); }),

@@ -55,6 +55,10 @@ std::vector<UnaryCase> differentiable_unary() {
       {"sigmoid", [](const array& x) { return sigmoid(x); }, -3, 3},
       {"gelu", [](const array& x) { return gelu(x); }, -3, 3},
       {"gelu_grad", [](const array& x) { return gelu_grad(x); }, -3, 3},
+      {"gelu_approx", [](const array& x) { return gelu_approx(x); }, -3, 3},
+      {"gelu_approx_grad", [](const array& x) { return gelu_approx_grad(x); }, -3, 3},
+      {"silu", [](const array& x) { return silu(x); }, -3, 3},
+      {"silu_grad", [](const array& x) { return silu_grad(x); }, -3, 3},
   };
 }
 

@@ -15,6 +15,7 @@
   X(Sinh, inexact) X(Cosh, inexact) X(Tanh, inexact) \
   X(ArcSinh, floats) X(ArcCosh, floats) X(ArcTanh, floats) \
   X(Erf, floats) X(ErfInv, floats) X(Sigmoid, floats) X(Gelu, floats) X(GeluGrad, floats) \
+  X(GeluApprox, floats) X(GeluApproxGrad, floats) X(Silu, floats) X(SiluGrad, floats) \
   X(Floor, real) X(Ceil, real) X(Round, all) X(Trunc, real) \
   X(BitwiseInvert, ints) X(Conjugate, complex_only)
 

@@ -107,6 +107,19 @@ inline T gelu_grad_impl(T x) {
          x * T(0.39894228040143267794) * std::exp(T(-0.5) * x * x);
 }
 
+// GELU's tanh approximation and its derivative (see gelu_approx in ops/elementwise.h).
+template <typename T>
+inline T gelu_approx_impl(T x) {
+  const T t = std::tanh(T(0.79788456080286535588) * (x + T(0.044715) * x * x * x));
+  return T(0.5) * x * (T(1) + t);
+}
+template <typename T>
+inline T gelu_approx_grad_impl(T x) {
+  const T t = std::tanh(T(0.79788456080286535588) * (x + T(0.044715) * x * x * x));
+  const T du = T(0.79788456080286535588) * (T(1) + T(0.134145) * x * x);
+  return T(0.5) * (T(1) + t) + T(0.5) * x * (T(1) - t * t) * du;
+}
+
 template <typename T>
 inline T sigmoid_impl(T x) {
   // Stable for large |x|: never computes exp of a large positive number.
@@ -140,6 +153,10 @@ MLX_FLOAT_FN(ArcTanh, std::atanh(x))
 MLX_FLOAT_FN(Sigmoid, sigmoid_impl(x))
 MLX_FLOAT_FN(Gelu, gelu_impl(x))
 MLX_FLOAT_FN(GeluGrad, gelu_grad_impl(x))
+MLX_FLOAT_FN(GeluApprox, gelu_approx_impl(x))
+MLX_FLOAT_FN(GeluApproxGrad, gelu_approx_grad_impl(x))
+MLX_FLOAT_FN(Silu, x * sigmoid_impl(x))
+MLX_FLOAT_FN(SiluGrad, sigmoid_impl(x) * (decltype(x)(1) + x * (decltype(x)(1) - sigmoid_impl(x))))
 #undef MLX_FLOAT_FN
 
 struct Erf {

@@ -27,6 +27,24 @@ __device__ __forceinline__ T down(C x) {
 __device__ __forceinline__ float erfinv_f(float a) { return erfinvf(a); }
 __device__ __forceinline__ double erfinv_f(double a) { return erfinv(a); }
 
+// GELU's tanh approximation, its derivative, and SiLU's derivative (ops/elementwise.h).
+template <typename T>
+__device__ __forceinline__ T gelu_approx_f(T x) {
+  const T t = ::tanh(T(0.79788456080286535588) * (x + T(0.044715) * x * x * x));
+  return T(0.5) * x * (T(1) + t);
+}
+template <typename T>
+__device__ __forceinline__ T gelu_approx_grad_f(T x) {
+  const T t = ::tanh(T(0.79788456080286535588) * (x + T(0.044715) * x * x * x));
+  const T du = T(0.79788456080286535588) * (T(1) + T(0.134145) * x * x);
+  return T(0.5) * (T(1) + t) + T(0.5) * x * (T(1) - t * t) * du;
+}
+template <typename T>
+__device__ __forceinline__ T silu_grad_f(T x) {
+  const T s = T(1) / (T(1) + ::exp(-x));
+  return s * (T(1) + x * (T(1) - s));
+}
+
 // The complex square root of C99 (Annex G): exact zeros on the cut, whose sides follow the
 // sign of the imaginary part's zero. cuda::std::sqrt goes through polar(), whose cos(pi / 2)
 // leaves a tiny real part that flips later signs (acosh(-2 + 0i) came out as -pi).
@@ -103,6 +121,10 @@ MLX_CU_FLOAT_FN(GeluGrad,
                 decltype(x)(0.5) *
                         (decltype(x)(1) + ::erf(x * decltype(x)(0.70710678118654752440))) +
                     x * decltype(x)(0.39894228040143267794) * ::exp(decltype(x)(-0.5) * x * x))
+MLX_CU_FLOAT_FN(GeluApprox, gelu_approx_f(x))
+MLX_CU_FLOAT_FN(GeluApproxGrad, gelu_approx_grad_f(x))
+MLX_CU_FLOAT_FN(Silu, x / (decltype(x)(1) + ::exp(-x)))
+MLX_CU_FLOAT_FN(SiluGrad, silu_grad_f(x))
 MLX_CU_FLOAT_FN(FloatFloor, ::floor(x))
 MLX_CU_FLOAT_FN(FloatCeil, ::ceil(x))
 MLX_CU_FLOAT_FN(FloatTrunc, ::trunc(x))

@@ -819,6 +819,23 @@ inline VecF gelu_grad(VecF x) {
   return fma(x * VecF(0.398942280f), exp(x * x * VecF(-0.5f)), cdf);
 }
 
+// GELU's tanh approximation and its derivative, SiLU and its derivative (ops/elementwise.h),
+// from tanh and sigmoid above.
+inline VecF gelu_approx(VecF x) {
+  VecF t = tanh(VecF(0.797884561f) * fma(VecF(0.044715f) * x, x * x, x));
+  return 0.5f * x * (1.0f + t);
+}
+inline VecF gelu_approx_grad(VecF x) {
+  VecF t = tanh(VecF(0.797884561f) * fma(VecF(0.044715f) * x, x * x, x));
+  VecF du = VecF(0.797884561f) * fma(VecF(0.134145f) * x, x, VecF(1.0f));
+  return fma(0.5f * x * fnma(t, t, VecF(1.0f)), du, 0.5f * (1.0f + t));
+}
+inline VecF silu(VecF x) { return x * sigmoid(x); }
+inline VecF silu_grad(VecF x) {
+  VecF s = sigmoid(x);
+  return s * fma(x, 1.0f - s, VecF(1.0f));
+}
+
 inline VecF erfinv(VecF x) {
   using detail::horner;
   // erfinv(x) = x P(w), w = -log(1 - x^2), fitted separately for w < 5 (in w) and
