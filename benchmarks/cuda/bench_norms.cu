@@ -120,10 +120,11 @@ std::vector<double> widened(const std::vector<T>& v) {
 
 int g_passed = 0, g_failed = 0;
 
-// |got - ref| <= rtol |ref| + atol max|ref| element by element; NaN and infinities must match.
+// |got - ref| <= rtol |ref| + atol scale element by element, scale the larger of max|ref| and
+// `terms` (the size of what a result is the difference of); NaN and infinities must match.
 void compare(const std::string& what, const std::vector<double>& got,
-             const std::vector<double>& ref, double rtol, double atol) {
-  double scale = 0;
+             const std::vector<double>& ref, double rtol, double atol, double terms = 0) {
+  double scale = terms;
   for (double r : ref) {
     if (std::isfinite(r)) {
       scale = std::max(scale, std::fabs(r));
@@ -214,11 +215,13 @@ void softmax_ref(const std::vector<double>& x, int64_t rows, int d, std::vector<
 }
 
 // Forward (y) and backward (dx, dw, db for cotangent g) of LayerNorm / RMSNorm; w, b empty when
-// absent.
+// absent. dx_terms: the largest |inv g w|, of which dx is a difference (it cancels to nearly 0
+// when a row is one element).
 void norm_ref(bool layer, const std::vector<double>& x, const std::vector<double>& w,
               const std::vector<double>& b, const std::vector<double>& g, int64_t rows, int d,
               double eps, std::vector<double>& y, std::vector<double>& dx, std::vector<double>& dw,
-              std::vector<double>& db) {
+              std::vector<double>& db, double& dx_terms) {
+  dx_terms = 0;
   y.assign(x.size(), 0);
   dx.assign(g.empty() ? 0 : x.size(), 0);
   dw.assign(d, 0);
@@ -257,6 +260,7 @@ void norm_ref(bool layer, const std::vector<double>& x, const std::vector<double
       double xhat = (xr[i] - mean) * inv;
       double gw = gr[i] * (w.empty() ? 1 : w[i]);
       dx[r * d + i] = layer ? inv * (gw - s1 - xhat * s2) : inv * (gw - xhat * s2);
+      dx_terms = std::max(dx_terms, std::fabs(inv * gw));
       dw[i] += gr[i] * xhat;
       db[i] += gr[i];
     }
@@ -300,7 +304,7 @@ void check_softmax_special(int d) {
   hx[3 * d + d - 1] = from_double<T>(INFINITY);
   std::vector<double> y, lse;
   softmax_ref(widened(hx), rows, d, y, lse);
-  RowConfig c = row_config(d);
+  RowConfig c = row_config<T>(d);
   DeviceBuffer<T> x(hx), out(hx.size()), out_lse(rows);
   launch_softmax<T, true>(x.ptr, out.ptr, rows, d, c, nullptr);
   launch_softmax<T, false>(x.ptr, out_lse.ptr, rows, d, c, nullptr);
@@ -323,8 +327,10 @@ void check_norm(int d, int64_t rows, bool has_w, bool has_b, const RowConfig& fw
   auto hw = random_values<T>(d, 1.0, 0.5, 4000 + d);
   auto hb = random_values<T>(d, 0.0, 0.5, 5000 + d);
   std::vector<double> y, dx, dw, db;
+  double dx_terms;
   norm_ref(kLayer, widened(hx), has_w ? widened(hw) : std::vector<double>{},
-           has_b ? widened(hb) : std::vector<double>{}, widened(hg), rows, d, eps, y, dx, dw, db);
+           has_b ? widened(hb) : std::vector<double>{}, widened(hg), rows, d, eps, y, dx, dw, db,
+           dx_terms);
   DeviceBuffer<T> x(hx), g(hg), w(hw), b(hb), out(hx.size()), gx(hx.size()), gw(d), gb(d);
   const T* wp = has_w ? w.ptr : nullptr;
   const T* bp = has_b ? b.ptr : nullptr;
@@ -340,7 +346,7 @@ void check_norm(int d, int64_t rows, bool has_w, bool has_b, const RowConfig& fw
           I::atol);
   std::string vjp = std::string(name) + "_vjp";
   compare(case_name(vjp.c_str(), I::name, rows, d, bwd, (params + " dx").c_str()), gx.download(),
-          dx, I::rtol, I::atol);
+          dx, I::rtol, I::atol, dx_terms);
   if (has_w) {
     compare(case_name(vjp.c_str(), I::name, rows, d, bwd, (params + " dw").c_str()), gw.download(),
             dw, I::rtol, I::atol);
@@ -354,14 +360,14 @@ void check_norm(int d, int64_t rows, bool has_w, bool has_b, const RowConfig& fw
 template <typename T>
 void check_type() {
   for (int d : {1, 7, 64, 768, 1000, 1025, 4096, 8192, 50304, 131075}) {
-    check_softmax<T>(d, check_rows(d), row_config(d));
+    check_softmax<T>(d, check_rows(d), row_config<T>(d));
   }
   for (int d : {7, 1000, 4096, 20000}) {
     check_softmax_special<T>(d);
   }
   for (int d : {1, 7, 64, 768, 1000, 1025, 4096, 8192, 20000}) {
     int64_t rows = check_rows(d);
-    RowConfig fwd = row_config(d), bwd = norm_vjp_config<T>(d);
+    RowConfig fwd = row_config<T>(d), bwd = norm_vjp_config<T>(d);
     check_norm<T, true>(d, rows, true, true, fwd, bwd);
     check_norm<T, true>(d, rows, false, false, fwd, bwd);
     check_norm<T, true>(d, rows, false, true, fwd, bwd);
@@ -370,7 +376,7 @@ void check_type() {
   }
   // A strip of rows shorter than the block's warps, and a single row.
   for (int64_t rows : {int64_t(1), int64_t(2), int64_t(37)}) {
-    check_norm<T, true>(256, rows, true, true, row_config(256), norm_vjp_config<T>(256));
+    check_norm<T, true>(256, rows, true, true, row_config<T>(256), norm_vjp_config<T>(256));
   }
 }
 
@@ -481,6 +487,7 @@ void time_backward(int64_t rows, int d, const std::vector<RowConfig>& configs) {
 }  // namespace
 
 int main() {
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);  // lines appear as they come, also into a file
   cudaDeviceProp prop{};
   cuda_ok(cudaGetDeviceProperties(&prop, 0), "device properties");
   std::printf("device: %s, %d SMs\n\n== correctness (float64 CPU reference) ==\n", prop.name,
@@ -491,8 +498,9 @@ int main() {
   check_type<double>();
 
   // The launch shapes timed below, each checked first.
-  const std::vector<RowConfig> fwd4096 = {row_config(4096), {32, 128, 128, 1}, {8, 256, 256, 2}};
-  const std::vector<RowConfig> fwd768 = {row_config(768), {8, 96, 96, 1}};
+  const std::vector<RowConfig> fwd4096 = {
+      row_config<bf16>(4096), {32, 128, 128, 1}, {8, 256, 256, 2}};
+  const std::vector<RowConfig> fwd768 = {row_config<bf16>(768), {8, 96, 96, 1}};
   const std::vector<RowConfig> bwd768 = {norm_vjp_config<bf16>(768), {16, 64, 64, 1}};
   const std::vector<RowConfig> bwd4096 = {norm_vjp_config<bf16>(4096), {16, 256, 256, 1}};
   for (const RowConfig& c : fwd4096) {
@@ -504,11 +512,11 @@ int main() {
     check_norm<bf16, true>(768, 65, true, true, c, norm_vjp_config<bf16>(768));
   }
   for (const RowConfig& c : bwd768) {
-    check_norm<bf16, true>(768, 999, true, true, row_config(768), c);
-    check_norm<bf16, false>(768, 999, true, false, row_config(768), c);
+    check_norm<bf16, true>(768, 999, true, true, row_config<bf16>(768), c);
+    check_norm<bf16, false>(768, 999, true, false, row_config<bf16>(768), c);
   }
   for (const RowConfig& c : bwd4096) {
-    check_norm<bf16, true>(4096, 333, true, true, row_config(4096), c);
+    check_norm<bf16, true>(4096, 333, true, true, row_config<bf16>(4096), c);
   }
   std::printf("\n%d passed, %d failed\n", g_passed, g_failed);
 

@@ -40,7 +40,7 @@ void norm_gpu(const std::vector<array>& inputs, array& out, bool has_weight, boo
   std::optional<array> b = dense_param(inputs, has_bias, 1 + has_weight);
   dispatch_float<DeviceTypes>(out.dtype(), name, [&]<typename T>() {
     launch_norm<T, kLayer>(x.gpu_data<T>(), data_or_null<T>(w), data_or_null<T>(b),
-                           out.gpu_data<T>(), rows, d, eps, row_config(d), cu::stream());
+                           out.gpu_data<T>(), rows, d, eps, row_config<T>(d), cu::stream());
   });
   check_launch(name);
 }

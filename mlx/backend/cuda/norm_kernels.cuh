@@ -128,7 +128,7 @@ void launch_norm(const T* x, const T* w, const T* b, T* out, int64_t rows, int d
     return;
   }
   bool vec = rows_vectorizable<T>(d, x, w, b, out);
-  dispatch_tile(c.n, [&](auto n) {
+  dispatch_tile<kMaxTile<T>>(c.n, [&](auto n) {
     norm_rows<T, decltype(n)::value, kLayer><<<row_blocks(rows, c), c.block, 0, stream>>>(
         x, w, b, out, rows, d, eps, c.group, c.chunks, vec);
   });
@@ -143,7 +143,7 @@ inline constexpr int kVjpMaxThreads = 512;
 
 template <typename T>
 RowConfig norm_vjp_config(int64_t d) {
-  return row_config(d, kVjpMaxTile<T>, kVjpMaxThreads);
+  return row_config_within(d, kVjpMaxTile<T>, kVjpMaxThreads);
 }
 
 // The row sums dx needs: s1 = sum(g w), s2 = sum(g w xhat).
@@ -288,6 +288,7 @@ __global__ void __launch_bounds__(1024)
   const int col = blockIdx.x * 32 + threadIdx.x;
   A s = 0;
   if (col < d) {
+#pragma unroll 4  // loads in flight: a thread sums up to (blocks per SM x SMs) / 32 parts
     for (int64_t p = threadIdx.y; p < n_parts; p += 32) {
       s += parts[p * d + col];
     }

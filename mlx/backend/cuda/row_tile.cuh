@@ -38,7 +38,7 @@ struct RowConfig {
 // Rows up to 32 * max_n take a warp each; longer ones a block each, held in registers while
 // max_threads threads of max_n elements hold them, else looping over tiles of that size. The
 // smallest tile that fits keeps the registers few.
-inline RowConfig row_config(int64_t d, int max_n = 32, int max_threads = kRowMaxThreads) {
+inline RowConfig row_config_within(int64_t d, int max_n, int max_threads) {
   if (d <= 32 * max_n) {
     return {d <= 32 * 8 ? 8 : d <= 32 * 16 ? 16 : 32, 32, 128, 1};
   }
@@ -51,6 +51,17 @@ inline RowConfig row_config(int64_t d, int max_n = 32, int max_threads = kRowMax
   }
   int64_t tile = int64_t(max_n) * max_threads;
   return {max_n, max_threads, max_threads, static_cast<int>((d + tile - 1) / tile)};
+}
+
+// The largest per-thread tile of a forward kernel: 32 elements, 16 for double (32 doubles took
+// over 200 registers).
+template <typename T>
+inline constexpr int kMaxTile = sizeof(T) == 8 ? 16 : 32;
+
+// The launch shape of the forward kernels for rows of d elements of T.
+template <typename T>
+RowConfig row_config(int64_t d) {
+  return row_config_within(d, kMaxTile<T>, kRowMaxThreads);
 }
 
 // Blocks a forward row kernel needs for `rows` rows.

@@ -22,7 +22,7 @@ void softmax_gpu(const array& in_, array& out, const char* name) {
   int d = in.shape(-1);
   int64_t rows = kSoftmax ? static_cast<int64_t>(in.size()) / d : static_cast<int64_t>(out.size());
   dispatch_float<DeviceTypes>(in.dtype(), name, [&]<typename T>() {
-    launch_softmax<T, kSoftmax>(in.gpu_data<T>(), out.gpu_data<T>(), rows, d, row_config(d),
+    launch_softmax<T, kSoftmax>(in.gpu_data<T>(), out.gpu_data<T>(), rows, d, row_config<T>(d),
                                 stream());
   });
   check_launch(name);

@@ -109,7 +109,7 @@ void launch_softmax(const T* in, T* out, int64_t rows, int d, const RowConfig& c
     return;
   }
   bool vec = kSoftmax ? rows_vectorizable<T>(d, in, out) : rows_vectorizable<T>(d, in);
-  dispatch_tile(c.n, [&](auto n) {
+  dispatch_tile<kMaxTile<T>>(c.n, [&](auto n) {
     softmax_rows<T, decltype(n)::value, kSoftmax>
         <<<row_blocks(rows, c), c.block, 0, stream>>>(in, out, rows, d, c.group, c.chunks, vec);
   });
