@@ -6,6 +6,8 @@
 // scheduling).
 #pragma once
 
+#include <atomic>
+
 #include "mlx/backend/cuda/row_tile.cuh"
 
 namespace mlx::core::cu {
@@ -103,15 +105,19 @@ __global__ void __launch_bounds__(kRowMaxThreads)
   const T* xr = x + row * d;
   T* yr = out + row * d;
   Tile<T, N> t, tw, tb, ty;
+  if (chunks == 1) {  // in flight with the row
+    load_param(tw, w, TileMap<T, N>(0, lane, group, d), vec, 1.0f);
+    load_param(tb, b, TileMap<T, N>(0, lane, group, d), vec, 0.0f);
+  }
   auto stats = row_stats<T, N, kLayer>(t, xr, d, lane, group, chunks, vec, shared);
   const A mean = stats.center(), inv = stats.inv_std(d, eps);
   for (int c = 0; c < chunks; ++c) {
     TileMap<T, N> m(c, lane, group, d);
     if (chunks > 1) {
       load_tile(t, xr, m, vec);
+      load_param(tw, w, m, vec, 1.0f);
+      load_param(tb, b, m, vec, 0.0f);
     }
-    load_param(tw, w, m, vec, 1.0f);
-    load_param(tb, b, m, vec, 0.0f);
 #pragma unroll
     for (int i = 0; i < N; ++i) {
       A v = (cast_to<A>(t.v[i]) - mean) * inv;
@@ -220,6 +226,9 @@ __global__ void __launch_bounds__(kVjpMaxThreads)
   for (int64_t r = r0 + threadIdx.x / group; r < r1; r += groups) {
     const T* xr = x + r * d;
     const T* gr = g + r * d;
+    if (chunks == 1) {
+      load_tile(tg, gr, TileMap<T, N>(0, lane, group, d), vec);  // in flight with x
+    }
     auto stats = row_stats<T, N, kLayer>(tx, xr, d, lane, group, chunks, vec, stats_shared);
     const A mean = stats.center(), inv = stats.inv_std(d, eps);
     GradSums<A> sums{0, 0};
@@ -227,9 +236,9 @@ __global__ void __launch_bounds__(kVjpMaxThreads)
       TileMap<T, N> m(c, lane, group, d);
       if (chunks > 1) {
         load_tile(tx, xr, m, vec);
+        load_tile(tg, gr, m, vec);
         load_param(tw, w, m, vec, 1.0f);
       }
-      load_tile(tg, gr, m, vec);
 #pragma unroll
       for (int i = 0; i < N; ++i) {
         A gw = cast_to<A>(tg.v[i]) * cast_to<A>(tw.v[i]);  // 0 past the row
@@ -316,11 +325,19 @@ template <typename T, bool kLayer>
 NormVjpPlan plan_norm_vjp(int64_t rows, int d, const RowConfig& c, int num_sms) {
   int per_sm = 1;
   dispatch_tile<kVjpMaxTile<T>>(c.n, [&](auto n) {
-    cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-        &per_sm, norm_vjp_rows<T, decltype(n)::value, kLayer>, c.block, 0);
+    // A driver query, asked once per kernel and block size (0: not asked yet).
+    static std::atomic<int> known[kVjpMaxThreads / 32 + 1];
+    std::atomic<int>& k = known[c.block / 32];
+    per_sm = k.load(std::memory_order_relaxed);
+    if (per_sm == 0) {
+      cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+          &per_sm, norm_vjp_rows<T, decltype(n)::value, kLayer>, c.block, 0);
+      per_sm = std::max(per_sm, 1);
+      k.store(per_sm, std::memory_order_relaxed);
+    }
   });
   int64_t groups = c.block / c.group;
-  int64_t parts = std::min<int64_t>(int64_t(num_sms) * std::max(per_sm, 1),
+  int64_t parts = std::min<int64_t>(int64_t(num_sms) * per_sm,
                                     std::max<int64_t>((rows + groups - 1) / groups, 1));
   int64_t rows_per_block = std::max<int64_t>((rows + parts - 1) / parts, 1);
   // No block without rows: each writes its row of the scratch.
