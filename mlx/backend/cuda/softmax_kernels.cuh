@@ -1,0 +1,118 @@
+// Softmax and LogSumExp kernels over rows of the last axis (row_tile.cuh for the layout). Each
+// thread takes the max of its elements and the sum of their exponentials against it; one group
+// reduction merges the (max, sum) pairs. A row held in registers keeps its exponentials, so
+// softmax reads the row once and computes one exponential per element; longer rows merge the
+// pairs tile by tile (online) and read the row again for the write. 16-bit inputs compute in
+// float32, float64 in double. A NaN makes the row NaN; a row of -inf gives softmax NaN and
+// logsumexp -inf; +inf gives logsumexp +inf.
+#pragma once
+
+#include <cuda/std/limits>
+
+#include "mlx/backend/cuda/row_tile.cuh"
+
+namespace mlx::core::cu {
+
+// exp in the accumulation type; the 16-bit types take the fast exponential, whose error is far
+// below their precision.
+template <typename T, typename A>
+__device__ __forceinline__ A softmax_exp(A x) {
+  if constexpr (is_half_v<T>) {
+    return __expf(x);
+  } else {
+    return ::exp(x);
+  }
+}
+
+// A running max and the sum of exp(x - max) over the values seen.
+template <typename A>
+struct MaxSum {
+  A m, s;
+
+  __device__ static MaxSum merge(MaxSum a, MaxSum b) {
+    if (::isnan(a.m) || ::isnan(b.m)) {
+      return {a.m + b.m, a.s + b.s};  // NaN propagates
+    }
+    A m = a.m > b.m ? a.m : b.m;
+    if (m == -cuda::std::numeric_limits<A>::infinity()) {
+      return {m, A(0)};
+    }
+    return {m, a.s * ::exp(a.m - m) + b.s * ::exp(b.m - m)};
+  }
+};
+
+template <typename T, int N, bool kSoftmax>
+__global__ void __launch_bounds__(kRowMaxThreads)
+    softmax_rows(const T* in, T* out, int64_t rows, int d, int group, int chunks, bool vec) {
+  using A = acc_t<T>;
+  constexpr A kNegInf = -cuda::std::numeric_limits<A>::infinity();
+  __shared__ MaxSum<A> shared[32];
+  const int lane = threadIdx.x % group;
+  const int64_t row = int64_t(blockIdx.x) * (blockDim.x / group) + threadIdx.x / group;
+  if (row >= rows) {
+    return;  // a whole warp of the last block: blocks of one row never get here
+  }
+  const T* x = in + row * d;
+  Tile<T, N> t;
+  A e[N];  // exp(x - the tile's max): the write's numerators when the row is one tile
+  MaxSum<A> own{kNegInf, A(0)};
+  for (int c = 0; c < chunks; ++c) {
+    TileMap<T, N> m(c, lane, group, d);
+    load_tile(t, x, m, vec);
+    A tmax = kNegInf;
+#pragma unroll
+    for (int i = 0; i < N; ++i) {
+      A v = cast_to<A>(t.v[i]);
+      tmax = m.valid(i) && (v > tmax || ::isnan(v)) ? v : tmax;  // NaN sticks
+    }
+    A tsum = 0;
+#pragma unroll
+    for (int i = 0; i < N; ++i) {
+      e[i] = m.valid(i) && tmax != kNegInf ? softmax_exp<T>(cast_to<A>(t.v[i]) - tmax) : A(0);
+      tsum += e[i];
+    }
+    own = MaxSum<A>::merge(own, {tmax, tsum});
+  }
+  const MaxSum<A> r = group_reduce(own, MaxSum<A>::merge, shared, group > 32);
+  if constexpr (kSoftmax) {
+    T* y = out + row * d;
+    const A inv = A(1) / r.s;
+    if (chunks == 1) {
+      // own.m is this tile's max; its exponentials are rescaled to the row's.
+      const A scale = softmax_exp<T>(own.m - r.m) * inv;
+#pragma unroll
+      for (int i = 0; i < N; ++i) {
+        t.v[i] = cast_to<T>(e[i] * scale);
+      }
+      store_tile(y, t, TileMap<T, N>(0, lane, group, d), vec);
+    } else {
+      for (int c = 0; c < chunks; ++c) {
+        TileMap<T, N> m(c, lane, group, d);
+        load_tile(t, x, m, vec);
+#pragma unroll
+        for (int i = 0; i < N; ++i) {
+          t.v[i] = cast_to<T>(softmax_exp<T>(cast_to<A>(t.v[i]) - r.m) * inv);
+        }
+        store_tile(y, t, m, vec);
+      }
+    }
+  } else if (lane == 0) {
+    out[row] = cast_to<T>(::isinf(r.m) ? r.m : r.m + ::log(r.s));
+  }
+}
+
+// Softmax: out has in's shape; otherwise (LogSumExp) one value per row.
+template <typename T, bool kSoftmax>
+void launch_softmax(const T* in, T* out, int64_t rows, int d, const RowConfig& c,
+                    cudaStream_t stream) {
+  if (rows == 0) {
+    return;
+  }
+  bool vec = kSoftmax ? rows_vectorizable<T>(d, in, out) : rows_vectorizable<T>(d, in);
+  dispatch_tile<kMaxTile<T>>(c.n, [&](auto n) {
+    softmax_rows<T, decltype(n)::value, kSoftmax>
+        <<<row_blocks(rows, c), c.block, 0, stream>>>(in, out, rows, d, c.group, c.chunks, vec);
+  });
+}
+
+}  // namespace mlx::core::cu
