@@ -499,10 +499,10 @@ int main() {
 
   // The launch shapes timed below, each checked first.
   const std::vector<RowConfig> fwd4096 = {
-      row_config<bf16>(4096), {32, 128, 128, 1}, {8, 256, 256, 2}};
+      row_config<bf16>(4096), {16, 256, 256, 1}, {8, 256, 256, 2}};
   const std::vector<RowConfig> fwd768 = {row_config<bf16>(768), {8, 96, 96, 1}};
-  const std::vector<RowConfig> bwd768 = {norm_vjp_config<bf16>(768), {16, 64, 64, 1}};
-  const std::vector<RowConfig> bwd4096 = {norm_vjp_config<bf16>(4096), {16, 256, 256, 1}};
+  const std::vector<RowConfig> bwd768 = {norm_vjp_config<bf16>(768), {8, 96, 96, 1}};
+  const std::vector<RowConfig> bwd4096 = {norm_vjp_config<bf16>(4096), {8, 512, 512, 1}};
   for (const RowConfig& c : fwd4096) {
     check_softmax<bf16>(4096, 65, c);
     check_norm<bf16, true>(4096, 65, true, true, c, norm_vjp_config<bf16>(4096));

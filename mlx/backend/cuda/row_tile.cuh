@@ -37,17 +37,16 @@ struct RowConfig {
 
 // Rows up to 32 * max_n take a warp each; longer ones a block each, held in registers while
 // max_threads threads of max_n elements hold them, else looping over tiles of that size. The
-// smallest tile that fits keeps the registers few.
+// largest tile wins on the H200 (rows of 4096 in bf16: softmax 2382 GB/s with 32-element tiles
+// against 1703 with 16, LayerNorm 2159 against 1814; the VJP 1.9x faster with 16 than 8): fewer
+// threads a row means a cheaper block reduction and more rows in flight per SM.
 inline RowConfig row_config_within(int64_t d, int max_n, int max_threads) {
   if (d <= 32 * max_n) {
     return {d <= 32 * 8 ? 8 : d <= 32 * 16 ? 16 : 32, 32, 128, 1};
   }
-  for (int n = 8; n <= max_n; n *= 2) {
-    int64_t threads = (d + n - 1) / n;
-    if (threads <= max_threads) {
-      int block = static_cast<int>((threads + 31) / 32 * 32);
-      return {n, block, block, 1};
-    }
+  if (int64_t threads = (d + max_n - 1) / max_n; threads <= max_threads) {
+    int block = static_cast<int>((threads + 31) / 32 * 32);
+    return {max_n, block, block, 1};
   }
   int64_t tile = int64_t(max_n) * max_threads;
   return {max_n, max_threads, max_threads, static_cast<int>((d + tile - 1) / tile)};
