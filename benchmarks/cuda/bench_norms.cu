@@ -374,8 +374,8 @@ void check_type() {
     check_norm<T, false>(d, rows, true, false, fwd, bwd);
     check_norm<T, false>(d, rows, false, false, fwd, bwd);
   }
-  // A strip of rows shorter than the block's warps, and a single row.
-  for (int64_t rows : {int64_t(1), int64_t(2), int64_t(37)}) {
+  // No rows (dw, db zero), a single row, fewer rows than a block's warps, an odd strip.
+  for (int64_t rows : {int64_t(0), int64_t(1), int64_t(2), int64_t(37)}) {
     check_norm<T, true>(256, rows, true, true, row_config<T>(256), norm_vjp_config<T>(256));
   }
 }
