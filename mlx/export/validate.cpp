@@ -490,20 +490,37 @@ void check_step(Primitive& prim, const std::vector<array>& in, const std::vector
          "it takes one floating array of its output dtype");
     int64_t n = in[0].shape(-1);
     need(n == 0 || hadamard_size(n).m != 0, "its length is not m * 2^k (m in 1, 12, 20, 28)");
-  } else if (auto* p = dynamic_cast<Convolution*>(&prim)) {
-    auto [params] = p->state();
+  } else if (dynamic_cast<Convolution*>(&prim) || dynamic_cast<DepthwiseWeightGrad*>(&prim)) {
+    auto* dw = dynamic_cast<DepthwiseWeightGrad*>(&prim);
+    const ConvParams& params = dw ? dw->params() : dynamic_cast<Convolution*>(&prim)->params();
     size_t nd = rank0 >= 2 ? rank0 - 2 : 0;
     need(in.size() == 2 && rank0 >= 3 && in[1].shape().size() == rank0,
-         "it takes an input and a weight");
+         dw ? "it takes an input and a cotangent" : "it takes an input and a weight");
     for (auto* v : {&params.stride, &params.kernel_dilation, &params.input_dilation}) {
       need(v->size() == nd && std::all_of(v->begin(), v->end(), [](int s) { return s >= 1; }),
            "its strides and dilations must be positive, one per spatial dimension");
     }
     need(params.padding_lo.size() == nd && params.padding_hi.size() == nd && params.groups >= 1,
          "its padding or groups are invalid");
-    need(in[0].shape(-1) % params.groups == 0 && in[1].shape(0) % params.groups == 0 &&
-             in[1].shape(-1) * params.groups == in[0].shape(-1),
-         "its channels do not match its groups");
+    if (dw) {
+      need(dw->kernel().size() == nd &&
+               std::all_of(dw->kernel().begin(), dw->kernel().end(), [](int k) { return k >= 1; }),
+           "its kernel shape is invalid");
+      need(params.groups == in[0].shape(-1) && in[1].shape(-1) == params.groups,
+           "its groups are not its channels");
+      Shape wt{params.groups};
+      wt.insert(wt.end(), dw->kernel().begin(), dw->kernel().end());
+      wt.push_back(1);
+      Shape x = conv_output_shape(params, in[0].shape(), wt);
+      x.back() = params.groups;
+      need(in[1].shape() == x, "its cotangent is not shaped as the convolution's output");
+      need(dtypes[0] != float64 && is_floating_point(dtypes[0]),
+           "it computes float32, float16 or bfloat16");
+    } else {
+      need(in[0].shape(-1) % params.groups == 0 && in[1].shape(0) % params.groups == 0 &&
+               in[1].shape(-1) * params.groups == in[0].shape(-1),
+           "its channels do not match its groups");
+    }
   } else if (auto* p = dynamic_cast<FFT*>(&prim)) {
     auto [axis, n, inverse, real] = p->state();
     need(axis_ok(axis, rank0) && n >= 1, "its axis or length is invalid");

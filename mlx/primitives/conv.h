@@ -78,4 +78,36 @@ class Convolution : public UnaryPrimitive {
   ConvParams params_;
 };
 
+// The weight derivative of a depthwise Convolution (groups == C_in == C_out) with these
+// parameters: inputs are that convolution's input (N, spatial..., C) and its output's
+// cotangent (N, out spatial..., C); the output (C, kernel..., 1) sums, per channel and tap,
+// the input times the cotangent over the batch and every output pixel. The general derivative
+// (a convolution of transposed copies, the batch as channels) has a few large taps and
+// parallelizes poorly; the CPU's rule takes this instead (see conv_rules.cpp).
+class DepthwiseWeightGrad : public UnaryPrimitive {
+ public:
+  DepthwiseWeightGrad(Stream stream, ConvParams params, Shape kernel)
+      : UnaryPrimitive(stream), params_(std::move(params)), kernel_(std::move(kernel)) {}
+  MLX_DECLARE_EVAL
+  MLX_SERIALIZABLE(DepthwiseWeightGrad, params_, kernel_)
+  MLX_DECLARE_TRANSFORM_RULES
+  const char* name() const override { return "DepthwiseWeightGrad"; }
+  bool is_equivalent(const Primitive& other) const override {
+    auto* o = dynamic_cast<const DepthwiseWeightGrad*>(&other);
+    return o && o->params_ == params_ && o->kernel_ == kernel_;
+  }
+  std::vector<Shape> output_shapes(const std::vector<array>& inputs) override {
+    Shape out{inputs[0].shape(-1)};
+    out.insert(out.end(), kernel_.begin(), kernel_.end());
+    out.push_back(1);
+    return {out};
+  }
+  const ConvParams& params() const { return params_; }
+  const Shape& kernel() const { return kernel_; }
+
+ private:
+  ConvParams params_;
+  Shape kernel_;  // the kernel's spatial shape
+};
+
 }  // namespace mlx::core

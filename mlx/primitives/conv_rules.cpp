@@ -1,7 +1,10 @@
-// Transform rules of Convolution. Both derivatives are convolutions again (so they compose):
-// the input's is a transposed convolution of the cotangent with the channel-swapped kernel,
-// the weight's a convolution of the input with the cotangent in which the batch plays the
-// channels (grouped by the forward groups).
+// Transform rules of Convolution and DepthwiseWeightGrad. Both derivatives of a convolution are
+// convolutions again (so they compose): the input's is a transposed convolution of the
+// cotangent with the channel-swapped kernel, the weight's a convolution of the input with the
+// cotangent in which the batch plays the channels (grouped by the forward groups). Depthwise
+// convolutions on the CPU differ: their direct kernels take a strided convolution's input
+// derivative in one pass (the stride as input dilation) and the weight derivative is
+// DepthwiseWeightGrad, whose own derivatives are convolutions.
 #include <numeric>
 #include <optional>
 
@@ -87,6 +90,24 @@ array strided_input_cotangent(const ConvParams& p, const array& in, const array&
   return result;
 }
 
+// Whether the CPU's depthwise kernels (backend/cpu/conv_depthwise.h) run this convolution and
+// its derivatives: one input and one output channel per group, float32 or a half type (they
+// compute in float32).
+bool cpu_depthwise(const ConvParams& p, const array& wt, StreamOrDevice s) {
+  return to_stream(s).device.type == Device::cpu && wt.shape(-1) == 1 && wt.shape(0) == p.groups &&
+         wt.dtype() != float64;
+}
+
+array depthwise_weight_grad(const ConvParams& p, const array& in, const array& g,
+                            const Shape& kernel, StreamOrDevice s) {
+  Dtype dt = promote_types(in.dtype(), g.dtype());
+  Shape out{in.shape(-1)};
+  out.insert(out.end(), kernel.begin(), kernel.end());
+  out.push_back(1);
+  return array(std::move(out), dt, std::make_shared<DepthwiseWeightGrad>(to_stream(s), p, kernel),
+               {astype(in, dt, s), astype(g, dt, s)});
+}
+
 // d/d input: in (N, S..., C), weight (O, K..., C/G), cotangent g (N, X..., O).
 array input_cotangent(const ConvParams& p, const array& in, const array& wt, const array& g,
                       StreamOrDevice s) {
@@ -109,7 +130,7 @@ array input_cotangent(const ConvParams& p, const array& in, const array& wt, con
   }
   swapped.push_back(Og);
   array w2 = reshape(transpose(reshape(wt, split, s), perm, s), swapped, s);
-  if (strided_only(p)) {
+  if (strided_only(p) && !cpu_depthwise(p, wt, s)) {
     return strided_input_cotangent(p, in, p.flip ? flip(w2, spatial_axes(nd), s) : w2, g, s);
   }
   ConvParams q;
@@ -134,6 +155,9 @@ array input_cotangent(const ConvParams& p, const array& in, const array& wt, con
 array weight_cotangent(const ConvParams& p, const array& in, const array& wt, const array& g,
                        StreamOrDevice s) {
   int nd = static_cast<int>(in.ndim()) - 2;
+  if (cpu_depthwise(p, wt, s)) {
+    return depthwise_weight_grad(p, in, g, Shape(wt.shape().begin() + 1, wt.shape().end() - 1), s);
+  }
   int G = p.groups, N = in.shape(0), O = wt.shape(0), Cg = wt.shape(-1), Og = O / G;
   // in (N, S..., G, Cg) -> (Cg, S..., G, N) -> (Cg, S..., G * N).
   Shape in_split{N};
@@ -192,19 +216,26 @@ array weight_cotangent(const ConvParams& p, const array& in, const array& wt, co
   return p.flip ? flip(out, spatial_axes(nd), s) : out;
 }
 
+// The jvp of f bilinear in (a, b): f(ta, b) + f(a, tb), over the tangents given.
+template <typename F>
+array bilinear_jvp(const std::vector<array>& primals, const std::vector<array>& tangents,
+                   const std::vector<int>& argnums, StreamOrDevice s, F&& f) {
+  std::optional<array> out;
+  for (size_t k = 0; k < argnums.size(); ++k) {
+    array term = argnums[k] == 0 ? f(tangents[k], primals[1]) : f(primals[0], tangents[k]);
+    out = out ? add(*out, term, s) : term;
+  }
+  return *out;
+}
+
 }  // namespace
 
 std::vector<array> Convolution::jvp(const std::vector<array>& primals,
                                     const std::vector<array>& tangents,
                                     const std::vector<int>& argnums) {
-  StreamOrDevice s = stream();
-  std::optional<array> out;
-  for (size_t k = 0; k < argnums.size(); ++k) {
-    array term = argnums[k] == 0 ? detail::convolution(tangents[k], primals[1], params_, s)
-                                 : detail::convolution(primals[0], tangents[k], params_, s);
-    out = out ? add(*out, term, s) : term;
-  }
-  return {*out};
+  return {bilinear_jvp(primals, tangents, argnums, stream(), [&](const array& a, const array& b) {
+    return detail::convolution(a, b, params_, stream());
+  })};
 }
 
 std::vector<array> Convolution::vjp(const std::vector<array>& primals,
@@ -262,6 +293,60 @@ std::pair<std::vector<array>, std::vector<int>> Convolution::vmap(const std::vec
   split.push_back(B);
   split.push_back(wt.shape(1));
   return {{reshape(out, split, s)}, {nd + 1}};
+}
+
+// DepthwiseWeightGrad(in, g) is bilinear: with the weight's cotangent c, <c, dw(in, g)> =
+// <g, conv(in, c)>, so its input derivative is the convolution's input derivative for weight c
+// and its cotangent derivative the convolution of in with c.
+std::vector<array> DepthwiseWeightGrad::jvp(const std::vector<array>& primals,
+                                            const std::vector<array>& tangents,
+                                            const std::vector<int>& argnums) {
+  return {bilinear_jvp(primals, tangents, argnums, stream(), [&](const array& a, const array& b) {
+    return depthwise_weight_grad(params_, a, b, kernel_, stream());
+  })};
+}
+
+std::vector<array> DepthwiseWeightGrad::vjp(const std::vector<array>& primals,
+                                            const std::vector<array>& cotangents,
+                                            const std::vector<int>& argnums,
+                                            const std::vector<array>&) {
+  const array& in = primals[0];
+  const array& g = primals[1];
+  const array c = astype(cotangents[0], in.dtype(), stream());
+  std::vector<array> out;
+  for (int arg : argnums) {
+    out.push_back(arg == 0 ? input_cotangent(params_, in, c, g, stream())
+                           : detail::convolution(in, c, params_, stream()));
+  }
+  return out;
+}
+
+// Each batch element's channels become channels of their own: (N, S..., B * C) and
+// (N, X..., B * C) with B * C groups, the result (B * C, K..., 1) split again.
+std::pair<std::vector<array>, std::vector<int>> DepthwiseWeightGrad::vmap(
+    const std::vector<array>& inputs, const std::vector<int>& axes) {
+  StreamOrDevice s = stream();
+  int B = axes[0] >= 0 ? inputs[0].shape(axes[0]) : inputs[1].shape(axes[1]);
+  std::vector<array> merged;
+  for (size_t i = 0; i < 2; ++i) {
+    array x = detail::batch_first(inputs[i], axes[i]);
+    if (axes[i] < 0) {
+      Shape b_shape = x.shape();
+      b_shape.insert(b_shape.begin(), B);
+      x = broadcast_to(x, b_shape, s);
+    }
+    x = moveaxis(x, 0, static_cast<int>(x.ndim()) - 2, s);
+    Shape shape(x.shape().begin(), x.shape().end() - 1);
+    shape.back() *= x.shape(-1);
+    merged.push_back(reshape(x, shape, s));
+  }
+  ConvParams q = params_;
+  q.groups *= B;
+  array out = depthwise_weight_grad(q, merged[0], merged[1], kernel_, s);
+  Shape split = out.shape();
+  split[0] /= B;
+  split.insert(split.begin(), B);
+  return {{reshape(out, split, s)}, {0}};
 }
 
 }  // namespace mlx::core

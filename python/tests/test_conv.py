@@ -26,11 +26,10 @@ def arr64(x):
     return mx.array(np.asarray(x, dtype=np.float64), dtype=mx.float64)
 
 
-def ref_conv(x, w, stride=None, lo=None, hi=None, kdil=None, idil=None, groups=1, flip=False):
-    """conv_general in float64 NumPy, written from the definition: dilate, pad (negative crops),
-    correlate with the (flipped) dilated kernel, take every stride-th window."""
-    x = np.asarray(x, np.float64)
-    w = np.asarray(w, np.float64)
+def windows(x, K, stride=None, lo=None, hi=None, kdil=None, idil=None, fill=0):
+    """(kernel tap, the input each output pixel reads through it) for every tap of a kernel of
+    spatial shape K: x dilated (fill between elements), padded (fill; negative crops), and
+    sliced per tap with the dilated kernel's offset and the stride."""
     nd = x.ndim - 2
     stride = stride or [1] * nd
     lo = lo if lo is not None else [0] * nd
@@ -39,7 +38,7 @@ def ref_conv(x, w, stride=None, lo=None, hi=None, kdil=None, idil=None, groups=1
     idil = idil or [1] * nd
     N, C = x.shape[0], x.shape[-1]
     dshape = [N] + [(s - 1) * d + 1 if s else 0 for s, d in zip(x.shape[1:-1], idil)] + [C]
-    xd = np.zeros(dshape)
+    xd = np.full(dshape, fill, dtype=x.dtype)
     xd[(slice(None),) + tuple(slice(None, None, d) for d in idil)] = x
     for i in range(nd):
         ax = i + 1
@@ -49,17 +48,28 @@ def ref_conv(x, w, stride=None, lo=None, hi=None, kdil=None, idil=None, groups=1
             xd = np.take(xd, range(0, xd.shape[ax] + hi[i]), axis=ax)
         widths = [(0, 0)] * xd.ndim
         widths[ax] = (max(lo[i], 0), max(hi[i], 0))
-        xd = np.pad(xd, widths)
-    if flip:
-        w = w[(slice(None),) + (slice(None, None, -1),) * nd]
-    O, K = w.shape[0], w.shape[1:-1]
-    Cg, Og = C // groups, O // groups
+        xd = np.pad(xd, widths, constant_values=fill)
     out_sz = [(xd.shape[1 + i] - ((K[i] - 1) * kdil[i] + 1)) // stride[i] + 1 for i in range(nd)]
-    out = np.zeros([N] + out_sz + [O])
     for kidx in itertools.product(*[range(k) for k in K]):
         sl = tuple(slice(k * d, k * d + (o - 1) * s + 1, s)
                    for k, d, o, s in zip(kidx, kdil, out_sz, stride))
-        patch = xd[(slice(None),) + sl]
+        yield kidx, xd[(slice(None),) + sl]
+
+
+def ref_conv(x, w, stride=None, lo=None, hi=None, kdil=None, idil=None, groups=1, flip=False):
+    """conv_general in float64 NumPy, written from the definition: dilate, pad (negative crops),
+    correlate with the (flipped) dilated kernel, take every stride-th window."""
+    x = np.asarray(x, np.float64)
+    w = np.asarray(w, np.float64)
+    if flip:
+        w = w[(slice(None),) + (slice(None, None, -1),) * (x.ndim - 2)]
+    C = x.shape[-1]
+    O, K = w.shape[0], w.shape[1:-1]
+    Cg, Og = C // groups, O // groups
+    out = None
+    for kidx, patch in windows(x, K, stride, lo, hi, kdil, idil):
+        if out is None:
+            out = np.zeros(patch.shape[:-1] + (O,))
         for g in range(groups):
             wk = w[(slice(g * Og, (g + 1) * Og),) + kidx]  # (Og, Cg)
             out[..., g * Og:(g + 1) * Og] += patch[..., g * Cg:(g + 1) * Cg] @ wk.T
@@ -219,6 +229,160 @@ def test_float32_kernel_non_contiguous():
     xs = mx.array(rand(2, 5, 5, 80), dtype=mx.float32)[..., 8:72]
     w1 = rand(32, 1, 1, 64)
     close(mx.conv2d(xs, mx.array(w1, dtype=mx.float32)), ref_conv(np.array(xs), w1), 1e-4, 1e-4)
+
+
+def ref_depthwise_grads(x, w, dy, stride=None, lo=None, hi=None, kdil=None, idil=None,
+                        flip=False):
+    """The exact derivatives (dx, dw) of sum(dy * depthwise conv(x, w)) in float64: each tap
+    reads the input pixels `windows` names (an index array padded with -1), so dw sums their
+    values times dy and dx scatters dy times the tap's weight back to them."""
+    x, w, dy = (np.asarray(a, np.float64) for a in (x, w, dy))
+    K = w.shape[1:-1]
+    pixels = np.arange(x[..., 0].size).reshape(x.shape[:-1] + (1,))
+    xf = x.reshape(-1, x.shape[-1])
+    dx, dw = np.zeros_like(xf), np.zeros_like(w)
+    for kidx, idx in windows(pixels, K, stride, lo, hi, kdil, idil, fill=-1):
+        tap = tuple(k - 1 - i for k, i in zip(K, kidx)) if flip else kidx
+        idx = idx[..., 0]
+        valid = idx >= 0
+        g = dy[valid]  # (pixels, C)
+        dw[(slice(None),) + tap + (0,)] = np.sum(xf[idx[valid]] * g, axis=0)
+        np.add.at(dx, idx[valid], g * w[(slice(None),) + tap + (0,)])
+    return dx.reshape(x.shape), dw
+
+
+# Depthwise convolutions (groups = channels = output channels): their CPU kernels in float32,
+# the half types through them. (input shape, kernel spatial shape, kwargs of conv_general)
+DEPTHWISE_CASES = [
+    ((2, 9, 8, 17), (3, 3), dict(padding=[1, 1])),
+    ((1, 12, 11, 3), (3, 3), dict(stride=[2, 2], padding=[1, 1])),
+    ((2, 10, 9, 261), (3, 3), dict(stride=[2, 1], padding=([1, 0], [0, 1]))),
+    ((1, 13, 12, 1), (5, 5), dict(padding=[2, 2])),
+    ((1, 14, 15, 24), (5, 5), dict(stride=[2, 2], padding=[2, 2])),
+    ((2, 11, 12, 9), (7, 7), dict(padding=[3, 3])),
+    ((1, 16, 15, 40), (7, 7), dict(stride=[2, 2], padding=[3, 3])),
+    ((1, 11, 10, 16), (3, 3), dict(kernel_dilation=[2, 2], padding=[2, 2])),
+    ((1, 9, 10, 8), (3, 2), dict(kernel_dilation=[1, 3], stride=[1, 2], padding=[0, 2])),
+    ((1, 1, 1, 33), (3, 3), dict(padding=[1, 1])),  # 1x1 spatial: border taps only
+    ((1, 1, 1, 5), (1, 1), {}),
+    ((2, 6, 7, 12), (3, 3), dict(padding=[1, 1], flip=True)),
+    ((1, 5, 6, 11), (3, 3), dict(input_dilation=[2, 2], padding=[2, 1])),
+    ((1, 7, 9, 10), (3, 4), dict(input_dilation=[1, 3], stride=[1, 2], padding=[1, 3])),
+    ((1, 2, 3, 7), (5, 5), dict(padding=[2, 2])),  # kernel wider than the input
+    ((1, 8, 9, 13), (3, 3), dict(padding=([-1, 1], [1, -1]))),  # negative padding crops
+    ((2, 15, 20), (5,), dict(stride=[2], padding=[2])),  # 1-D
+    ((1, 5, 6, 7, 19), (3, 3, 3), dict(stride=[1, 2, 1], padding=[1, 1, 1])),  # 3-D
+]
+
+
+def depthwise_args(xs, ks, kw):
+    C = xs[-1]
+    return dict(kw, groups=C), (C,) + tuple(ks) + (1,)
+
+
+@pytest.mark.parametrize("xs,ks,kw", DEPTHWISE_CASES)
+def test_depthwise_against_reference(xs, ks, kw):
+    kw, ws = depthwise_args(xs, ks, kw)
+    args = general_args(kw, len(xs) - 2)
+    x, w = rand(*xs), rand(*ws)
+    y = ref_conv(x, w, **args)
+    dy = rand(*y.shape)
+    f = lambda a, b: mx.conv_general(a, b, **kw)
+    x32, w32 = mx.array(x, dtype=mx.float32), mx.array(w, dtype=mx.float32)
+    (out,), (dx, dw) = mx.vjp(f, [x32, w32], [mx.array(dy, dtype=mx.float32)])
+    ref_dx, ref_dw = ref_depthwise_grads(x, w, dy, **{k: v for k, v in args.items()
+                                                       if k != "groups"})
+    close(out, y, 1e-4, 1e-5)
+    close(dx, ref_dx, 1e-4, 1e-4)
+    close(dw, ref_dw, 1e-4, 1e-4)
+    # Finite differences: the convolution is linear in each operand, so the central difference
+    # along v (step 1) is exact up to float32 rounding.
+    for argnum, grad in ((0, dx), (1, dw)):
+        v = rand(*(xs if argnum == 0 else ws))
+        step = [x32, w32]
+        plus = list(step)
+        minus = list(step)
+        plus[argnum] = step[argnum] + mx.array(v, dtype=mx.float32)
+        minus[argnum] = step[argnum] - mx.array(v, dtype=mx.float32)
+        r = mx.array(dy, dtype=mx.float32)
+        fd = (mx.sum(f(*plus) * r) - mx.sum(f(*minus) * r)).item() / 2
+        np.testing.assert_allclose(np.sum(np.array(grad) * v), fd, rtol=1e-3,
+                                   atol=1e-4 * np.sqrt(dy.size))
+
+
+@pytest.mark.parametrize("dtype,tol", [(mx.float16, 2e-2), (mx.bfloat16, 1e-1)])
+def test_depthwise_half_dtypes(dtype, tol):
+    xs, ks, kw = (2, 9, 10, 21), (3, 3), dict(stride=[2, 2], padding=[1, 1])
+    kw, ws = depthwise_args(xs, ks, kw)
+    args = general_args(kw, 2)
+    xq, wq = mx.array(rand(*xs), dtype=dtype), mx.array(rand(*ws), dtype=dtype)
+    x, w = np.array(xq.astype(mx.float32)), np.array(wq.astype(mx.float32))
+    dyq = mx.array(rand(*ref_conv(x, w, **args).shape), dtype=dtype)
+    dy = np.array(dyq.astype(mx.float32))
+    (out,), (dx, dw) = mx.vjp(lambda a, b: mx.conv_general(a, b, **kw), [xq, wq], [dyq])
+    assert out.dtype == dx.dtype == dw.dtype == dtype
+    ref_dx, ref_dw = ref_depthwise_grads(x, w, dy, stride=[2, 2], lo=[1, 1], hi=[1, 1])
+    close(out, ref_conv(x, w, **args), tol, tol)
+    close(dx, ref_dx, tol, tol)
+    close(dw, ref_dw, tol * 4, tol * 4)  # sums of 100 products per entry
+
+
+def depthwise_weight_grad(kw):
+    """(x, dy) -> the weight derivative of the depthwise convolution with these kwargs."""
+
+    def f(x, dy):
+        w = mx.zeros((x.shape[-1], 3, 3, 1), dtype=x.dtype)
+        return mx.vjp(lambda b: mx.conv_general(x, b, **kw), [w], [dy])[1][0]
+
+    return f
+
+
+def test_depthwise_weight_grad_transforms():
+    # Second order through the weight derivative (its vjp, jvp and vmap), in float32 where the
+    # depthwise kernels run. The derivative is bilinear in (x, dy), so central differences with
+    # step 1 are exact up to rounding.
+    kw = dict(stride=[2, 1], padding=[1, 1], groups=6)
+    x, dy, u = rand(2, 8, 7, 6), rand(2, 4, 7, 6), rand(6, 3, 3, 1)
+    f = depthwise_weight_grad(kw)
+    a = [mx.array(x, dtype=mx.float32), mx.array(dy, dtype=mx.float32)]
+    uu = mx.array(u, dtype=mx.float32)
+    loss = lambda p, q: mx.sum(f(p, q) * uu)
+    grads = mx.grad(loss, argnums=(0, 1))(*a)
+    for argnum, v in ((0, rand(*x.shape)), (1, rand(*dy.shape))):
+        plus, minus = list(a), list(a)
+        plus[argnum] = a[argnum] + mx.array(v, dtype=mx.float32)
+        minus[argnum] = a[argnum] - mx.array(v, dtype=mx.float32)
+        fd = (loss(*plus) - loss(*minus)).item() / 2
+        np.testing.assert_allclose(np.sum(np.array(grads[argnum]) * v), fd, rtol=1e-4, atol=1e-4)
+    tx, tdy = rand(*x.shape), rand(*dy.shape)
+    _, (t,) = mx.jvp(f, a, [mx.array(tx, dtype=mx.float32), mx.array(tdy, dtype=mx.float32)])
+    args = dict(stride=[2, 1], lo=[1, 1], hi=[1, 1])
+    w = np.zeros((6, 3, 3, 1))
+    expected = ref_depthwise_grads(tx, w, dy, **args)[1] + ref_depthwise_grads(x, w, tdy, **args)[1]
+    close(t, expected, 1e-4, 1e-4)
+    # vmap over both operands and over one of them.
+    xb, dyb = rand(3, 2, 8, 7, 6), rand(3, 2, 4, 7, 6)
+    for in_axes in ((0, 0), (0, None), (None, 0)):
+        xs = xb if in_axes[0] == 0 else xb[0]
+        dys = dyb if in_axes[1] == 0 else dyb[0]
+        out = mx.vmap(f, in_axes=in_axes)(mx.array(xs, dtype=mx.float32),
+                                           mx.array(dys, dtype=mx.float32))
+        expected = np.stack([
+            ref_depthwise_grads(xb[i] if in_axes[0] == 0 else xb[0], w,
+                                dyb[i] if in_axes[1] == 0 else dyb[0], **args)[1]
+            for i in range(3)])
+        close(out, expected, 1e-4, 1e-4)
+
+
+def test_depthwise_weight_grad_exports(tmp_path):
+    # The weight derivative's primitive round-trips through export (state and validation).
+    f = depthwise_weight_grad(dict(padding=[1, 1], groups=5))
+    x = mx.array(rand(2, 6, 7, 5), dtype=mx.float32)
+    dy = mx.array(rand(2, 6, 7, 5), dtype=mx.float32)
+    path = str(tmp_path / "dw.mlxfn")
+    mx.export_function(path, f, x, dy)
+    (out,) = mx.import_function(path)(x, dy)
+    close(out, np.array(f(x, dy)), 1e-6, 1e-6)
 
 
 def ref_conv_transpose(x, w, stride, padding, dilation, output_padding, groups=1):

@@ -46,4 +46,12 @@ inline ConvGeometry conv_geometry(const ConvParams& p, const array& in, const ar
   return g;
 }
 
+// The input index along dimension d that output index x reads at window position pos (the
+// kernel tap pos before any flip), or -1 where that falls in the padding or between dilated
+// input elements.
+inline int64_t conv_source(const ConvGeometry& g, int d, int64_t x, int64_t pos) {
+  const int64_t q = x * g.stride[d] + pos * g.kdil[d] - g.lo[d];
+  return q >= 0 && q % g.idil[d] == 0 && q / g.idil[d] < g.in[d] ? q / g.idil[d] : -1;
+}
+
 }  // namespace mlx::core

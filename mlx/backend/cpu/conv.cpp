@@ -2,10 +2,11 @@
 // channels, so the general scheme is im2col over a chunk of output rows (one row per output
 // pixel: kernel taps x group channels, zeros for taps in the padding or between dilated input
 // elements) followed by one BLAS product with the group's weights. Pointwise convolutions
-// (1x1, stride 1, no padding) are one product on the input itself; depthwise-like
-// convolutions (one output channel per group, few input channels) use a direct loop
-// vectorized over channels. float16 / bfloat16 compute in float32. On AVX-512 CPUs float32
-// convolutions whose shapes suit its register tiles go to the implicit GEMM of
+// (1x1, stride 1, no padding) are one product on the input itself; depthwise convolutions
+// (one input and one output channel per group) and their weight derivative have direct
+// kernels (conv_depthwise.h), other groups of one output channel and few input channels a
+// direct loop vectorized over channels. float16 / bfloat16 compute in float32. On AVX-512 CPUs
+// float32 convolutions whose shapes suit its register tiles go to the implicit GEMM of
 // conv_avx512.h instead (no im2col matrix).
 #include "mlx/primitives/conv.h"
 
@@ -16,6 +17,7 @@
 #include "mlx/backend/common/conv_geometry.h"
 #include "mlx/backend/common/dispatch.h"
 #include "mlx/backend/cpu/conv_avx512.h"
+#include "mlx/backend/cpu/conv_depthwise.h"
 #include "mlx/backend/cpu/copy.h"
 #include "mlx/backend/cpu/dense.h"
 #include "mlx/backend/cpu/gemm.h"
@@ -42,10 +44,7 @@ Geometry make_geometry(const ConvParams& p, const array& in, const array& wt, co
     t.resize(g.out[d] * g.k[d]);
     for (int64_t x = 0; x < g.out[d]; ++x) {
       for (int64_t j = 0; j < g.k[d]; ++j) {
-        int64_t tap = g.flip ? g.k[d] - 1 - j : j;
-        int64_t q = x * g.stride[d] + tap * g.kdil[d] - g.lo[d];
-        bool ok = q >= 0 && q % g.idil[d] == 0 && q / g.idil[d] < g.in[d];
-        t[x * g.k[d] + j] = ok ? q / g.idil[d] : -1;
+        t[x * g.k[d] + j] = conv_source(g, d, x, g.flip ? g.k[d] - 1 - j : j);
       }
     }
   }
@@ -156,8 +155,8 @@ void im2col_conv(const Geometry& g, const T* in, const T* wt, T* out) {
   }
 }
 
-// One output channel per group (depthwise convolutions, and the weight derivative of a
-// depthwise convolution, whose groups hold one channel per image of the batch):
+// One output channel and a few input channels per group (depthwise convolutions, one input
+// channel, have their own kernels in conv_depthwise.h):
 // out[.., g] = sum over taps and the group's channels c of w[g, tap, c] * in[.., g Cg + c],
 // accumulated over all C channels at once (contiguous, vectorized) and summed per group.
 template <typename T>
@@ -247,6 +246,10 @@ bool is_pointwise(const ConvParams& p, const Geometry& g) {
 template <typename T>
 void convolve(const ConvParams& p, const Geometry& g, const T* in, const T* wt, T* out) {
   if constexpr (std::is_same_v<T, float>) {
+    if (is_depthwise(g)) {
+      depthwise_conv(g, in, wt, out);
+      return;
+    }
     if (g.Cg > 0 && use_own_conv(g)) {
       own_conv(g, in, wt, out);
       return;
@@ -268,6 +271,26 @@ void convolve(const ConvParams& p, const Geometry& g, const T* in, const T* wt, 
   }
 }
 
+// Runs f(a, b, out) on row-contiguous copies of a and b in the accumulation type (float32 for
+// float16 / bfloat16, whose result is converted back into out).
+template <typename F>
+void eval_accumulated(const array& a, const array& b, array& out, F&& f) {
+  dispatch_float(out.dtype(), "conv", [&]<typename T>() {
+    using Acc = std::conditional_t<std::is_same_v<T, double>, double, float>;
+    std::optional<array> a_copy, b_copy;
+    constexpr Dtype acc_dt = std::is_same_v<Acc, double> ? float64 : float32;
+    const Acc* pa = row_contiguous(a, acc_dt, a_copy).template data<Acc>();
+    const Acc* pb = row_contiguous(b, acc_dt, b_copy).template data<Acc>();
+    if constexpr (std::is_same_v<T, Acc>) {
+      f(pa, pb, out.data<T>());
+    } else {
+      Scratch<float> acc(out.size());
+      f(pa, pb, acc.data());
+      convert_contiguous(acc.data(), float32, out.data<T>(), out.dtype(), out.size());
+    }
+  });
+}
+
 }  // namespace
 
 void Convolution::eval_cpu(const std::vector<array>& inputs, array& out) {
@@ -275,21 +298,24 @@ void Convolution::eval_cpu(const std::vector<array>& inputs, array& out) {
   if (out.size() == 0) {
     return;
   }
-  const array& in = inputs[0];
-  const array& wt = inputs[1];
-  Geometry g = make_geometry(params_, in, wt, out);
-  dispatch_float(out.dtype(), "conv", [&]<typename T>() {
-    using Acc = std::conditional_t<std::is_same_v<T, double>, double, float>;
-    std::optional<array> in_copy, wt_copy;
-    constexpr Dtype acc_dt = std::is_same_v<Acc, double> ? float64 : float32;
-    const Acc* pin = row_contiguous(in, acc_dt, in_copy).template data<Acc>();
-    const Acc* pwt = row_contiguous(wt, acc_dt, wt_copy).template data<Acc>();
-    if constexpr (std::is_same_v<T, Acc>) {
-      convolve(params_, g, pin, pwt, out.data<T>());
+  Geometry g = make_geometry(params_, inputs[0], inputs[1], out);
+  eval_accumulated(inputs[0], inputs[1], out, [&](const auto* in, const auto* wt, auto* o) {
+    convolve(params_, g, in, wt, o);
+  });
+}
+
+void DepthwiseWeightGrad::eval_cpu(const std::vector<array>& inputs, array& out) {
+  out.set_data(allocator::malloc(out.nbytes()));
+  if (out.size() == 0) {
+    return;
+  }
+  // The output has the weight's shape and the cotangent the convolution output's.
+  const ConvGeometry g = conv_geometry(params_, inputs[0], out, inputs[1]);
+  eval_accumulated(inputs[0], inputs[1], out, [&](const auto* in, const auto* cot, auto* dw) {
+    if constexpr (std::is_same_v<std::remove_cvref_t<decltype(*dw)>, float>) {
+      depthwise_weight_grad(g, in, cot, dw);
     } else {
-      Scratch<float> acc(out.size());
-      convolve(params_, g, pin, pwt, acc.data());
-      convert_contiguous(acc.data(), float32, out.data<T>(), out.dtype(), out.size());
+      throw std::invalid_argument("[DepthwiseWeightGrad] float64 is not supported.");
     }
   });
 }
