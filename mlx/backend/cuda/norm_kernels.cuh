@@ -1,8 +1,8 @@
 // RMSNorm and LayerNorm kernels, forward and backward, over rows of the last axis (row_tile.cuh
-// for the layout): one read of each input row, one write of each output row, statistics in
-// acc_t (float32 for the 16-bit types). The backward pass recomputes each row's statistics;
-// weight and bias gradients are summed per thread over a strip of rows, per block over its
-// warps, then over the blocks in order (rows split over a fixed grid: the sums do not depend on
+// for the layout): one read of each input row that fits in registers, one write of each output
+// row, statistics in acc_t (float32 for the 16-bit types). The backward pass recomputes each row's
+// statistics; weight and bias gradients are summed per thread over a strip of rows, per block over
+// its warps, then over the blocks in order (rows split over a fixed grid: the sums do not depend on
 // scheduling).
 #pragma once
 
