@@ -9,44 +9,16 @@
 #include <random>
 #include <vector>
 
+#include "benchmarks/cuda/device_buffer.cuh"
 #include "mlx/backend/cuda/flash_backward.cuh"
 
 using namespace mlx::core::cu::flash;
+using namespace harness;
 
 namespace {
 
-#define CHECK(call)                                                                        \
-  do {                                                                                     \
-    cudaError_t e_ = (call);                                                               \
-    if (e_ != cudaSuccess) {                                                               \
-      std::printf("CUDA error %s at %s:%d\n", cudaGetErrorString(e_), __FILE__, __LINE__); \
-      std::exit(2);                                                                        \
-    }                                                                                      \
-  } while (0)
-
-template <typename T>
-float to_float(T x) {
-  return static_cast<float>(x);
-}
-
-template <typename T>
-struct Device {
-  T* p = nullptr;
-  size_t n = 0;
-  explicit Device(size_t count) : n(count) {
-    CHECK(cudaMalloc(&p, std::max<size_t>(n, 1) * sizeof(T)));
-    CHECK(cudaMemset(p, 0, std::max<size_t>(n, 1) * sizeof(T)));
-  }
-  Device(const std::vector<T>& h) : Device(h.size()) {
-    CHECK(cudaMemcpy(p, h.data(), n * sizeof(T), cudaMemcpyHostToDevice));
-  }
-  ~Device() { cudaFree(p); }
-  std::vector<T> host() const {
-    std::vector<T> h(n);
-    CHECK(cudaMemcpy(h.data(), p, n * sizeof(T), cudaMemcpyDeviceToHost));
-    return h;
-  }
-};
+// launch_* return a cudaError_t; the harness stops on the first.
+#define CHECK(call) cuda_ok((call), #call)
 
 struct Case {
   int b, hq, hkv, t_q, t_kv;
@@ -116,11 +88,11 @@ void reference(const Case& c, int D, const std::vector<double>& q, const std::ve
   }
 }
 
-template <typename T>
-double max_error(const std::vector<T>& got, const std::vector<double>& want, double* scale_out) {
+double max_error(const std::vector<double>& got, const std::vector<double>& want,
+                 double* scale_out) {
   double err = 0, mag = 1e-2;  // gradients that are 0 exactly come out as rounding noise
   for (size_t i = 0; i < want.size(); ++i) {
-    err = std::max(err, std::abs(to_float(got[i]) - want[i]));
+    err = std::max(err, std::abs(got[i] - want[i]));
     mag = std::max(mag, std::abs(want[i]));
   }
   *scale_out = mag;
@@ -135,7 +107,7 @@ bool check(const Case& c, std::mt19937& rng) {
     r.resize(n);
     for (size_t i = 0; i < n; ++i) {
       h[i] = static_cast<T>(normal(rng));
-      r[i] = to_float(h[i]);
+      r[i] = to_double(h[i]);
     }
   };
   const size_t nq = size_t(c.b) * c.hq * c.t_q * D, nk = size_t(c.b) * c.hkv * c.t_kv * D;
@@ -148,19 +120,22 @@ bool check(const Case& c, std::mt19937& rng) {
   const double scale = 1.0 / std::sqrt(double(D));
   reference(c, D, rq, rk, rv, rg, scale, ro, rdq, rdk, rdv);
 
-  Device<T> q(hq), k(hk), v(hv), g(hg), o(nq), dk(nk), dv(nk);
+  DeviceBuffer<T> q(hq), k(hk), v(hv), g(hg), o(nq), dk(nk), dv(nk);
   const size_t rows = size_t(c.b) * c.hq * c.t_q;
-  Device<float> lse(rows), delta(rows), dq(nq);
+  DeviceBuffer<float> lse(rows), delta(rows), dq(nq);
+  CHECK(cudaMemset(dq.ptr, 0, nq * sizeof(float)));
   const AttentionShape shape{c.b, c.hq, c.hq / c.hkv, c.t_q, c.t_kv, c.causal};
-  CHECK((launch_forward<T, D, true>(q.p, k.p, v.p, o.p, nullptr, shape, float(scale), 0)));
-  CHECK((launch_forward<T, D, false>(q.p, k.p, v.p, nullptr, lse.p, shape, float(scale), 0)));
-  row_dots<T, D><<<256, 256>>>(o.p, g.p, delta.p, int64_t(rows));
-  CHECK((launch_backward<T, D>(q.p, k.p, v.p, g.p, lse.p, delta.p, dq.p, dk.p, dv.p, shape,
-                               float(scale), 0)));
+  CHECK((launch_forward<T, D, true>(q.ptr, k.ptr, v.ptr, o.ptr, nullptr, shape, float(scale), 0)));
+  CHECK(
+      (launch_forward<T, D, false>(q.ptr, k.ptr, v.ptr, nullptr, lse.ptr, shape, float(scale), 0)));
+  row_dots<T, D><<<256, 256>>>(o.ptr, g.ptr, delta.ptr, int64_t(rows));
+  CHECK((launch_backward<T, D>(q.ptr, k.ptr, v.ptr, g.ptr, lse.ptr, delta.ptr, dq.ptr, dk.ptr,
+                               dv.ptr, shape, float(scale), 0)));
   CHECK(cudaDeviceSynchronize());
   double m_o, m_dq, m_dk, m_dv;
-  const double e_o = max_error(o.host(), ro, &m_o), e_dq = max_error(dq.host(), rdq, &m_dq);
-  const double e_dk = max_error(dk.host(), rdk, &m_dk), e_dv = max_error(dv.host(), rdv, &m_dv);
+  const double e_o = max_error(o.download(), ro, &m_o), e_dq = max_error(dq.download(), rdq, &m_dq);
+  const double e_dk = max_error(dk.download(), rdk, &m_dk),
+               e_dv = max_error(dv.download(), rdv, &m_dv);
   const double tol = std::is_same_v<T, __half> ? 1e-2 : 3e-2;
   const bool ok = e_o < tol && e_dq < tol && e_dk < tol && e_dv < tol;
   std::printf(
@@ -178,19 +153,19 @@ void bench(int b, int h, int t, bool causal) {
   std::normal_distribution<float> normal(0.f, 1.f);
   for (auto& x : hx)
     x = static_cast<T>(normal(rng));
-  Device<T> q(hx), k(hx), v(hx), g(hx), o(n), dk(n), dv(n);
-  Device<float> lse(rows), delta(rows), dq(n);
+  DeviceBuffer<T> q(hx), k(hx), v(hx), g(hx), o(n), dk(n), dv(n);
+  DeviceBuffer<float> lse(rows), delta(rows), dq(n);
   const AttentionShape shape{b, h, 1, t, t, causal};
   const float scale = 1.f / std::sqrt(float(D));
   auto fwd = [&] {
-    CHECK((launch_forward<T, D, true>(q.p, k.p, v.p, o.p, nullptr, shape, scale, 0)));
+    CHECK((launch_forward<T, D, true>(q.ptr, k.ptr, v.ptr, o.ptr, nullptr, shape, scale, 0)));
   };
   auto bwd = [&] {
-    CHECK((launch_forward<T, D, false>(q.p, k.p, v.p, nullptr, lse.p, shape, scale, 0)));
-    row_dots<T, D><<<1024, 256>>>(o.p, g.p, delta.p, int64_t(rows));
-    CHECK(cudaMemsetAsync(dq.p, 0, n * sizeof(float)));
-    CHECK((launch_backward<T, D>(q.p, k.p, v.p, g.p, lse.p, delta.p, dq.p, dk.p, dv.p, shape, scale,
-                                 0)));
+    CHECK((launch_forward<T, D, false>(q.ptr, k.ptr, v.ptr, nullptr, lse.ptr, shape, scale, 0)));
+    row_dots<T, D><<<1024, 256>>>(o.ptr, g.ptr, delta.ptr, int64_t(rows));
+    CHECK(cudaMemsetAsync(dq.ptr, 0, n * sizeof(float)));
+    CHECK((launch_backward<T, D>(q.ptr, k.ptr, v.ptr, g.ptr, lse.ptr, delta.ptr, dq.ptr, dk.ptr,
+                                 dv.ptr, shape, scale, 0)));
   };
   auto time = [&](auto f) {
     for (int i = 0; i < 3; ++i)

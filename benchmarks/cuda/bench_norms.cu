@@ -16,20 +16,15 @@
 #include <string>
 #include <vector>
 
+#include "benchmarks/cuda/device_buffer.cuh"
 #include "mlx/backend/cuda/norm_kernels.cuh"
 #include "mlx/backend/cuda/softmax_kernels.cuh"
 
 using namespace mlx::core::cu;
+using namespace harness;
 using bf16 = __nv_bfloat16;
 
 namespace {
-
-void cuda_ok(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) {
-    std::printf("CUDA error in %s: %s\n", what, cudaGetErrorString(e));
-    std::exit(2);
-  }
-}
 
 template <typename T>
 struct TypeInfo;
@@ -52,51 +47,6 @@ template <>
 struct TypeInfo<__half> {
   static constexpr const char* name = "float16";
   static constexpr double rtol = 2e-3, atol = 1e-3;
-};
-
-template <typename T>
-double to_double(T v) {
-  if constexpr (std::is_same_v<T, bf16>) {
-    return __bfloat162float(v);
-  } else if constexpr (std::is_same_v<T, __half>) {
-    return __half2float(v);
-  } else {
-    return static_cast<double>(v);
-  }
-}
-
-template <typename T>
-T from_double(double v) {
-  if constexpr (std::is_same_v<T, bf16>) {
-    return __float2bfloat16(static_cast<float>(v));
-  } else if constexpr (std::is_same_v<T, __half>) {
-    return __float2half(static_cast<float>(v));
-  } else {
-    return static_cast<T>(v);
-  }
-}
-
-// A device copy of a host vector (or `n` uninitialised elements).
-template <typename T>
-struct DeviceBuffer {
-  T* ptr = nullptr;
-  size_t n = 0;
-  explicit DeviceBuffer(size_t count) : n(count) {
-    cuda_ok(cudaMalloc(&ptr, std::max<size_t>(n, 1) * sizeof(T)), "cudaMalloc");
-  }
-  explicit DeviceBuffer(const std::vector<T>& h) : DeviceBuffer(h.size()) {
-    cuda_ok(cudaMemcpy(ptr, h.data(), n * sizeof(T), cudaMemcpyHostToDevice), "upload");
-  }
-  ~DeviceBuffer() { cudaFree(ptr); }
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-  std::vector<double> download() const {
-    std::vector<T> h(n);
-    cuda_ok(cudaMemcpy(h.data(), ptr, n * sizeof(T), cudaMemcpyDeviceToHost), "download");
-    std::vector<double> out(n);
-    std::transform(h.begin(), h.end(), out.begin(), to_double<T>);
-    return out;
-  }
 };
 
 // Values of T (rounded), mean `center`, spread `scale`.
