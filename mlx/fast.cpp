@@ -137,8 +137,8 @@ bool attention_gpu_kernel_applies(Dtype dtype, int head_dim, int value_dim, bool
     return v == nullptr || std::string(v) != "0";
   }();
   return enabled && (dtype == float16 || dtype == bfloat16) && head_dim == value_dim &&
-         (head_dim == 64 || head_dim == 80 || head_dim == 96 || head_dim == 128) &&
-         !has_mask && !has_sinks;
+         (head_dim == 64 || head_dim == 80 || head_dim == 96 || head_dim == 128) && !has_mask &&
+         !has_sinks;
 }
 
 array scaled_dot_product_attention(const array& queries, const array& keys, const array& values,

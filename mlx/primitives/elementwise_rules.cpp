@@ -210,10 +210,12 @@ std::optional<array> unary_linear(UnaryOp op, const array& g, const array& x, co
       return multiply(g, gelu_approx_grad(x, s), s);
     case UnaryOp::GeluApproxGrad: {
       // With u = c (x + a x^3) and t = tanh(u), the derivative (1 + t) / 2 + x (1 - t^2) u' / 2
-      // has derivative (1 - t^2) (u' + x (u'' - 2 t u'^2) / 2), u' = c (1 + 3 a x^2), u'' = 6 a c x.
+      // has derivative (1 - t^2) (u' + x (u'' - 2 t u'^2) / 2),
+      // where u' = c (1 + 3 a x^2) and u'' = 6 a c x.
       constexpr double c = 0.79788456080286535588, a = 0.044715;
       array x2 = sq(x);
-      array t = tanh(multiply(scalar(c, x), add(x, multiply(scalar(a, x), multiply(x2, x, s), s), s), s), s);
+      array t = tanh(
+          multiply(scalar(c, x), add(x, multiply(scalar(a, x), multiply(x2, x, s), s), s), s), s);
       array du = multiply(scalar(c, x), add(one, multiply(scalar(3 * a, x), x2, s), s), s);
       array d2u = multiply(scalar(6 * a * c, x), x, s);
       array inner = subtract(d2u, multiply(multiply(scalar(2.0, x), t, s), sq(du), s), s);

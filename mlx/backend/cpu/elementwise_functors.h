@@ -130,6 +130,13 @@ inline T sigmoid_impl(T x) {
   return e / (T(1) + e);
 }
 
+// SiLU's derivative sigma(x) (1 + x (1 - sigma(x))), sigma computed once.
+template <typename T>
+inline T silu_grad_impl(T x) {
+  const T s = sigmoid_impl(x);
+  return s * (T(1) + x * (T(1) - s));
+}
+
 MLX_FLOAT_FN(Sqrt, std::sqrt(x))
 MLX_FLOAT_FN(Rsqrt, decltype(x)(1) / std::sqrt(x))
 MLX_FLOAT_FN(Exp, std::exp(x))
@@ -155,8 +162,8 @@ MLX_FLOAT_FN(Gelu, gelu_impl(x))
 MLX_FLOAT_FN(GeluGrad, gelu_grad_impl(x))
 MLX_FLOAT_FN(GeluApprox, gelu_approx_impl(x))
 MLX_FLOAT_FN(GeluApproxGrad, gelu_approx_grad_impl(x))
-MLX_FLOAT_FN(Silu, x * sigmoid_impl(x))
-MLX_FLOAT_FN(SiluGrad, sigmoid_impl(x) * (decltype(x)(1) + x * (decltype(x)(1) - sigmoid_impl(x))))
+MLX_FLOAT_FN(Silu, sigmoid_impl(x) * x)
+MLX_FLOAT_FN(SiluGrad, silu_grad_impl(x))
 #undef MLX_FLOAT_FN
 
 struct Erf {

@@ -137,6 +137,19 @@ __device__ __forceinline__ void mma_row(float (&c)[N / 8][4], const uint32_t (&a
   }
 }
 
+// c[n] += A B for every 8-column block n of a 16 x N product whose B is the transpose of N rows
+// of a tile (K or Q, dO as right factors of Q K^T, K Q^T, V dO^T), columns [k, k + 16) of them.
+template <int N, int S, typename T>
+__device__ __forceinline__ void mma_row_of_rows(float (&c)[N / 8][4], const uint32_t (&a)[4],
+                                                const T* tile, int k, int lane) {
+  for (int n = 0; n < N / 8; n += 2) {
+    uint32_t b[4];
+    load_b_of_rows<S>(b, tile, n * 8, k, lane);
+    mma<T>(c[n], a, b[0], b[1]);
+    mma<T>(c[n + 1], a, b[2], b[3]);
+  }
+}
+
 // Two floats as one register of two T.
 template <typename T>
 __device__ __forceinline__ uint32_t pack(float lo, float hi) {

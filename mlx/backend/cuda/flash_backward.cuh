@@ -99,15 +99,8 @@ __global__ void __launch_bounds__(kBlockThreads)
       uint32_t ak[4], av[4];
       load_a<S>(ak, w_k, kk * 16, lane);
       load_a<S>(av, w_v, kk * 16, lane);
-      for (int n = 0; n < kRows / 8; n += 2) {
-        uint32_t b[4];
-        load_b_of_rows<S>(b, qt, n * 8, kk * 16, lane);
-        mma<T>(p[n], ak, b[0], b[1]);
-        mma<T>(p[n + 1], ak, b[2], b[3]);
-        load_b_of_rows<S>(b, dot, n * 8, kk * 16, lane);
-        mma<T>(ds[n], av, b[0], b[1]);
-        mma<T>(ds[n + 1], av, b[2], b[3]);
-      }
+      mma_row_of_rows<kRows, S>(p, ak, qt, kk * 16, lane);
+      mma_row_of_rows<kRows, S>(ds, av, dot, kk * 16, lane);
     }
     // P^T and dS^T. Rows past t_q and keys a causal row does not see get zeros.
     const bool masked = q0 + kRows > t_q || (shape.causal && k0 + kKeys - 1 > q0 + shift);

@@ -97,12 +97,7 @@ __global__ void __launch_bounds__(kBlockThreads)
     // Scores of the warp's rows against the tile's keys.
     float s[kKeys / 8][4] = {};
     for (int kk = 0; kk < D / 16; ++kk) {
-      for (int n = 0; n < kKeys / 8; n += 2) {
-        uint32_t b[4];
-        load_b_of_rows<S>(b, kt, n * 8, kk * 16, lane);
-        mma<T>(s[n], qf[kk], b[0], b[1]);
-        mma<T>(s[n + 1], qf[kk], b[2], b[3]);
-      }
+      mma_row_of_rows<kKeys, S>(s, qf[kk], kt, kk * 16, lane);
     }
 
     // Online softmax, in base 2. Only tiles that reach past t_kv or the diagonal mask.

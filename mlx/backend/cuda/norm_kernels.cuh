@@ -229,16 +229,21 @@ __global__ void __launch_bounds__(kVjpMaxThreads)
     if (chunks == 1) {
       load_tile(tg, gr, TileMap<T, N>(0, lane, group, d), vec);  // in flight with x
     }
-    auto stats = row_stats<T, N, kLayer>(tx, xr, d, lane, group, chunks, vec, stats_shared);
-    const A mean = stats.center(), inv = stats.inv_std(d, eps);
-    GradSums<A> sums{0, 0};
-    for (int c = 0; c < chunks; ++c) {
+    // Tile c of x, g and w; a row of one tile stays in registers from its first load.
+    auto load_tiles = [&](int c) {
       TileMap<T, N> m(c, lane, group, d);
       if (chunks > 1) {
         load_tile(tx, xr, m, vec);
         load_tile(tg, gr, m, vec);
         load_param(tw, w, m, vec, 1.0f);
       }
+      return m;
+    };
+    auto stats = row_stats<T, N, kLayer>(tx, xr, d, lane, group, chunks, vec, stats_shared);
+    const A mean = stats.center(), inv = stats.inv_std(d, eps);
+    GradSums<A> sums{0, 0};
+    for (int c = 0; c < chunks; ++c) {
+      const TileMap<T, N> m = load_tiles(c);
 #pragma unroll
       for (int i = 0; i < N; ++i) {
         A gw = cast_to<A>(tg.v[i]) * cast_to<A>(tw.v[i]);  // 0 past the row
@@ -249,12 +254,7 @@ __global__ void __launch_bounds__(kVjpMaxThreads)
     sums = group_reduce(sums, GradSums<A>::add, sums_shared, whole_block);
     const A s1 = sums.s1 / A(d), s2 = sums.s2 / A(d);
     for (int c = 0; c < chunks; ++c) {
-      TileMap<T, N> m(c, lane, group, d);
-      if (chunks > 1) {
-        load_tile(tx, xr, m, vec);
-        load_tile(tg, gr, m, vec);
-        load_param(tw, w, m, vec, 1.0f);
-      }
+      const TileMap<T, N> m = load_tiles(c);
 #pragma unroll
       for (int i = 0; i < N; ++i) {
         A gi = cast_to<A>(tg.v[i]);
