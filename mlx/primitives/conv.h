@@ -83,7 +83,7 @@ class Convolution : public UnaryPrimitive {
 // cotangent (N, out spatial..., C); the output (C, kernel..., 1) sums, per channel and tap,
 // the input times the cotangent over the batch and every output pixel. The general derivative
 // (a convolution of transposed copies, the batch as channels) has a few large taps and
-// parallelizes poorly; the CPU's rule takes this instead (see conv_rules.cpp).
+// parallelizes poorly; the rules take this instead (see conv_rules.cpp).
 class DepthwiseWeightGrad : public UnaryPrimitive {
  public:
   DepthwiseWeightGrad(Stream stream, ConvParams params, Shape kernel)

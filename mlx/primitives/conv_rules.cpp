@@ -2,9 +2,9 @@
 // convolutions again (so they compose): the input's is a transposed convolution of the
 // cotangent with the channel-swapped kernel, the weight's a convolution of the input with the
 // cotangent in which the batch plays the channels (grouped by the forward groups). Depthwise
-// convolutions on the CPU differ: their direct kernels take a strided convolution's input
-// derivative in one pass (the stride as input dilation) and the weight derivative is
-// DepthwiseWeightGrad, whose own derivatives are convolutions.
+// convolutions differ: their weight derivative is DepthwiseWeightGrad (a direct kernel on both
+// backends), whose own derivatives are convolutions, and on the CPU their direct kernels take
+// a strided convolution's input derivative in one pass (the stride as input dilation).
 #include <numeric>
 #include <optional>
 
@@ -98,6 +98,13 @@ bool cpu_depthwise(const ConvParams& p, const array& wt, StreamOrDevice s) {
          wt.dtype() != float64;
 }
 
+// Whether the weight derivative is DepthwiseWeightGrad (one input and one output channel per
+// group): on the GPU, whose kernel takes every float type, and where the CPU's kernels run.
+bool depthwise_weight_primitive(const ConvParams& p, const array& wt, StreamOrDevice s) {
+  return cpu_depthwise(p, wt, s) || (to_stream(s).device.type == Device::gpu &&
+                                     wt.shape(-1) == 1 && wt.shape(0) == p.groups);
+}
+
 array depthwise_weight_grad(const ConvParams& p, const array& in, const array& g,
                             const Shape& kernel, StreamOrDevice s) {
   Dtype dt = promote_types(in.dtype(), g.dtype());
@@ -155,7 +162,7 @@ array input_cotangent(const ConvParams& p, const array& in, const array& wt, con
 array weight_cotangent(const ConvParams& p, const array& in, const array& wt, const array& g,
                        StreamOrDevice s) {
   int nd = static_cast<int>(in.ndim()) - 2;
-  if (cpu_depthwise(p, wt, s)) {
+  if (depthwise_weight_primitive(p, wt, s)) {
     return depthwise_weight_grad(p, in, g, Shape(wt.shape().begin() + 1, wt.shape().end() - 1), s);
   }
   int G = p.groups, N = in.shape(0), O = wt.shape(0), Cg = wt.shape(-1), Og = O / G;

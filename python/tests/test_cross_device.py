@@ -654,6 +654,31 @@ def test_convolutions(dtype):
           x2[:, ::-1, ::2], w2.transpose(0, 2, 1, 3), rtol=rt, atol=rt)
 
 
+@pytest.mark.parametrize("dtype", [mx.float32, mx.float16, mx.bfloat16, mx.float64])
+def test_depthwise_weight_grad(dtype):
+    # The weight derivative of a depthwise convolution is its own primitive on both devices:
+    # strided, dilated, flipped, cropped, 1-D and 3-D geometries, non-contiguous operands.
+    rt = {mx.float16: 2e-2, mx.bfloat16: 8e-2, mx.float64: 1e-9}.get(dtype, 1e-4)
+    cases = [((2, 11, 12, 37), (37, 3, 3, 1), dict(stride=[2, 1], padding=[1, 1])),
+             ((1, 9, 10, 8), (8, 3, 2, 1), dict(kernel_dilation=[1, 3], padding=[0, 2], flip=True)),
+             ((1, 7, 9, 5), (5, 3, 4, 1), dict(input_dilation=[1, 3], stride=[1, 2], padding=[1, 3])),
+             ((1, 8, 9, 6), (6, 3, 3, 1), dict(padding=([-1, 1], [1, -1]))),
+             ((3, 40, 33), (33, 5, 1), dict(stride=[2], padding=[2])),
+             ((1, 5, 6, 7, 19), (19, 3, 3, 3, 1), dict(stride=[1, 2, 1], padding=[1, 1, 1]))]
+    for i, (xs, ws, kw) in enumerate(cases):
+        x, w = sample(xs, dtype, 10 + i), sample(ws, dtype, 20 + i)
+        f = lambda a, b: mx.conv_general(a, b, groups=xs[-1], **kw)
+        check(grads(f, (1,)), x, w, rtol=rt, atol=rt)
+    # A batch of 64 (the pixels split over many blocks) and a transposed (strided) input.
+    x = sample((64, 14, 14, 40), dtype, 30)
+    w = sample((40, 3, 3, 1), dtype, 31)
+    check(grads(lambda a, b: mx.conv2d(a, b, padding=1, groups=40), (1,)), x, w,
+          rtol=rt * 4, atol=rt * 4)
+    xt = sample((2, 12, 11, 16), dtype, 32).transpose(0, 2, 1, 3)
+    check(grads(lambda a, b: mx.conv2d(a, b, padding=1, groups=16), (1,)), xt,
+          sample((16, 3, 3, 1), dtype, 33), rtol=rt, atol=rt)
+
+
 def test_ffts():
     x = sample((6, 30), mx.complex64)
     r = sample((6, 30), mx.float32)

@@ -214,7 +214,10 @@ TEST(FastRules, NormVjpMemory) {
     size_t base = get_active_memory();
     reset_peak_memory();
     eval(grads);
-    EXPECT_LT(get_peak_memory() - base, (size_t(5) << 20) / 4);
+    // dx (1 MiB) and the per-block partial sums of dw (and db) where a backend keeps them (at
+    // most a row of D floats per resident block: 0.5 MiB on an H200); a second rows x D
+    // temporary would pass 2 MiB.
+    EXPECT_LT(get_peak_memory() - base, size_t(2) << 20);
   }
 }
 

@@ -3,6 +3,7 @@
 // the padding or between dilated input elements) followed by one cuBLASLt product per group
 // with the group's weights. Depthwise-like convolutions (one output channel per group, few
 // channels per group) run a direct kernel instead of per-group products of one column.
+// DepthwiseWeightGrad (a depthwise convolution's weight derivative) sums per channel and tap.
 #include <algorithm>
 
 #include "mlx/backend/common/conv_geometry.h"
@@ -10,6 +11,7 @@
 #include "mlx/backend/cuda/device_types.cuh"
 #include "mlx/backend/cuda/gemm.h"
 #include "mlx/backend/cuda/kernel_utils.cuh"
+#include "mlx/backend/cuda/occupancy.cuh"
 #include "mlx/primitives/conv.h"
 
 namespace mlx::core {
@@ -120,7 +122,88 @@ void im2col_conv(const ConvGeometry& g, const array& in, const array& wt, array&
   }
 }
 
+// DepthwiseWeightGrad's sums, in two passes. Blocks of 32 channels x 8 lanes of pixels, one
+// block row per kernel tap (blockIdx.y) and slice of the batch's output pixels (blockIdx.z):
+// each thread folds in[pixel read by the tap, c] * cot[pixel, c] over its pixels, coalesced
+// over channels, and the block writes partial[slice, tap, c]; the second pass adds the slices
+// in order (no atomics: the result does not depend on scheduling).
+template <typename T, typename Acc>
+__global__ void depthwise_weight_partials(const T* in, const T* cot, Acc* partial, ConvGeometry g,
+                                          int64_t per_slice) {
+  __shared__ Acc lanes[8][33];
+  const int64_t c = int64_t(blockIdx.x) * 32 + threadIdx.x, tap = blockIdx.y;
+  const int64_t p0 = blockIdx.z * per_slice, p1 = min(g.N * g.X, p0 + per_slice);
+  Acc acc = 0;
+  if (c < g.C) {
+    for (int64_t p = p0 + threadIdx.y; p < p1; p += 8) {
+      const int64_t n = p / g.X, pix = input_pixel(g, p - n * g.X, tap);
+      if (pix >= 0) {
+        acc += static_cast<Acc>(in[(n * g.S + pix) * g.C + c]) * static_cast<Acc>(cot[p * g.C + c]);
+      }
+    }
+  }
+  lanes[threadIdx.y][threadIdx.x] = acc;
+  __syncthreads();
+  if (threadIdx.y == 0 && c < g.C) {
+    for (int y = 1; y < 8; ++y) {
+      acc += lanes[y][threadIdx.x];
+    }
+    partial[(blockIdx.z * g.K + tap) * g.C + c] = acc;
+  }
+}
+
+// dw[c, tap] = the sum of partial[slice, tap, c] over the slices.
+template <typename T, typename Acc>
+__global__ void depthwise_weight_sum(const Acc* partial, T* dw, ConvGeometry g, int64_t slices) {
+  const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;  // tap * C + c
+  if (i >= g.K * g.C) {
+    return;
+  }
+  Acc v = 0;
+  for (int64_t s = 0; s < slices; ++s) {
+    v += partial[s * g.K * g.C + i];
+  }
+  const int64_t tap = i / g.C, c = i - tap * g.C;
+  dw[c * g.K + tap] = cast_to<T>(v);
+}
+
+template <typename T>
+void depthwise_weight_grad(const ConvGeometry& g, const array& in, const array& cot, array& dw) {
+  using Acc = acc_t<T>;
+  const int64_t pixels = g.N * g.X, column_blocks = (g.C + 31) / 32 * g.K;
+  // Slices of pixels so that the grid fills the GPU once, each with a few hundred pixels.
+  const int64_t wave = resident_blocks<depthwise_weight_partials<T, Acc>, 256>();
+  const int64_t slices = std::clamp<int64_t>(
+      std::min(wave / column_blocks, (pixels + 255) / 256), 1, 65535);
+  const int64_t per_slice = (pixels + slices - 1) / slices;
+  Scratch partial(sizeof(Acc) * slices * g.K * g.C);
+  dim3 grid(static_cast<unsigned>((g.C + 31) / 32), static_cast<unsigned>(g.K),
+            static_cast<unsigned>(slices));
+  depthwise_weight_partials<T, Acc><<<grid, dim3(32, 8), 0, stream()>>>(
+      in.gpu_data<T>(), cot.gpu_data<T>(), partial.as<Acc>(), g, per_slice);
+  depthwise_weight_sum<T, Acc><<<blocks_for(g.K * g.C), kThreads, 0, stream()>>>(
+      partial.as<Acc>(), dw.gpu_data<T>(), g, slices);
+  check_launch("DepthwiseWeightGrad");
+}
+
 }  // namespace
+
+void DepthwiseWeightGrad::eval_gpu(const std::vector<array>& inputs, array& out) {
+  cu::allocate(out);
+  if (out.size() == 0) {
+    return;
+  }
+  array in = dense_copy(inputs[0]);
+  array cot = dense_copy(inputs[1]);
+  // The output has the weight's shape and the cotangent the convolution output's.
+  const ConvGeometry g = conv_geometry(params_, in, out, cot);
+  if (g.N * g.X == 0) {
+    MLX_CUDA_CHECK(cudaMemsetAsync(out.gpu_data<char>(), 0, out.nbytes(), cu::stream()));
+    return;
+  }
+  dispatch_float<DeviceTypes>(out.dtype(), "DepthwiseWeightGrad",
+                              [&]<typename T>() { depthwise_weight_grad<T>(g, in, cot, out); });
+}
 
 void Convolution::eval_gpu(const std::vector<array>& inputs, array& out) {
   cu::allocate(out);

@@ -14,10 +14,6 @@ namespace mlx::core {
     eval_cpu(inputs, outputs);                                           \
   }
 
-// The CPU's depthwise weight derivative: the transform rule builds it on CPU streams only
-// (GPU streams take the derivative as convolutions), so a GPU stream meets it only in a graph
-// imported from a CPU trace.
-MLX_NO_GPU_KERNEL(DepthwiseWeightGrad)
 #ifndef MLX_CUDA_HAS_CUSOLVER
 MLX_NO_GPU_KERNEL(Inverse)
 MLX_NO_GPU_KERNEL(Cholesky)
