@@ -7,6 +7,7 @@
 #include "mlx/ops/creation.h"
 #include "mlx/ops/shape.h"
 #include "mlx/primitives/fast.h"
+#include "mlx/primitives/shape.h"
 #include "mlx/utils.h"
 
 namespace mlx::core::fast {
@@ -259,6 +260,17 @@ array cross_entropy(const array& logits, const array& targets, StreamOrDevice s)
   if (logits.shape(-1) == 0) {
     throw std::invalid_argument(msg(
         "[cross_entropy] logits must have at least one class; got shape ", logits.shape(), "."));
+  }
+  // Half-precision logits widened to float32 for the loss (the usual mixed-precision code):
+  // the kernels read half precision and compute in float32 anyway, so they read the source and
+  // the float32 copy (twice the logits' bytes, often the step's largest array) is never made.
+  // The same values and, through the cotangent's rounding to the source dtype, gradients.
+  if (logits.dtype() == float32 && logits.status() == array::Status::unscheduled &&
+      logits.has_primitive() && dynamic_cast<const AsType*>(&logits.primitive()) != nullptr) {
+    const array& source = logits.inputs()[0];
+    if (source.dtype() == float16 || source.dtype() == bfloat16) {
+      return cross_entropy_parts(source, targets, to_stream(s))[0];
+    }
   }
   return cross_entropy_parts(logits, targets, to_stream(s))[0];
 }

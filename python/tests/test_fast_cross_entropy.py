@@ -261,6 +261,36 @@ def test_nn_losses_uses_fused_primitive_only_for_the_plain_case():
         rtol=1e-6)
 
 
+@pytest.mark.parametrize("dtype", [mx.float16, mx.bfloat16])
+def test_widened_half_logits_are_read_in_place(dtype, rng):
+    # cross_entropy(x.astype(float32)) of half-precision x reads x itself: the same loss and,
+    # through the cotangent's rounding to x's dtype, the same gradient as a float32 copy made
+    # beforehand, without the copy's memory.
+    xn, tn = rng.standard_normal((64, 300)), rng.integers(0, 300, (64,))
+    x, t = mx.array(xn).astype(dtype), mx.array(tn)
+    widened = mx.array(np.array(x.astype(mx.float32)))  # a float32 array with no graph
+    for loss in (lambda v: mx.fast.cross_entropy(v.astype(mx.float32), t).sum(),
+                 lambda v: nn.losses.cross_entropy(v.astype(mx.float32), t, reduction="sum")):
+        value, grad = mx.value_and_grad(loss)(x)
+        ref_value, ref_grad_f32 = mx.value_and_grad(
+            lambda v: mx.fast.cross_entropy(v, t).sum())(widened)
+        assert value.dtype == mx.float32 and grad.dtype == dtype
+        # Equal on the CPU; a GPU kernel may sum a half row in another order (one ulp).
+        ulp = 2.0**-10 if dtype == mx.float16 else 2.0**-7
+        np.testing.assert_allclose(np.array(value), np.array(ref_value), rtol=1e-6)
+        np.testing.assert_allclose(np.array(grad.astype(mx.float32)),
+                                   np.array(ref_grad_f32.astype(dtype).astype(mx.float32)),
+                                   rtol=ulp, atol=1e-7)
+    # Peak memory: logits of 16 MiB in half precision would need 32 MiB more as float32.
+    big = mx.array(rng.standard_normal((1024, 8192)).astype(np.float32)).astype(dtype)
+    tb = mx.array(rng.integers(0, 8192, (1024,)))
+    mx.eval(big, tb)
+    mx.reset_peak_memory()
+    base = mx.get_active_memory()
+    mx.eval(mx.grad(lambda v: mx.fast.cross_entropy(v.astype(mx.float32), tb).sum())(big))
+    assert mx.get_peak_memory() - base < 24 * 2**20, mx.get_peak_memory() - base
+
+
 def test_errors():
     x = mx.zeros((2, 3))
     with pytest.raises(ValueError, match=r"cross_entropy.*shape \(2\)"):
