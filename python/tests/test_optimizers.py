@@ -680,3 +680,36 @@ def test_update_nn_module():
     want = before["weight"] - 0.1 * np.array([[1.0, 2.0], [1.0, 2.0]])
     np.testing.assert_allclose(after["weight"], want, rtol=1e-6, atol=1e-7)
     np.testing.assert_allclose(after["bias"], before["bias"] - 0.1, rtol=1e-6, atol=1e-7)
+
+
+def test_adam_bias_corrections_are_shared_by_the_parameters(rng):
+    # One pair of bias corrections per update, not one per parameter: an eager AdamW update of
+    # 40 parameters runs the 40 fused updates and a handful of scalar kernels.
+    params = {f"p{i}": mx.array(rng.standard_normal((3, 4)).astype(np.float32)) for i in range(40)}
+    grads = {k: mx.array(rng.standard_normal((3, 4)).astype(np.float32)) for k in params}
+    opt = optim.AdamW(0.01, bias_correction=True)
+    ref = adam_ref(0.01, weight_decay=0.01, bias_correction=True)
+    expected = {k: np.array(v, np.float64) for k, v in params.items()}
+    states = {k: {} for k in params}
+    opt.init(params)  # the moments' zeros are not the update's kernels
+    mx.eval(params, grads, opt.state)
+    for t in range(1, 4):
+        mx._kernel_counts(True, True)
+        params = opt.apply_gradients(grads, params)
+        mx.eval(params, opt.state)
+        counts = mx._kernel_counts(False, True)
+        assert counts.get("AdamUpdate") == 40 and sum(counts.values()) <= 40 + 10, counts
+        for k in expected:
+            expected[k] = ref(np.array(grads[k], np.float64), expected[k], states[k], t)
+            np.testing.assert_allclose(np.array(params[k]), expected[k], rtol=1e-5, atol=1e-6)
+    # apply_single outside an update sees the corrections of the step count it is given.
+    single = optim.Adam(0.1, bias_correction=True)
+    p, g = params["p0"], grads["p0"]
+    for t in (1, 2, 5):
+        single.state["step"] = mx.array(t, mx.uint64)
+        state = {}
+        single.init_single(p, state)
+        out = single.apply_single(g, p, state)
+        want = adam_ref(0.1, bias_correction=True)(np.array(g, np.float64),
+                                                   np.array(p, np.float64), {}, t)
+        np.testing.assert_allclose(np.array(out), want, rtol=1e-5, atol=1e-6)

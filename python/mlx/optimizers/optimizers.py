@@ -367,15 +367,32 @@ class Adam(Optimizer):
     def apply_single(self, gradient: mx.array, parameter: mx.array, state: dict):
         return self._adam_step(gradient, parameter, state, 0.0)
 
+    def apply_gradients(self, gradients: dict, parameters: dict):
+        try:  # the first parameter's update makes the bias corrections, the rest share them
+            return super().apply_gradients(gradients, parameters)
+        finally:
+            self._corrections = None  # holds no array (a tracer under compile) past the update
+
+    def _bias_corrections(self):
+        # (1 - beta1^t, 1 - beta2^t) once per step count: per parameter they were seven scalar
+        # kernels each (1036 of GPT-2's step). Keyed on the step array itself, so a caller of
+        # apply_single between updates never sees another step's values.
+        cached = getattr(self, "_corrections", None)
+        if cached is None or cached[0] is not self.step:
+            if self.bias_correction:
+                b1, b2 = self.betas
+                step = self.step.astype(mx.float32)
+                cached = (self.step, 1 - b1**step, 1 - b2**step)
+            else:
+                cached = (self.step, mx.array(1.0), mx.array(1.0))
+            self._corrections = cached
+        return cached[1], cached[2]
+
     def _adam_step(self, gradient, parameter, state, weight_decay):
         # One fused kernel per parameter (mx.fast._adam_update) where the gradient and state
         # match the parameter, as they do in training; the same formulas as ops otherwise.
         b1, b2 = self.betas
-        if self.bias_correction:
-            step = self.step.astype(mx.float32)
-            c1, c2 = 1 - b1**step, 1 - b2**step
-        else:
-            c1 = c2 = mx.array(1.0)
+        c1, c2 = self._bias_corrections()
         m, v = state["m"], state["v"]
         like = (parameter.shape, parameter.dtype)
         if (mx.issubdtype(parameter.dtype, mx.floating)
