@@ -2,7 +2,7 @@
 functions against central finite differences, for the cases the family suites do not already
 differentiate: transposed convolutions with groups and dilation, convolve, every pooling,
 FFT norms and 3-axis real transforms, istft, gather_qmm in both orientations and modes, and
-derivatives with respect to the second operand or the scales. Real functions are checked in
+derivatives with respect to the second operand, the scales or block_masked_mm's float masks. Real functions are checked in
 float64 where the family computes in it, the others in float32 with a larger step."""
 import numpy as np
 import pytest
@@ -74,6 +74,10 @@ REAL_CASES = {
     "segmented_mm_empty_segment": (lambda a, b: mx.segmented_mm(a, b, mx.array([[0, 3], [2, 2],
                                                                                 [1, 5]])),
                                    [normal(2, 5), normal(5, 3)]),
+    "block_masked_mm_every_operand": (
+        lambda a, b, mo, ml, mr: mx.block_masked_mm(a, b, 32, mo, ml, mr),
+        [normal(40, 33), normal(33, 20), RNG.random((2, 1)), RNG.random((2, 2)),
+         RNG.random((2, 1))]),
     "fftshift": (lambda x: mx.fft.ifftshift(mx.fft.fftshift(x * 2, axes=(1,)) + x, axes=(0,)),
                  [normal(3, 5)]),
 }

@@ -270,6 +270,16 @@ def test_gather_qqmm():
     q, s = mx.quantize(W, mode="nvfp4")
     np.testing.assert_allclose(np.array(mx.gather_qqmm(X, q, s, rhs_indices=mx.array(idx))), ref,
                                rtol=1e-5, atol=1e-5)
+    # Straight-through gradients: each row's cotangent times its quantized matrix, and per
+    # matrix the sum over the rows that chose it of the cotangent times the quantized row.
+    gx, gw = mx.grad(lambda a, b: mx.gather_qqmm(a, b, rhs_indices=mx.array(idx)).sum(),
+                     argnums=(0, 1))(X, W)
+    np.testing.assert_allclose(np.array(gx), np.stack([np.ones((1, 8)) @ Wq[j] for j in idx]),
+                               rtol=1e-5, atol=1e-5)
+    ref_gw = np.zeros((3, 8, 32))
+    for i, j in enumerate(idx):
+        ref_gw[j] += np.ones((8, 1)) @ Xq[i]
+    np.testing.assert_allclose(np.array(gw), ref_gw, rtol=1e-5, atol=1e-5)
 
 
 # ---- nn --------------------------------------------------------------------------------------
