@@ -589,6 +589,43 @@ def test_against_torch():
                                atol=1e-5)
 
 
+def channels_first(a):
+    return torch.tensor(np.moveaxis(a, -1, 1))
+
+
+# (ours, PyTorch's, input shape, weight shape, keyword arguments); weights in our layout.
+TORCH_CASES = [
+    (mx.conv1d, "conv1d", (2, 11, 4), (6, 3, 2), dict(stride=2, padding=1, dilation=2, groups=2)),
+    (mx.conv3d, "conv3d", (1, 5, 6, 4, 3), (4, 2, 3, 2, 3), dict(stride=(1, 2, 1), padding=1)),
+    (mx.conv_transpose1d, "conv_transpose1d", (2, 6, 3), (4, 3, 3),
+     dict(stride=2, padding=1, dilation=2, output_padding=1)),
+    (mx.conv_transpose3d, "conv_transpose3d", (1, 3, 4, 2, 2), (3, 2, 3, 2, 2),
+     dict(stride=(2, 1, 2), padding=(1, 0, 1))),
+]
+
+
+@pytest.mark.skipif(torch is None, reason="PyTorch is not installed")
+@pytest.mark.parametrize("ours,theirs,xs,ws,kw", TORCH_CASES, ids=[c[1] for c in TORCH_CASES])
+def test_1d_3d_and_transposed_against_torch(ours, theirs, xs, ws, kw):
+    x, w = rand(*xs).astype(np.float32), rand(*ws).astype(np.float32)
+    # PyTorch's weights: (C_out, C_in / groups, K...) or, transposed, (C_in, C_out, K...).
+    wt = torch.tensor(np.moveaxis(w, -1, 0 if "transpose" in theirs else 1))
+    yt = getattr(torch.nn.functional, theirs)(channels_first(x), wt, **kw)
+    close(ours(mx.array(x), mx.array(w), **kw), np.moveaxis(yt.numpy(), 1, -1), 1e-4, 1e-5)
+
+
+@pytest.mark.skipif(torch is None, reason="PyTorch is not installed")
+@pytest.mark.parametrize("nd", [1, 2, 3])
+@pytest.mark.parametrize("kind", ["max", "avg"])
+def test_pooling_against_torch(nd, kind):
+    x = rand(*((2,) + (7, 6, 5)[:nd] + (3,))).astype(np.float32)
+    layer = getattr(nn, f"{kind.capitalize()}Pool{nd}d")(3, stride=2, padding=1)
+    # MLX's average counts the zero padding, as count_include_pad does.
+    yt = getattr(torch.nn.functional, f"{kind}_pool{nd}d")(channels_first(x), 3, stride=2,
+                                                           padding=1)
+    close(layer(mx.array(x)), np.moveaxis(yt.numpy(), 1, -1), 1e-5, 1e-6)
+
+
 def test_nn_conv_layers():
     layer = nn.Conv2d(4, 6, 3, stride=2, padding=1, groups=2)
     assert layer.weight.shape == (6, 3, 3, 2)
