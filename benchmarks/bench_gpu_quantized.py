@@ -75,7 +75,7 @@ def torch_int4(rows, n, k):
         x = torch.randn(rows, k, device="cuda", dtype=torch.bfloat16)
         f = lambda: torch._weight_int4pack_mm(x, packed, 64, sz)
         f()
-    except (RuntimeError, AttributeError) as e:
+    except Exception as e:  # noqa: BLE001 - an op missing from this PyTorch build
         print(f"# torch int4: {e}".splitlines()[0])
         return None
     return cuda_median(torch, f), packed.nbytes + sz.nbytes
