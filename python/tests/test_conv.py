@@ -147,6 +147,21 @@ def test_half_dtypes(dtype, tol, xs, ws):
     assert mx.conv2d(xq, mx.array(w, dtype=mx.float32)).dtype == mx.float32
 
 
+@pytest.mark.parametrize("groups", [1, 2])
+def test_wide_rows_over_several_chunks(groups):
+    """7x7 taps over 256 channels: 49 KB of unrolled input per output pixel, so the GPU's
+    im2col (64 MB chunks of output rows) takes 3200 pixels in two or three chunks."""
+    x = RNG.standard_normal((2, 46, 46, 256)).astype(np.float32)
+    w = RNG.standard_normal((8, 7, 7, 256 // groups)).astype(np.float32)
+    out = mx.conv2d(mx.array(x), mx.array(w), groups=groups)
+    cg, og = 256 // groups, 8 // groups
+    ref = np.zeros((2, 40, 40, 8))
+    for i, j, g in itertools.product(range(7), range(7), range(groups)):
+        patch = x[:, i:i + 40, j:j + 40, g * cg:(g + 1) * cg].astype(np.float64)
+        ref[..., g * og:(g + 1) * og] += patch @ w[g * og:(g + 1) * og, i, j].T
+    close(out, ref, 1e-4, 2e-3)
+
+
 def test_non_contiguous_inputs():
     x = rand(2, 6, 7, 3)
     w = rand(4, 3, 3, 3)
