@@ -71,9 +71,9 @@ def best(runs):
     return out
 
 
-def compare(script, run_mlx, run_torch):
-    """Runs `script`'s workers (or, in a worker process, one of them) and returns
-    (ours, theirs, PyTorch version, threads): per workload the best round's seconds."""
+def parse_args(add_options=None):
+    """The shared command line (--torch-python, --rounds, --threads), with `add_options(parser)`'s
+    own options when given."""
     ap = argparse.ArgumentParser()
     ap.add_argument("--torch-python", default=None, help="interpreter with PyTorch")
     ap.add_argument("--rounds", type=int, default=3,
@@ -81,9 +81,21 @@ def compare(script, run_mlx, run_torch):
     ap.add_argument("--threads", type=int, default=None, help="threads per library")
     ap.add_argument("--worker", choices=["torch", "mlx"], help=argparse.SUPPRESS)
     ap.add_argument("--worker-out", help=argparse.SUPPRESS)
-    args = ap.parse_args()
+    if add_options:
+        add_options(ap)
+    return ap.parse_args()
+
+
+def compare(script, run_mlx, run_torch, args=None):
+    """Runs `script`'s workers (or, in a worker process, one of them) and returns
+    (ours, theirs, PyTorch version, threads): per workload the best round's seconds.
+    With `args` (parse_args with the script's options) the workers get the same command line
+    and run_mlx / run_torch are called with it."""
+    call = (lambda f: f()) if args is None else (lambda f: f(args))
+    forwarded = () if args is None else sys.argv[1:]
+    args = args or parse_args()
     if args.worker:
-        result = run_torch() if args.worker == "torch" else {"times": run_mlx()}
+        result = call(run_torch) if args.worker == "torch" else {"times": call(run_mlx)}
         with open(args.worker_out, "w") as f:
             json.dump(result, f)
         sys.exit(0)
@@ -91,10 +103,12 @@ def compare(script, run_mlx, run_torch):
     version = None
     for _ in range(args.rounds):
         for lib, py in (("torch", args.torch_python or sys.executable), ("mlx", sys.executable)):
-            res = run_worker(py, lib, script, threads=args.threads)
+            res = run_worker(py, lib, script, threads=args.threads, args=forwarded)
             if res:
                 version = res.get("version", version)
                 runs[lib].append(res["times"])
+    if not runs["mlx"]:
+        sys.exit("ours not measured: see the worker's error above")
     return best(runs["mlx"]), best(runs["torch"]) or {}, version, args.threads or os.cpu_count()
 
 

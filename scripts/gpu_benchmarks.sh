@@ -8,12 +8,13 @@ out=${OUT:-build/gpu-logs}
 mkdir -p "$out"
 python=$(cat .mlx-python)
 export PYTHONPATH=$PWD/python
-all="bench_gpu tiny_op_latency bench_gpu_fusion bench_gpu_linalg bench_gpu_quantized bench_gpt2 memory_scenarios main_job"
+all="bench_gpu tiny_op_latency bench_gpu_fusion bench_gpu_linalg bench_gpu_quantized bench_conv bench_gpt2 memory_scenarios main_job"
 for b in ${BENCHES:-$all}; do
   start=$(date +%s)
   case $b in
     main_job) cmd=("$python" examples/train_lm.py) ;;
     memory_scenarios) cmd=("$python" benchmarks/memory_scenarios.py --device gpu) ;;
+    bench_conv) cmd=("$python" benchmarks/bench_conv.py --device gpu --dtype bfloat16 --batch 32 --rounds 2) ;;
     *) cmd=("$python" benchmarks/$b.py) ;;
   esac
   timeout "${BENCH_TIMEOUT:-300}" "${cmd[@]}" > "$out/$b.log" 2>&1

@@ -147,6 +147,21 @@ def test_half_dtypes(dtype, tol, xs, ws):
     assert mx.conv2d(xq, mx.array(w, dtype=mx.float32)).dtype == mx.float32
 
 
+@pytest.mark.parametrize("groups", [1, 2])
+def test_wide_rows_over_several_chunks(groups):
+    """7x7 taps over 256 channels: 49 KB of unrolled input per output pixel, so the GPU's
+    im2col (64 MB chunks of output rows) takes 3200 pixels in two or three chunks."""
+    x = RNG.standard_normal((2, 46, 46, 256)).astype(np.float32)
+    w = RNG.standard_normal((8, 7, 7, 256 // groups)).astype(np.float32)
+    out = mx.conv2d(mx.array(x), mx.array(w), groups=groups)
+    cg, og = 256 // groups, 8 // groups
+    ref = np.zeros((2, 40, 40, 8))
+    for i, j, g in itertools.product(range(7), range(7), range(groups)):
+        patch = x[:, i:i + 40, j:j + 40, g * cg:(g + 1) * cg].astype(np.float64)
+        ref[..., g * og:(g + 1) * og] += patch @ w[g * og:(g + 1) * og, i, j].T
+    close(out, ref, 1e-4, 2e-3)
+
+
 def test_non_contiguous_inputs():
     x = rand(2, 6, 7, 3)
     w = rand(4, 3, 3, 3)
@@ -587,6 +602,43 @@ def test_against_torch():
     y = mx.conv_transpose2d(mx.array(x), mx.array(w), stride=2, padding=1, output_padding=1)
     np.testing.assert_allclose(np.array(y), yt.numpy().transpose(0, 2, 3, 1), rtol=1e-4,
                                atol=1e-5)
+
+
+def channels_first(a):
+    return torch.tensor(np.moveaxis(a, -1, 1))
+
+
+# (ours, PyTorch's, input shape, weight shape, keyword arguments); weights in our layout.
+TORCH_CASES = [
+    (mx.conv1d, "conv1d", (2, 11, 4), (6, 3, 2), dict(stride=2, padding=1, dilation=2, groups=2)),
+    (mx.conv3d, "conv3d", (1, 5, 6, 4, 3), (4, 2, 3, 2, 3), dict(stride=(1, 2, 1), padding=1)),
+    (mx.conv_transpose1d, "conv_transpose1d", (2, 6, 3), (4, 3, 3),
+     dict(stride=2, padding=1, dilation=2, output_padding=1)),
+    (mx.conv_transpose3d, "conv_transpose3d", (1, 3, 4, 2, 2), (3, 2, 3, 2, 2),
+     dict(stride=(2, 1, 2), padding=(1, 0, 1))),
+]
+
+
+@pytest.mark.skipif(torch is None, reason="PyTorch is not installed")
+@pytest.mark.parametrize("ours,theirs,xs,ws,kw", TORCH_CASES, ids=[c[1] for c in TORCH_CASES])
+def test_1d_3d_and_transposed_against_torch(ours, theirs, xs, ws, kw):
+    x, w = rand(*xs).astype(np.float32), rand(*ws).astype(np.float32)
+    # PyTorch's weights: (C_out, C_in / groups, K...) or, transposed, (C_in, C_out, K...).
+    wt = torch.tensor(np.moveaxis(w, -1, 0 if "transpose" in theirs else 1))
+    yt = getattr(torch.nn.functional, theirs)(channels_first(x), wt, **kw)
+    close(ours(mx.array(x), mx.array(w), **kw), np.moveaxis(yt.numpy(), 1, -1), 1e-4, 1e-5)
+
+
+@pytest.mark.skipif(torch is None, reason="PyTorch is not installed")
+@pytest.mark.parametrize("nd", [1, 2, 3])
+@pytest.mark.parametrize("kind", ["max", "avg"])
+def test_pooling_against_torch(nd, kind):
+    x = rand(*((2,) + (7, 6, 5)[:nd] + (3,))).astype(np.float32)
+    layer = getattr(nn, f"{kind.capitalize()}Pool{nd}d")(3, stride=2, padding=1)
+    # MLX's average counts the zero padding, as count_include_pad does.
+    yt = getattr(torch.nn.functional, f"{kind}_pool{nd}d")(channels_first(x), 3, stride=2,
+                                                           padding=1)
+    close(layer(mx.array(x)), np.moveaxis(yt.numpy(), 1, -1), 1e-5, 1e-6)
 
 
 def test_nn_conv_layers():

@@ -2,7 +2,7 @@
 functions against central finite differences, for the cases the family suites do not already
 differentiate: transposed convolutions with groups and dilation, convolve, every pooling,
 FFT norms and 3-axis real transforms, istft, gather_qmm in both orientations and modes, and
-derivatives with respect to the second operand or the scales. Real functions are checked in
+derivatives with respect to the second operand, the scales or block_masked_mm's float masks. Real functions are checked in
 float64 where the family computes in it, the others in float32 with a larger step."""
 import numpy as np
 import pytest
@@ -74,6 +74,10 @@ REAL_CASES = {
     "segmented_mm_empty_segment": (lambda a, b: mx.segmented_mm(a, b, mx.array([[0, 3], [2, 2],
                                                                                 [1, 5]])),
                                    [normal(2, 5), normal(5, 3)]),
+    "block_masked_mm_every_operand": (
+        lambda a, b, mo, ml, mr: mx.block_masked_mm(a, b, 32, mo, ml, mr),
+        [normal(40, 33), normal(33, 20), RNG.random((2, 1)), RNG.random((2, 2)),
+         RNG.random((2, 1))]),
     "fftshift": (lambda x: mx.fft.ifftshift(mx.fft.fftshift(x * 2, axes=(1,)) + x, axes=(0,)),
                  [normal(3, 5)]),
 }
@@ -100,6 +104,9 @@ FLOAT32_CASES = {
     "fft_ortho": (lambda z: mx.fft.fft(z, norm="ortho"), [normal(3, 7)]),
     "ifft_forward": (lambda z: mx.fft.ifft(z, n=9, norm="forward"), [normal(3, 6)]),
     "fft2_complex_input": (lambda z: mx.fft.fft2(mx.fft.fft(z)), [normal(4, 5)]),
+    "ifft2_padded": (lambda z: mx.fft.ifft2(z, s=(5, 4)), [normal(3, 4)]),
+    "ifftn_two_of_three_axes": (lambda z: mx.fft.ifftn(z, axes=(0, 2)), [normal(3, 4, 5)]),
+    "rfft2_truncated": (lambda z: mx.fft.rfft2(z, s=(3, 4)), [normal(4, 6)]),
     "rfftn_3d": (lambda z: mx.fft.rfftn(z), [normal(3, 4, 5)]),
     "irfftn_3d": (lambda z: mx.fft.irfftn(mx.fft.rfftn(z) * 1.5, s=(3, 4, 5)), [normal(3, 4, 5)]),
     "irfft2_ortho": (lambda z: mx.fft.irfft2(mx.fft.rfft2(z, norm="ortho") * 2, s=(4, 6),

@@ -138,6 +138,24 @@ def test_round_trip_and_matmul(mode, dtype):
     np.testing.assert_allclose(np.array(y), np.array(xs) @ W.T, rtol=1e-4, atol=1e-3)
 
 
+@pytest.mark.parametrize("mode,bits", [("affine", 4), ("affine", 3), ("affine", 8), ("mxfp4", None),
+                                       ("mxfp8", None), ("nvfp4", None)])
+@pytest.mark.parametrize("M,N,K", [(1, 1, 64), (1, 13, 64), (3, 7, 96), (17, 33, 32)])
+def test_quantized_matmul_odd_sizes(mode, bits, M, N, K):
+    """Row and output counts that fill no tile or vector of the kernels; not transposed, an odd
+    contraction (quantization runs along the outputs then)."""
+    kw = dict(mode=mode, bits=bits, group_size=32 if mode == "affine" else None)
+    cases = [(True, (N, K))] + ([(False, (N + 4, 64))] if mode == "affine" else [])
+    for transpose, ws in cases:
+        w = mx.array(RNG.standard_normal(ws).astype(np.float32))
+        q = mx.quantize(w, **kw)
+        W = f32(mx.dequantize(*q, **kw, dtype=mx.float32)).astype(np.float64)
+        x = RNG.standard_normal((M, ws[1] if transpose else ws[0])).astype(np.float32)
+        y = mx.quantized_matmul(mx.array(x), *q, transpose=transpose, **kw)
+        np.testing.assert_allclose(np.array(y), x @ (W.T if transpose else W), rtol=1e-4,
+                                   atol=1e-4)
+
+
 def test_quantized_matmul_grad_microscaled():
     w = mx.array(RNG.standard_normal((16, 32)).astype(np.float32))
     q, s = mx.quantize(w, mode="mxfp8")
@@ -270,6 +288,16 @@ def test_gather_qqmm():
     q, s = mx.quantize(W, mode="nvfp4")
     np.testing.assert_allclose(np.array(mx.gather_qqmm(X, q, s, rhs_indices=mx.array(idx))), ref,
                                rtol=1e-5, atol=1e-5)
+    # Straight-through gradients: each row's cotangent times its quantized matrix, and per
+    # matrix the sum over the rows that chose it of the cotangent times the quantized row.
+    gx, gw = mx.grad(lambda a, b: mx.gather_qqmm(a, b, rhs_indices=mx.array(idx)).sum(),
+                     argnums=(0, 1))(X, W)
+    np.testing.assert_allclose(np.array(gx), np.stack([np.ones((1, 8)) @ Wq[j] for j in idx]),
+                               rtol=1e-5, atol=1e-5)
+    ref_gw = np.zeros((3, 8, 32))
+    for i, j in enumerate(idx):
+        ref_gw[j] += np.ones((8, 1)) @ Xq[i]
+    np.testing.assert_allclose(np.array(gw), ref_gw, rtol=1e-5, atol=1e-5)
 
 
 # ---- nn --------------------------------------------------------------------------------------
