@@ -83,13 +83,12 @@ void use_device(int index) {
   }
 }
 
-int current_device() {
-  return tls_current.device >= 0 ? tls_current.device : std::max(tls_device, 0);
-}
+int current_device() { return std::max(tls_current.device, 0); }
 
-DeviceScope::DeviceScope(int index) : previous_(tls_device) { use_device(index); }
+// A thread that never chose a device is on device 0 (CUDA's default).
+DeviceScope::DeviceScope(int index) : previous_(std::max(tls_device, 0)) { use_device(index); }
 DeviceScope::~DeviceScope() {
-  if (previous_ >= 0 && previous_ != tls_device && cudaSetDevice(previous_) == cudaSuccess) {
+  if (previous_ != tls_device && cudaSetDevice(previous_) == cudaSuccess) {
     tls_device = previous_;
   }
 }

@@ -40,8 +40,8 @@ struct DeviceContext {
 DeviceContext& device(int index = 0);
 // Makes `index` the calling thread's CUDA device (once per thread).
 void use_device(int index);
-// The device whose work the calling thread issues: its task's, else the thread's current
-// device (0 before any).
+// The device whose work the calling thread issues: its task's; outside tasks 0 (whose transfer
+// stream stream() returns there).
 int current_device();
 // Makes `index` the calling thread's device while it lives, then restores the previous one.
 class DeviceScope {
