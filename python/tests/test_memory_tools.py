@@ -313,14 +313,26 @@ def test_presets_and_bad_values():
         mx.set_cache_policy(max_cache="lots")
 
 
+def wait_for_empty_cache(seconds=10):
+    deadline = time.time() + seconds  # the trimmer runs in the background, every idle/4
+    while mx.get_cache_memory() > 0 and time.time() < deadline:
+        time.sleep(0.05)
+    return mx.get_cache_memory()
+
+
 def test_idle_cache_returns_to_the_system():
     mx.eval([mx.ones((1 << 18,)) + i for i in range(4)])
     assert mx.get_cache_memory() >= 4 << 20
     mx.set_cache_policy(idle_seconds=0.05)
-    deadline = time.time() + 10  # the trimmer runs in the background, every idle/4
-    while mx.get_cache_memory() > 0 and time.time() < deadline:
-        time.sleep(0.05)
-    assert mx.get_cache_memory() == 0
+    assert wait_for_empty_cache() == 0
+
+
+def test_main_job_footprint_shrinks_after_training():
+    mx.set_cache_policy(idle_seconds=0.5)
+    result = load_trainer().main(TINY + ["--steps", "3", "--sample", "0"])
+    cached_at_end = mx.get_cache_memory()
+    assert result["memory_stats"]["cache_memory"] > 0 and cached_at_end > 0
+    assert wait_for_empty_cache() == 0
 
 
 def test_set_env_switches_the_cache_log_at_run_time(capfd):
