@@ -67,6 +67,16 @@ def test_tracing_off_records_nothing():
     assert mx.memory.stop_trace().events == []
 
 
+def test_cache_releases_are_traced():
+    del work()[:]
+    cached = mx.get_cache_memory()
+    with mx.memory.trace() as t:
+        mx.clear_cache()
+    released = [e for e in t.events if e.kind == "segment_free"]
+    assert cached > 0 and sum(e.size for e in released) == cached
+    assert all(e.cache <= cached for e in released)
+
+
 def test_stacks_name_the_line_that_created_the_op():
     with mx.memory.trace(stacks=True) as t:
         a = mx.ones((300, 300))

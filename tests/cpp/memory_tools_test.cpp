@@ -256,6 +256,26 @@ TEST(Trace, RecordsOpStreamAndEveryEvent) {
   EXPECT_FALSE(trace::enabled());
 }
 
+TEST(Trace, RecordsRetriesReleasesAndOoms) {
+  CachingAllocator a(FakeSystem::memory(), 8 << 20);
+  a.free(a.malloc(1 << 20));  // cached: a failed system call is retried after releasing it
+  trace::start(nullptr);
+  FakeSystem::fail_next = 1;
+  Buffer c = a.malloc(2 << 20);
+  EXPECT_THROW(a.malloc(16 << 20), out_of_memory);  // beyond the limit
+  std::vector<trace::Event> events = trace::stop();
+  a.free(c);
+  std::vector<trace::Kind> kinds;
+  for (auto& e : events) {
+    if (std::string(e.device) == "fake") {
+      kinds.push_back(e.kind);
+    }
+  }
+  using K = trace::Kind;
+  EXPECT_EQ(kinds, (std::vector<K>{K::retry, K::segment_free, K::segment_alloc, K::alloc,
+                                   K::oom}));
+}
+
 TEST(Trace, EveryAllocationIsFreedOrLiveInTheSnapshot) {
   array x = ones({64, 64});
   eval(x);
