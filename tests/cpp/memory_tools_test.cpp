@@ -329,6 +329,24 @@ TEST(Memory, PeakIsThePeakOfTheSum) {
   b.free(y);
 }
 
+TEST(Memory, OneAllocatorPerDeviceByName) {
+  std::vector<std::string> names = memory_devices();
+  ASSERT_EQ(names[0], "cpu");
+  size_t total = 0;
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (i > 0) {
+      EXPECT_EQ(names[i], "cuda:" + std::to_string(i - 1));  // one per GPU
+    }
+    total += memory_info(names[i]).total;
+  }
+  EXPECT_EQ(memory_info().total, total);
+  if (names.size() > 1) {
+    EXPECT_EQ(memory_info("cuda").total, memory_info("cuda:0").total);
+  }
+  EXPECT_THROW(memory_info("tpu"), std::invalid_argument);
+  EXPECT_THROW(get_memory_stats("cuda:" + std::to_string(names.size())), std::invalid_argument);
+}
+
 TEST(Memory, PoolLimitIsAFractionOfTheMemory) {
   size_t old = get_memory_limit();
   EXPECT_THROW(set_memory_pool_limit(0.0), std::invalid_argument);
