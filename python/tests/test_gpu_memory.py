@@ -61,3 +61,12 @@ def test_freed_buffers_leave_the_statistics_once_the_gpu_is_done():
     mx.synchronize(other)
     # Read with no allocation since: only b (and small things) may still count.
     assert active("cuda:0") <= b.nbytes + 4 * MiB
+
+
+def test_leak_checker_passes_clean_code_on_two_gpu_streams():
+    other = mx.new_stream(mx.gpu)
+    with mx.memory.check_no_leaks():  # the last frees wait on stream events at the check
+        a = mx.random.normal((1024, 1024), stream=mx.gpu)
+        b = mx.exp(a, stream=other) @ a
+        mx.eval(b)
+        del a, b
