@@ -104,8 +104,9 @@ void init_memory(nb::module_& m) {
       nb::arg("device") = nb::none(),
       "memory_stats(device=None)\n\nAllocator statistics as a dict, of every device together "
       "(device=None: sums, with the peak of the sums) or of one ('cpu', 'cuda:0', 'cuda:1', "
-      "...; 'cuda' is 'cuda:0'; or an mx.Device). Keys: active_memory, peak_memory (peak of active bytes), cache_memory, "
-      "footprint and peak_footprint (active + cache: what the process holds), memory_limit, "
+      "...; 'cuda' is 'cuda:0'; or an mx.Device). Keys: active_memory, peak_memory (peak of active "
+      "bytes), cache_memory, footprint and peak_footprint (active + cache: what the process "
+      "holds), memory_limit, "
       "cache_limit, num_system_allocs, num_system_frees, cache_hits, cache_misses, hit_rate "
       "(= cache_hit_rate), num_retries (system allocations retried after releasing the cache), "
       "num_ooms, active_requested, total_requested, total_handed_out, fragmentation "

@@ -272,8 +272,7 @@ TEST(Trace, RecordsRetriesReleasesAndOoms) {
     }
   }
   using K = trace::Kind;
-  EXPECT_EQ(kinds, (std::vector<K>{K::retry, K::segment_free, K::segment_alloc, K::alloc,
-                                   K::oom}));
+  EXPECT_EQ(kinds, (std::vector<K>{K::retry, K::segment_free, K::segment_alloc, K::alloc, K::oom}));
 }
 
 TEST(Trace, EveryAllocationIsFreedOrLiveInTheSnapshot) {

@@ -38,20 +38,19 @@ void* cuda_malloc(size_t size) {
 
 // The system calls of one GPU: each runs with that GPU current, whichever thread frees.
 SystemMemory cuda_memory(int device, const char* name) {
-  return SystemMemory{
-      name,
-      [device](size_t size) {
-        cu::DeviceScope scope(device);
-        return cuda_malloc(size);
-      },
-      [device](void* block, size_t) {
-        cu::DeviceScope scope(device);
-        cudaFree(block);
-      },
-      [device] {
-        cu::DeviceScope scope(device);
-        cudaDeviceSynchronize();
-      }};
+  return SystemMemory{name,
+                      [device](size_t size) {
+                        cu::DeviceScope scope(device);
+                        return cuda_malloc(size);
+                      },
+                      [device](void* block, size_t) {
+                        cu::DeviceScope scope(device);
+                        cudaFree(block);
+                      },
+                      [device] {
+                        cu::DeviceScope scope(device);
+                        cudaDeviceSynchronize();
+                      }};
 }
 
 // One allocator per GPU, all made at once: the device properties need no CUDA context, so a
