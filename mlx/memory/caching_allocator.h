@@ -3,6 +3,7 @@
 // calls.
 #pragma once
 
+#include <functional>
 #include <mutex>
 #include <string>
 #include <unordered_map>
@@ -16,13 +17,14 @@
 namespace mlx::core::allocator {
 
 struct SystemMemory {
-  const char* name;              // "cpu", "cuda", ... for messages and per-device statistics
-  void* (*malloc)(size_t size);  // nullptr on failure, never throws
-  void (*free)(void* block, size_t size);
-  // Waits for pending device work before a retry after a failed malloc (may be null).
-  void (*synchronize)() = nullptr;
-  // Hands memory freed to the system allocator back to the operating system (may be null).
-  void (*trim)() = nullptr;
+  // "cpu", "cuda:0", ... for messages and per-device statistics; must outlive the allocator.
+  const char* name;
+  std::function<void*(size_t size)> malloc;  // nullptr on failure, never throws
+  std::function<void(void* block, size_t size)> free;
+  // Waits for pending device work before a retry after a failed malloc (may be empty).
+  std::function<void()> synchronize = nullptr;
+  // Hands memory freed to the system allocator back to the operating system (may be empty).
+  std::function<void()> trim = nullptr;
 };
 
 // A live block as a snapshot lists it.

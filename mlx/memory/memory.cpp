@@ -14,18 +14,22 @@ namespace {
 
 using allocator::CachingAllocator;
 
-// Every allocator, created if need be: the host's first, then the GPU's.
+// Every allocator, created if need be: the host's first, then each GPU's. Frees the GPU has
+// finished with are settled first, so that they do not count as active.
 std::vector<CachingAllocator*> allocators() {
   allocator::allocator();
   static bool gpu = (allocator::init_gpu_allocator(), true);
   (void)gpu;
+  allocator::release_finished_gpu_frees();
   return CachingAllocator::all();
 }
 
+// "cuda" names the first GPU ("cuda:0").
 CachingAllocator* find_allocator(const std::string& device) {
+  const std::string name = device == "cuda" ? "cuda:0" : device;
   std::string known;
   for (auto* a : allocators()) {
-    if (device == a->name()) {
+    if (name == a->name()) {
       return a;
     }
     known += (known.empty() ? "" : ", ") + std::string(a->name());
@@ -157,18 +161,13 @@ std::map<std::string, double> memory_stats(const std::string& device) {
 
 MemoryInfo memory_info(const std::string& device) {
   MemoryInfo info{0, 0, 0, 0, 0};
-  for (auto* a : allocators()) {
-    if (!device.empty() && device != a->name()) {
-      continue;
-    }
+  auto chosen = device.empty() ? allocators() : std::vector{find_allocator(device)};
+  for (auto* a : chosen) {
     MemoryStats s = a->stats();
     info.active += s.active_memory;
     info.cache += s.cache_memory;
     info.total += a->total_memory();
     info.limit = info.limit ? info.limit : s.memory_limit;
-  }
-  if (!device.empty() && info.total == 0) {
-    find_allocator(device);  // throws, naming the devices
   }
   info.used = info.active + info.cache;
   return info;

@@ -53,7 +53,8 @@ struct MemoryStats {
 
 // Every device's allocator together: sums, with the peaks of the sums (not sums of peaks).
 MemoryStats get_memory_stats();
-// One device's allocator ("cpu", "cuda"); throws std::invalid_argument for another name.
+// One device's allocator ("cpu", "cuda:0", "cuda:1", ...; "cuda" is "cuda:0"); throws
+// std::invalid_argument for another name.
 MemoryStats get_memory_stats(const std::string& device);
 // The names of the devices that have an allocator, the host's first.
 std::vector<std::string> memory_devices();

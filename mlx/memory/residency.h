@@ -23,8 +23,11 @@ void copy_to_host(void* dst, const void* src, size_t nbytes);
 void copy_to_device(void* dst, const void* src, size_t nbytes);
 // The bit of the GPU stream whose work the calling thread is issuing (0 for none).
 uint64_t current_gpu_stream_bit();
-// Creates the GPU's caching allocator when there is a GPU (so that limits set before the
-// first GPU allocation apply to it too).
+// Creates each GPU's caching allocator ("cuda:0", ...) when there are GPUs (so that limits set
+// before the first GPU allocation apply to them too).
 void init_gpu_allocator();
+// Returns to their caches the freed blocks whose GPU streams have finished with them (a block
+// freed while several streams exist waits for them; until then it counts as active).
+void release_finished_gpu_frees();
 
 }  // namespace mlx::core::allocator

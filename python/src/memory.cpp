@@ -19,8 +19,8 @@ using namespace mlx::core;
 
 namespace {
 
-// A device argument of the memory functions: None (every device), a name ("cpu", "cuda") or
-// an mx.Device (the GPU is the first allocator after the host's).
+// A device argument of the memory functions: None (every device), a name ("cpu", "cuda:1";
+// "cuda" is "cuda:0"), mx.cpu / mx.gpu (GPU 0) or an mx.Device (its GPU's allocator).
 std::string device_name(const nb::object& device, const char* fn) {
   if (device.is_none()) {
     return "";
@@ -30,15 +30,14 @@ std::string device_name(const nb::object& device, const char* fn) {
   }
   bool is_type = nb::isinstance<Device::DeviceType>(device);
   if (is_type || nb::isinstance<Device>(device)) {
-    auto type = is_type ? nb::cast<Device::DeviceType>(device) : nb::cast<Device>(device).type;
-    if (type == Device::cpu) {
+    Device d = is_type ? Device(nb::cast<Device::DeviceType>(device)) : nb::cast<Device>(device);
+    if (d.type == Device::cpu) {
       return "cpu";
     }
-    std::vector<std::string> names = memory_devices();
-    if (names.size() < 2) {
+    if (memory_devices().size() < 2) {
       throw std::invalid_argument(std::string("[") + fn + "] The GPU has no allocator here.");
     }
-    return names[1];
+    return "cuda:" + std::to_string(d.index);
   }
   throw nb::type_error(
       (std::string("[") + fn + "] device must be None, a str, mx.cpu / mx.gpu or an mx.Device.")
@@ -104,15 +103,16 @@ void init_memory(nb::module_& m) {
       [](const nb::object& device) { return memory_stats(device_name(device, "memory_stats")); },
       nb::arg("device") = nb::none(),
       "memory_stats(device=None)\n\nAllocator statistics as a dict, of every device together "
-      "(device=None: sums, with the peak of the sums) or of one ('cpu', 'cuda' or an "
-      "mx.Device). Keys: active_memory, peak_memory (peak of active bytes), cache_memory, "
-      "footprint and peak_footprint (active + cache: what the process holds), memory_limit, "
+      "(device=None: sums, with the peak of the sums) or of one ('cpu', 'cuda:0', 'cuda:1', "
+      "...; 'cuda' is 'cuda:0'; or an mx.Device). Keys: active_memory, peak_memory (peak of active "
+      "bytes), cache_memory, footprint and peak_footprint (active + cache: what the process "
+      "holds), memory_limit, "
       "cache_limit, num_system_allocs, num_system_frees, cache_hits, cache_misses, hit_rate "
       "(= cache_hit_rate), num_retries (system allocations retried after releasing the cache), "
       "num_ooms, active_requested, total_requested, total_handed_out, fragmentation "
       "(= fragmentation_rate: 1 - requested / handed out).");
   m.def("memory_devices", &memory_devices,
-        "The devices that have an allocator ('cpu', then 'cuda' once the GPU is used).");
+        "The devices that have an allocator: 'cpu', then 'cuda:0', 'cuda:1', ... (one per GPU).");
   nb::class_<MemoryInfo>(m, "MemoryInfo", "Memory use of the allocators (see memory_info).")
       .def_ro("used", &MemoryInfo::used, "Bytes held: active + cache.")
       .def_ro("total", &MemoryInfo::total, "The memory of the devices (physical RAM, GPUs).")

@@ -9,6 +9,7 @@
 
 #include "mlx/array.h"
 #include "mlx/memory/caching_allocator.h"
+#include "mlx/memory/residency.h"
 #include "mlx/memory/trace.h"
 #include "python/src/bindings.h"
 
@@ -158,6 +159,7 @@ void init_memory_trace(nb::module_& m) {
       "snapshot",
       []() {
         nb::list out;
+        allocator::release_finished_gpu_frees();  // settled frees are not live
         for (auto* a : allocator::CachingAllocator::all()) {
           allocator::AllocatorSnapshot s = a->snapshot();
           nb::list live, cached;

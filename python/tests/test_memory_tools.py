@@ -67,6 +67,16 @@ def test_tracing_off_records_nothing():
     assert mx.memory.stop_trace().events == []
 
 
+def test_cache_releases_are_traced():
+    del work()[:]
+    cached = mx.get_cache_memory()
+    with mx.memory.trace() as t:
+        mx.clear_cache()
+    released = [e for e in t.events if e.kind == "segment_free"]
+    assert cached > 0 and sum(e.size for e in released) == cached
+    assert all(e.cache <= cached for e in released)
+
+
 def test_stacks_name_the_line_that_created_the_op():
     with mx.memory.trace(stacks=True) as t:
         a = mx.ones((300, 300))
@@ -313,14 +323,26 @@ def test_presets_and_bad_values():
         mx.set_cache_policy(max_cache="lots")
 
 
+def wait_for_empty_cache(seconds=10):
+    deadline = time.time() + seconds  # the trimmer runs in the background, every idle/4
+    while mx.get_cache_memory() > 0 and time.time() < deadline:
+        time.sleep(0.05)
+    return mx.get_cache_memory()
+
+
 def test_idle_cache_returns_to_the_system():
     mx.eval([mx.ones((1 << 18,)) + i for i in range(4)])
     assert mx.get_cache_memory() >= 4 << 20
     mx.set_cache_policy(idle_seconds=0.05)
-    deadline = time.time() + 10  # the trimmer runs in the background, every idle/4
-    while mx.get_cache_memory() > 0 and time.time() < deadline:
-        time.sleep(0.05)
-    assert mx.get_cache_memory() == 0
+    assert wait_for_empty_cache() == 0
+
+
+def test_main_job_footprint_shrinks_after_training():
+    mx.set_cache_policy(idle_seconds=0.5)
+    result = load_trainer().main(TINY + ["--steps", "3", "--sample", "0"])
+    cached_at_end = mx.get_cache_memory()
+    assert result["memory_stats"]["cache_memory"] > 0 and cached_at_end > 0
+    assert wait_for_empty_cache() == 0
 
 
 def test_set_env_switches_the_cache_log_at_run_time(capfd):
@@ -341,20 +363,24 @@ def test_set_env_switches_the_cache_log_at_run_time(capfd):
     assert "MLX_CACHE_PAGE_SIZE" not in os.environ
 
 
-def main_job_hit_rate(policy, steps=12):
-    """The main job's cache hit rate in a fresh process, the policy set by the environment."""
+def main_job_cache_stats(policy, steps=60):
+    """The main job's cache hit rate and system allocations in a fresh process, the policy set
+    by the environment."""
     env = dict(os.environ, MLX_CACHE_POLICY=policy,
                PYTHONPATH=os.pathsep.join([os.path.dirname(os.path.dirname(mx.__file__)),
                                            os.environ.get("PYTHONPATH", "")]))
     out = subprocess.run([sys.executable, os.path.join(ROOT, "examples", "train_lm.py"), *TINY,
                           "--steps", str(steps), "--eval-every", "1000", "--sample", "0"],
                          env=env, capture_output=True, text=True, check=True).stdout
-    line = next(l for l in out.splitlines() if l.startswith("cache hit rate"))
-    return float(line.split()[-1].rstrip("%")) / 100
+    row = lambda label: next(l for l in out.splitlines() if l.startswith(label)).split()  # noqa
+    return float(row("cache hit rate")[-1].rstrip("%")) / 100, int(row("system allocs")[-3])
 
 
 def test_adaptive_hit_rate_is_no_worse_than_the_default_on_the_main_job():
-    assert main_job_hit_rate("adaptive") >= main_job_hit_rate("default")
+    # 60 steps: enough requests for the size classes to be picked (every 2048 requests).
+    adaptive_hits, adaptive_allocs = main_job_cache_stats("adaptive")
+    default_hits, default_allocs = main_job_cache_stats("default")
+    assert adaptive_hits >= default_hits and adaptive_allocs <= default_allocs
 
 
 def test_main_job_writes_the_memory_plot(tmp_path, capsys):

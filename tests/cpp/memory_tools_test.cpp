@@ -256,6 +256,25 @@ TEST(Trace, RecordsOpStreamAndEveryEvent) {
   EXPECT_FALSE(trace::enabled());
 }
 
+TEST(Trace, RecordsRetriesReleasesAndOoms) {
+  CachingAllocator a(FakeSystem::memory(), 8 << 20);
+  a.free(a.malloc(1 << 20));  // cached: a failed system call is retried after releasing it
+  trace::start(nullptr);
+  FakeSystem::fail_next = 1;
+  Buffer c = a.malloc(2 << 20);
+  EXPECT_THROW(a.malloc(16 << 20), out_of_memory);  // beyond the limit
+  std::vector<trace::Event> events = trace::stop();
+  a.free(c);
+  std::vector<trace::Kind> kinds;
+  for (auto& e : events) {
+    if (std::string(e.device) == "fake") {
+      kinds.push_back(e.kind);
+    }
+  }
+  using K = trace::Kind;
+  EXPECT_EQ(kinds, (std::vector<K>{K::retry, K::segment_free, K::segment_alloc, K::alloc, K::oom}));
+}
+
 TEST(Trace, EveryAllocationIsFreedOrLiveInTheSnapshot) {
   array x = ones({64, 64});
   eval(x);
@@ -307,6 +326,24 @@ TEST(Memory, PeakIsThePeakOfTheSum) {
   Buffer y = b.malloc(1 << 20);
   EXPECT_EQ(get_memory_stats().peak_memory - base, size_t(2) << 20);
   b.free(y);
+}
+
+TEST(Memory, OneAllocatorPerDeviceByName) {
+  std::vector<std::string> names = memory_devices();
+  ASSERT_EQ(names[0], "cpu");
+  size_t total = 0;
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (i > 0) {
+      EXPECT_EQ(names[i], "cuda:" + std::to_string(i - 1));  // one per GPU
+    }
+    total += memory_info(names[i]).total;
+  }
+  EXPECT_EQ(memory_info().total, total);
+  if (names.size() > 1) {
+    EXPECT_EQ(memory_info("cuda").total, memory_info("cuda:0").total);
+  }
+  EXPECT_THROW(memory_info("tpu"), std::invalid_argument);
+  EXPECT_THROW(get_memory_stats("cuda:" + std::to_string(names.size())), std::invalid_argument);
 }
 
 TEST(Memory, PoolLimitIsAFractionOfTheMemory) {

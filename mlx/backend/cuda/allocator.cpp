@@ -1,5 +1,6 @@
-// Device memory: a CachingAllocator over cudaMalloc per GPU (the same cache, limits,
-// statistics and logs as the host's), and the copies that move a buffer between host and GPU.
+// Device memory: a CachingAllocator over cudaMalloc per GPU ("cuda:0", "cuda:1", ...: the same
+// cache, limits, statistics and logs as the host's), and the copies that move a buffer between
+// host and GPU.
 //
 // Reuse is safe without waiting while one GPU stream exists: a block freed by the host is
 // reused by work issued later on the same CUDA stream. With several GPU streams, a freed block
@@ -9,6 +10,7 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <vector>
 
 #include "mlx/backend/common/gpu_info.h"
@@ -34,22 +36,59 @@ void* cuda_malloc(size_t size) {
   return p;
 }
 
-void cuda_free(void* block, size_t) { cudaFree(block); }
+// The system calls of one GPU: each runs with that GPU current, whichever thread frees.
+SystemMemory cuda_memory(int device, const char* name) {
+  return SystemMemory{name,
+                      [device](size_t size) {
+                        cu::DeviceScope scope(device);
+                        return cuda_malloc(size);
+                      },
+                      [device](void* block, size_t) {
+                        cu::DeviceScope scope(device);
+                        cudaFree(block);
+                      },
+                      [device] {
+                        cu::DeviceScope scope(device);
+                        cudaDeviceSynchronize();
+                      }};
+}
 
-void cuda_synchronize() { cudaDeviceSynchronize(); }
-
-CachingAllocator& gpu_allocator() {
-  // Leaked on purpose, like the host allocator: arrays may be freed after main returns.
-  static auto* alloc = [] {
-    size_t limit = cu::device(0).total_memory;
-    return new CachingAllocator(SystemMemory{"cuda", cuda_malloc, cuda_free, cuda_synchronize},
-                                limit);
+// One allocator per GPU, all made at once: the device properties need no CUDA context, so a
+// process that uses one GPU creates none on the others, and limits or policies set before a
+// GPU's first allocation apply to it too. Leaked on purpose, like the host allocator: arrays
+// may be freed after main returns.
+const std::vector<CachingAllocator*>& gpu_allocators() {
+  static auto* all = [] {
+    auto* v = new std::vector<CachingAllocator*>();
+    for (int d = 0; d < gpu::device_count(); ++d) {
+      cudaDeviceProp props;
+      MLX_CUDA_CHECK(cudaGetDeviceProperties(&props, d));
+      auto* name = new std::string("cuda:" + std::to_string(d));
+      v->push_back(new CachingAllocator(cuda_memory(d, name->c_str()), props.totalGlobalMem));
+    }
+    return v;
   }();
-  return *alloc;
+  return *all;
+}
+
+CachingAllocator& gpu_allocator(int device) { return *gpu_allocators().at(device); }
+
+// The GPU whose allocator handed out `block`.
+int device_of(const Buffer& block) {
+  if (gpu_allocators().size() == 1) {
+    return 0;
+  }
+  cudaPointerAttributes attr{};
+  if (cudaPointerGetAttributes(&attr, block.ptr()) != cudaSuccess) {
+    cudaGetLastError();
+    return 0;  // not a device pointer: device 0's allocator reports the unknown block
+  }
+  return attr.device;
 }
 
 struct PendingFree {
   Buffer block;
+  int device;
   std::vector<cudaEvent_t> events;
 };
 
@@ -62,10 +101,26 @@ PendingFrees& pending() {
   return *p;
 }
 
-// Returns to the cache the pending blocks whose users have finished with them.
-void release_finished() {
+// An event recorded on `s` after the work issued to it so far (null if none could be made).
+cudaEvent_t record_on(const cu::GpuStream& s) {
+  if (s.stream == nullptr) {
+    return nullptr;
+  }
+  cu::DeviceScope scope(s.device);  // an event is recorded on a stream of its own device
+  cudaEvent_t e;
+  if (cudaEventCreateWithFlags(&e, cudaEventDisableTiming) != cudaSuccess) {
+    cudaGetLastError();
+    return nullptr;
+  }
+  cudaEventRecord(e, s.stream);
+  return e;
+}
+
+}  // namespace
+
+void release_finished_gpu_frees() {
   auto& p = pending();
-  std::vector<Buffer> done;
+  std::vector<PendingFree> done;
   {
     std::lock_guard<std::mutex> lock(p.mutex);
     for (auto it = p.list.begin(); it != p.list.end();) {
@@ -77,50 +132,44 @@ void release_finished() {
         for (auto e : it->events) {
           cudaEventDestroy(e);
         }
-        done.push_back(it->block);
+        done.push_back(std::move(*it));
         it = p.list.erase(it);
       } else {
         ++it;
       }
     }
   }
-  for (auto& b : done) {
-    gpu_allocator().free(b);
+  for (auto& f : done) {
+    gpu_allocator(f.device).free(f.block);
   }
 }
 
-}  // namespace
-
 Buffer gpu_malloc(size_t nbytes) {
-  release_finished();
-  cu::use_device(0);
-  return gpu_allocator().malloc(nbytes);
+  release_finished_gpu_frees();
+  return gpu_allocator(cu::current_device()).malloc(nbytes);
 }
 
 void gpu_free(Buffer block, uint64_t streams) {
   if (!block) {
     return;
   }
+  const int device = device_of(block);
   if (cu::num_gpu_streams() <= 1) {
-    gpu_allocator().free(block);
+    gpu_allocator(device).free(block);
     return;
   }
-  PendingFree p{block, {}};
+  PendingFree p{block, device, {}};
   for (uint64_t rest = streams; rest; rest &= rest - 1) {
-    cudaStream_t s = cu::stream_of_bit(rest & -rest);
-    cudaEvent_t e;
-    if (s == nullptr || cudaEventCreateWithFlags(&e, cudaEventDisableTiming) != cudaSuccess) {
-      continue;
+    if (cudaEvent_t e = record_on(cu::stream_of_bit(rest & -rest))) {
+      p.events.push_back(e);
     }
-    cudaEventRecord(e, s);
-    p.events.push_back(e);
   }
   {
     auto& list = pending();
     std::lock_guard<std::mutex> lock(list.mutex);
     list.list.push_back(std::move(p));
   }
-  release_finished();
+  release_finished_gpu_frees();
 }
 
 namespace {
@@ -264,10 +313,6 @@ void copy_to_device(void* dst, const void* src, size_t nbytes) {
 
 uint64_t current_gpu_stream_bit() { return cu::current().bit; }
 
-void init_gpu_allocator() {
-  if (gpu::is_available()) {
-    gpu_allocator();
-  }
-}
+void init_gpu_allocator() { gpu_allocators(); }
 
 }  // namespace mlx::core::allocator

@@ -30,7 +30,7 @@ thread_local int tls_device = -1;
 
 struct StreamRegistry {
   std::mutex mutex;
-  std::vector<cudaStream_t> by_bit;  // index = bit position
+  std::vector<GpuStream> by_bit;  // index = bit position
 };
 StreamRegistry& registry() {
   static auto* r = new StreamRegistry();  // leaked: streams outlive static destruction
@@ -83,6 +83,16 @@ void use_device(int index) {
   }
 }
 
+int current_device() { return std::max(tls_current.device, 0); }
+
+// A thread that never chose a device is on device 0 (CUDA's default).
+DeviceScope::DeviceScope(int index) : previous_(std::max(tls_device, 0)) { use_device(index); }
+DeviceScope::~DeviceScope() {
+  if (previous_ != tls_device && cudaSetDevice(previous_) == cudaSuccess) {
+    tls_device = previous_;
+  }
+}
+
 DeviceContext& device(int index) {
   static std::mutex mutex;
   static std::vector<std::unique_ptr<DeviceContext>> devices;  // leaked on exit with the rest
@@ -125,11 +135,11 @@ void* DeviceContext::cublaslt_workspace(size_t* bytes) {
   return workspace_;
 }
 
-cudaStream_t stream_of_bit(uint64_t bit) {
+GpuStream stream_of_bit(uint64_t bit) {
   auto& r = registry();
   std::lock_guard<std::mutex> lock(r.mutex);
   int pos = __builtin_ctzll(bit);
-  return pos < static_cast<int>(r.by_bit.size()) ? r.by_bit[pos] : nullptr;
+  return pos < static_cast<int>(r.by_bit.size()) ? r.by_bit[pos] : GpuStream{};
 }
 
 int num_gpu_streams() {
@@ -151,7 +161,7 @@ class CudaStream : public DeviceStream {
     // Streams past the 63rd share the last bit: a buffer's users are then over-approximated.
     bit_ = uint64_t(1) << std::min<size_t>(r.by_bit.size(), 63);
     if (r.by_bit.size() < 64) {
-      r.by_bit.push_back(stream_);
+      r.by_bit.push_back({stream_, device_});
     }
   }
 

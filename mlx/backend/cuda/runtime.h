@@ -40,9 +40,28 @@ struct DeviceContext {
 DeviceContext& device(int index = 0);
 // Makes `index` the calling thread's CUDA device (once per thread).
 void use_device(int index);
+// The device whose work the calling thread issues: its task's; outside tasks 0 (whose transfer
+// stream stream() returns there).
+int current_device();
+// Makes `index` the calling thread's device while it lives, then restores the previous one.
+class DeviceScope {
+ public:
+  explicit DeviceScope(int index);
+  ~DeviceScope();
+  DeviceScope(const DeviceScope&) = delete;
+  DeviceScope& operator=(const DeviceScope&) = delete;
 
-// The CUDA stream that owns a bit (for waits recorded against a buffer's users).
-cudaStream_t stream_of_bit(uint64_t bit);
+ private:
+  int previous_;
+};
+
+// The CUDA stream that owns a bit and its device (for waits recorded against a buffer's
+// users); a null stream for an unknown bit.
+struct GpuStream {
+  cudaStream_t stream = nullptr;
+  int device = -1;
+};
+GpuStream stream_of_bit(uint64_t bit);
 // Number of GPU streams created so far.
 int num_gpu_streams();
 

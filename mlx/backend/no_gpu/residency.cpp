@@ -21,6 +21,7 @@ void copy_to_host(void*, const void*, size_t) { no_gpu("copy_to_host"); }
 void copy_to_device(void*, const void*, size_t) { no_gpu("copy_to_device"); }
 uint64_t current_gpu_stream_bit() { return 0; }
 void init_gpu_allocator() {}
+void release_finished_gpu_frees() {}
 }  // namespace allocator
 
 std::unique_ptr<DeviceStream> make_gpu_stream(const Stream&) { no_gpu("new_stream"); }
