@@ -116,6 +116,22 @@ void check_view(Primitive& prim, const std::vector<array>& in, const std::vector
         fail("its output shape does not match its input");
       }
     }
+  } else if (auto* p = dynamic_cast<Split*>(&prim)) {
+    auto [boundaries, axis] = p->state();
+    const Shape& s = in[0].shape();
+    if (axis < 0 || static_cast<size_t>(axis) >= s.size() ||
+        shapes.size() != boundaries.size() + 1) {
+      fail("its axis or number of pieces does not match its input");
+    }
+    int64_t lo = 0;
+    for (size_t i = 0; i < shapes.size(); ++i) {
+      int64_t hi = i < boundaries.size() ? boundaries[i] : s[axis];
+      if (hi < lo || hi > s[axis] || !same_but_axis(shapes[i], s, axis) ||
+          shapes[i][axis] != hi - lo) {
+        fail("its pieces do not tile the input of shape " + to_string(s));
+      }
+      lo = hi;
+    }
   } else if (auto* p = dynamic_cast<View*>(&prim)) {
     uint64_t out_bytes = size_of(std::get<0>(p->state()));
     for (int d : out) {
@@ -165,8 +181,8 @@ void check_step(Primitive& prim, const std::vector<array>& in, const std::vector
   if (!in.empty() &&
       (dynamic_cast<Copy*>(&prim) || dynamic_cast<Broadcast*>(&prim) ||
        dynamic_cast<Reshape*>(&prim) || dynamic_cast<Transpose*>(&prim) ||
-       dynamic_cast<Slice*>(&prim) || dynamic_cast<AsStrided*>(&prim) ||
-       dynamic_cast<Diagonal*>(&prim) || dynamic_cast<SliceUpdate*>(&prim) ||
+       dynamic_cast<Slice*>(&prim) || dynamic_cast<Split*>(&prim) ||
+       dynamic_cast<AsStrided*>(&prim) || dynamic_cast<Diagonal*>(&prim) || dynamic_cast<SliceUpdate*>(&prim) ||
        dynamic_cast<Full*>(&prim) || dynamic_cast<StopGradient*>(&prim) ||
        dynamic_cast<DynamicBroadcast*>(&prim) || dynamic_cast<DynamicUnbroadcast*>(&prim) ||
        dynamic_cast<SqueezeAxes*>(&prim) || dynamic_cast<ExpandAxes*>(&prim) ||
@@ -174,6 +190,10 @@ void check_step(Primitive& prim, const std::vector<array>& in, const std::vector
        dynamic_cast<Gather*>(&prim) || dynamic_cast<GatherAxis*>(&prim) ||
        dynamic_cast<Scatter*>(&prim) || dynamic_cast<ScatterAxis*>(&prim))) {
     need(dtypes[0] == in[0].dtype(), "its output dtype differs from its input's");
+  }
+  if (dynamic_cast<Split*>(&prim)) {
+    need(std::all_of(dtypes.begin(), dtypes.end(), [&](Dtype t) { return t == in[0].dtype(); }),
+         "a piece's dtype differs from its input's");
   }
   if (dynamic_cast<DynamicUnbroadcast*>(&prim)) {
     need(in.size() == 2, "it takes an array and one lending its shape");

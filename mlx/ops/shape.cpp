@@ -462,6 +462,23 @@ std::vector<array> split(const array& a, const Shape& indices, int axis, StreamO
   if (indices.empty()) {
     return {a};  // one piece: the whole array, whatever its shape
   }
+  // Boundaries in order within the axis (the usual case): one Split primitive, whose pieces
+  // tile the axis. Others (NumPy's overlapping or wrapping pieces) and shapeless traces, whose
+  // boundaries must keep Slice's semantics for other shapes, take a Slice per piece.
+  const int n = a.shape(ax);
+  if (!detail::in_shapeless_tracing() && indices.front() >= 0 && indices.back() <= n &&
+      std::is_sorted(indices.begin(), indices.end())) {
+    std::vector<Shape> shapes;
+    int32_t lo = 0;
+    for (size_t i = 0; i <= indices.size(); ++i) {
+      shapes.push_back(a.shape());
+      shapes.back()[ax] = (i < indices.size() ? indices[i] : n) - lo;
+      lo += shapes.back()[ax];
+    }
+    std::vector<Dtype> dtypes(shapes.size(), a.dtype());
+    return array::make_arrays(std::move(shapes), dtypes,
+                              std::make_shared<Split>(to_stream(s), indices, ax), {a});
+  }
   std::vector<array> out;
   out.reserve(indices.size() + 1);
   Shape start(a.ndim(), 0);

@@ -108,6 +108,27 @@ bool SliceUpdate::is_equivalent(const Primitive& other) const {
   auto* o = dynamic_cast<const SliceUpdate*>(&other);
   return o && o->start_ == start_ && o->stop_ == stop_ && o->strides_ == strides_;
 }
+bool Split::is_equivalent(const Primitive& other) const {
+  auto* o = dynamic_cast<const Split*>(&other);
+  return o && o->boundaries_ == boundaries_ && o->axis_ == axis_;
+}
+std::vector<Shape> Split::output_shapes(const std::vector<array>& inputs) {
+  const Shape& in = inputs[0].shape();
+  if (axis_ >= static_cast<int>(in.size()) ||
+      (!boundaries_.empty() && boundaries_.back() > in[axis_])) {
+    throw std::invalid_argument(msg("[Split] Boundaries ", boundaries_, " along axis ", axis_,
+                                    " do not fit an input of shape ", in, "."));
+  }
+  std::vector<Shape> shapes;
+  int32_t lo = 0;
+  for (size_t i = 0; i <= boundaries_.size(); ++i) {
+    int32_t hi = i < boundaries_.size() ? boundaries_[i] : in[axis_];
+    shapes.push_back(in);
+    shapes.back()[axis_] = hi - lo;
+    lo = hi;
+  }
+  return shapes;
+}
 bool Diagonal::is_equivalent(const Primitive& other) const {
   auto* o = dynamic_cast<const Diagonal*>(&other);
   return o && o->offset_ == offset_ && o->axis1_ == axis1_ && o->axis2_ == axis2_;

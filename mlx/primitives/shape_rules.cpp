@@ -200,6 +200,23 @@ std::pair<std::vector<array>, std::vector<int>> Slice::vmap(const std::vector<ar
   return {{slice(x, bounds.start, bounds.stop, bounds.strides, stream())}, {b}};
 }
 
+// Split: the pieces tile the axis, so the input's cotangent is theirs concatenated.
+
+std::vector<array> Split::jvp(const std::vector<array>&, const std::vector<array>& tangents,
+                              const std::vector<int>&) {
+  return split(tangents[0], boundaries_, axis_, stream());
+}
+std::vector<array> Split::vjp(const std::vector<array>&, const std::vector<array>& cotangents,
+                              const std::vector<int>&, const std::vector<array>&) {
+  return {concatenate(cotangents, axis_, stream())};
+}
+std::pair<std::vector<array>, std::vector<int>> Split::vmap(const std::vector<array>& inputs,
+                                                            const std::vector<int>& axes) {
+  const int b = axes[0];
+  std::vector<array> pieces = split(inputs[0], boundaries_, axis_ + (b <= axis_), stream());
+  return {pieces, std::vector<int>(pieces.size(), b)};
+}
+
 // AsStrided. Its input is row-contiguous (the op makes it so): the view reads flat element
 // offset + sum(i_k * strides_k).
 

@@ -25,7 +25,7 @@ ELEMENTWISE = {
     "LogAddExp", "ArcTan2", "BitwiseAnd", "BitwiseOr", "BitwiseXor", "LeftShift", "RightShift",
     "NaNEqual"}
 # Primitives that never run a kernel of their own on the host.
-VIEWS = {"Broadcast", "DynamicBroadcast", "Transpose", "Slice", "Reshape", "AsStrided",
+VIEWS = {"Broadcast", "DynamicBroadcast", "Transpose", "Slice", "Split", "Reshape", "AsStrided",
          "Diagonal", "StopGradient", "Depends", "SqueezeAxes", "ExpandAxes", "Copy"}
 
 DTYPES = [mx.bool_, mx.uint8, mx.uint16, mx.uint32, mx.uint64, mx.int8, mx.int16, mx.int32,

@@ -169,6 +169,76 @@ def test_split(x3, sections, axis):
         check(p, pn)
 
 
+@pytest.mark.parametrize("sections", [[3, 1], [-2], [0, 9], [2, 2, -1]])
+def test_split_unsorted_and_negative_boundaries(rng, sections):
+    # NumPy's pieces for boundaries out of order, negative or past the end (Slice per piece).
+    x, xn = make(rng, (7, 3), mx.float32)
+    parts = mx.split(x, sections)
+    ref = np.split(xn, sections)
+    assert len(parts) == len(ref)
+    for p, pn in zip(parts, ref):
+        check(p, pn)
+
+
+def test_split_views_and_layouts(rng):
+    # Pieces of transposed, reversed and sliced inputs, and pieces that are empty.
+    x, xn = make(rng, (6, 5, 4), mx.float32)
+    for v, vn in [(x.transpose(2, 0, 1), xn.transpose(2, 0, 1)), (x[::-1, :, 1:], xn[::-1, :, 1:]),
+                  (x[:, ::2], xn[:, ::2])]:
+        for sections, axis in [(2, 0), ([1, 1, 3], 1), ([0, 2], -1)]:
+            for p, pn in zip(mx.split(v, sections, axis), np.split(vn, sections, axis)):
+                check(p, pn)
+                check(p + 1, pn + 1)  # a kernel reading the view
+    z = mx.zeros((0, 4))
+    assert [p.shape for p in mx.split(z, 2, axis=1)] == [(0, 2), (0, 2)]
+
+
+def test_split_derivatives_are_one_concatenation(rng):
+    x, xn = make(rng, (4, 9), mx.float32)
+    w = [mx.array(rng.standard_normal((4, k)).astype(np.float32)) for k in (2, 3)]
+
+    def f(a):  # pieces [5, 9) and the empty [9, 9) unused: their cotangents are zeros
+        p = mx.split(a, [2, 5, 9], axis=1)
+        return (p[0] * w[0]).sum() + (p[1] * w[1]).sum()
+
+    g = mx.grad(f)(x)
+    ref = np.concatenate([np.array(w[0]), np.array(w[1]), np.zeros((4, 4))], axis=1)
+    np.testing.assert_allclose(np.array(g), ref, rtol=1e-6)
+    # No zero-filled copy of the input per piece: a concatenation, no SliceUpdate or Full.
+    mx.eval(x)
+    mx._kernel_counts(True, True)
+    mx.eval(mx.grad(lambda a: sum((p * (i + 1)).sum() for i, p in
+                                  enumerate(mx.split(a, 3, axis=1))))(x))
+    counts = mx._kernel_counts(False, True)
+    assert counts.get("Concatenate") == 1 and "SliceUpdate" not in counts, counts
+    # jvp and vmap, the batch axis before and after the split axis.
+    t = mx.array(rng.standard_normal((4, 9)).astype(np.float32))
+    _, tangents = mx.jvp(lambda a: mx.split(a, [4], axis=1), [x], [t])
+    for tt, tn in zip(tangents, np.split(np.array(t), [4], axis=1)):
+        check(tt, tn)
+    xb, xbn = make(rng, (3, 4, 9), mx.float32)
+    for in_axis in (0, 1, 2):
+        moved = mx.moveaxis(xb, 0, in_axis)
+        out = mx.vmap(lambda a: mx.split(a, [1, 6], axis=1), in_axes=in_axis)(moved)
+        for p, pn in zip(out, np.split(xbn, [1, 6], axis=2)):
+            check(p, pn)
+
+
+def test_split_exports_and_compiles(rng, tmp_path):
+    x, xn = make(rng, (5, 6), mx.float32)
+    f = lambda a: [p * (i + 1) for i, p in enumerate(mx.split(a, [1, 4], axis=1))]
+    path = str(tmp_path / "split.mlxfn")
+    mx.export_function(path, f, x)
+    for p, pn in zip(mx.import_function(path)(x), f(x)):
+        check(p, np.array(pn))
+    for p, pn in zip(mx.compile(f)(x), f(x)):
+        check(p, np.array(pn))
+    # Shapeless traces keep a Slice per piece, refused as slices are.
+    g = mx.compile(lambda a: mx.split(a, [2], axis=0)[1] * 2, shapeless=True)
+    with pytest.raises(ValueError, match="Slice"):
+        g(x)
+
+
 def test_split_errors(x3):
     x, _ = x3
     with pytest.raises(ValueError, match="split"):

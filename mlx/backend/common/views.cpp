@@ -137,6 +137,19 @@ void Slice::eval_cpu(const std::vector<array>& inputs, array& out) {
   set_view(in, out, strides, offset);
 }
 
+void Split::eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) {
+  const array& in = inputs[0];
+  int64_t start = 0;
+  for (auto& out : outputs) {
+    if (out.size() == 0) {
+      out.set_data(allocator::malloc(0));
+    } else {
+      set_view(in, out, in.strides(), start * in.strides()[axis_]);
+    }
+    start += out.shape(axis_);
+  }
+}
+
 void AsStrided::eval_cpu(const std::vector<array>& inputs, array& out) {
   set_view(inputs[0], out, strides_, static_cast<int64_t>(offset_));
 }
@@ -184,6 +197,7 @@ void DynamicBroadcast::eval_cpu(const std::vector<array>& inputs, array& out) {
 MLX_GPU_EVAL_IS_CPU_EVAL(Broadcast)
 MLX_GPU_EVAL_IS_CPU_EVAL(Transpose)
 MLX_GPU_EVAL_IS_CPU_EVAL(Slice)
+MLX_GPU_EVAL_IS_CPU_EVAL(Split)
 MLX_GPU_EVAL_IS_CPU_EVAL(AsStrided)
 MLX_GPU_EVAL_IS_CPU_EVAL(Diagonal)
 MLX_GPU_EVAL_IS_CPU_EVAL(StopGradient)
