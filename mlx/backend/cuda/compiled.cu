@@ -216,13 +216,15 @@ JitCache& cache() {
       std::string("// mlx-linux fused CUDA kernel; flags: ") + MLX_JIT_NVCC_FLAGS +
           "\n#include \"mlx/backend/cuda/elementwise_ops.cuh\"\n"
           "using namespace mlx::core::cu;\nusing complex64_t = complex_t;\n",
-      ".cu", ".cubin",
-      [](const std::string& src, const std::string& out) {
-        const char* nvcc = std::getenv("MLX_JIT_NVCC");
-        return std::string(nvcc ? nvcc : MLX_JIT_NVCC) + " " + MLX_JIT_NVCC_FLAGS +
-               " -cubin -arch=sm_" + compute_capability() + " -I" + MLX_JIT_SOURCE_DIR + " -o " +
-               out + " " + src;
-      },
+      ".cubin",
+      JitCache::command_build(".cu",
+                              [](const std::string& src, const std::string& out) {
+                                const char* nvcc = std::getenv("MLX_JIT_NVCC");
+                                return std::string(nvcc ? nvcc : MLX_JIT_NVCC) + " " +
+                                       MLX_JIT_NVCC_FLAGS + " -cubin -arch=sm_" +
+                                       compute_capability() + " -I" + MLX_JIT_SOURCE_DIR +
+                                       " -o " + out + " " + src;
+                              }),
       load_kernel, nvcc_exists(),
       2,  // regions run once (a test, an init) are not worth nvcc's second
   });     // leaked: regions may run during static destruction
