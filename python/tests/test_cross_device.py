@@ -989,3 +989,36 @@ def test_compiled_regions_run_on_the_gpu(jit, tmp_path):
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                          timeout=300)
     assert out.returncode == 0 and "ok" in out.stdout, (out.stdout[-2000:], out.stderr[-3000:])
+
+
+NVRTC_FIRST_USE = r"""
+import time
+import mlx.core as mx
+f = mx.compile(lambda x, y: mx.exp(x) * y + 1.0)
+x, y = mx.ones((1000,)), mx.ones((1000,))
+mx.eval(f(x, y))  # op by op, and the build starts
+start = time.perf_counter()
+mx._fused_kernel_stats(True)
+waited = time.perf_counter() - start
+mx.eval(f(x, y))
+print(repr((mx._fused_kernel_stats(True), waited)))
+"""
+
+
+def test_gpu_kernels_build_in_process_at_first_use_and_load_from_disk(tmp_path):
+    """NVRTC builds a GPU region's kernel in process from its first run (op by op meanwhile),
+    the next run uses it, and a second process loads the cubin from the disk cache. Prints how
+    long the first process waited for the build."""
+    env = dict(os.environ, MLX_DEFAULT_DEVICE="gpu", MLX_KERNEL_CACHE=str(tmp_path))
+    env.pop("MLX_COMPILE_JIT", None)
+    runs = []
+    for _ in range(2):
+        out = subprocess.run([sys.executable, "-c", NVRTC_FIRST_USE], env=env,
+                             capture_output=True, text=True, timeout=300)
+        assert out.returncode == 0, out.stderr[-3000:]
+        runs.append(eval(out.stdout.strip().splitlines()[-1]))
+    (first, waited), (second, _) = runs
+    print(f"first-use build: waited {waited:.3f} s")
+    assert first["built"] == 1 and first["failed"] == 0 and first["memory_hits"] >= 1, first
+    assert second["built"] == 0 and second["from_disk"] == 1 and second["interpreted"] == 0, second
+    assert len([p for p in os.listdir(tmp_path) if p.endswith(".cubin")]) == 1

@@ -102,27 +102,46 @@ TEST_F(CompileFusion, ConstructorRejectsOpsReadingLaterValues) {
   EXPECT_THROW(Compiled(default_stream(Device::cpu), {float32}, {}, {0}), std::invalid_argument);
 }
 
+// JitCaches made by a test keep their kernels in a fresh directory (MLX_KERNEL_CACHE).
+class JitCacheTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (std::getenv("MLX_COMPILE_JIT")) {
+      GTEST_SKIP() << "MLX_COMPILE_JIT changes when kernels build";
+    }
+    char dir[] = "/tmp/mlx_jit_cache_test_XXXXXX";
+    ASSERT_NE(mkdtemp(dir), nullptr);
+    if (const char* saved = std::getenv("MLX_KERNEL_CACHE")) {
+      saved_ = saved;
+    }
+    setenv("MLX_KERNEL_CACHE", dir, 1);
+  }
+  void TearDown() override {
+    if (saved_) {
+      setenv("MLX_KERNEL_CACHE", saved_->c_str(), 1);
+    } else {
+      unsetenv("MLX_KERNEL_CACHE");
+    }
+  }
+
+ private:
+  std::optional<std::string> saved_;
+};
+
 // The kernel builder with a stand-in compiler (cp) and loader: when it builds, what it keeps on
 // disk, and that a second cache over the same directory loads instead of building.
-TEST(JitCache, BuildsAtTheConfiguredUseAndLoadsFromDiskFirst) {
-  if (std::getenv("MLX_COMPILE_JIT")) {
-    GTEST_SKIP() << "MLX_COMPILE_JIT changes when kernels build";
-  }
-  char dir[] = "/tmp/mlx_jit_cache_test_XXXXXX";
-  ASSERT_NE(mkdtemp(dir), nullptr);
-  const char* saved = std::getenv("MLX_KERNEL_CACHE");
-  std::string old = saved ? saved : "";
-  setenv("MLX_KERNEL_CACHE", dir, 1);
+TEST_F(JitCacheTest, BuildsAtTheConfiguredUseAndLoadsFromDiskFirst) {
   static int loaded;  // what the stand-in loader hands out
-  JitCache::Toolchain t{
-      "test",
-      "// prelude\n",
-      ".txt",
-      ".out",
-      [](const std::string& src, const std::string& out) { return "cp " + src + " " + out; },
-      [](const std::string&, const std::string&) -> void* { return &loaded; },
-      true,
-      2};
+  JitCache::Toolchain t{"test",
+                        "// prelude\n",
+                        ".out",
+                        JitCache::command_build(".txt",
+                                                [](const std::string& src, const std::string& out) {
+                                                  return "cp " + src + " " + out;
+                                                }),
+                        [](const std::string&, const std::string&) -> void* { return &loaded; },
+                        true,
+                        2};
   // Leaked, as the real caches: the registry of caches keeps them for the statistics.
   auto* first = new JitCache(t);
   int sources = 0;
@@ -146,11 +165,32 @@ TEST(JitCache, BuildsAtTheConfiguredUseAndLoadsFromDiskFirst) {
   // No source: no kernel, and nothing is built for it.
   EXPECT_EQ(first->lookup("other", [](const std::string&) { return std::optional<std::string>(); }),
             nullptr);
-  if (saved) {
-    setenv("MLX_KERNEL_CACHE", old.c_str(), 1);
-  } else {
-    unsetenv("MLX_KERNEL_CACHE");
-  }
+}
+
+// A build that fails (an in-process toolchain returning its log, as NVRTC's does) is counted,
+// never retried, and leaves the region to the other way (a null kernel).
+TEST_F(JitCacheTest, AFailedBuildIsCountedAndNotRetried) {
+  static int builds;
+  JitCache::Toolchain t{"test",
+                        "",
+                        ".out",
+                        [](const std::string&, const std::string&) -> std::optional<std::string> {
+                          ++builds;
+                          return "error: stand-in\n";
+                        },
+                        [](const std::string&, const std::string&) -> void* { return nullptr; },
+                        true,
+                        1};
+  auto* cache = new JitCache(t);  // leaked, as above
+  auto make = [](const std::string& name) -> std::optional<std::string> { return name + "\n"; };
+  EXPECT_EQ(cache->lookup("region", make), nullptr);  // the first use starts the build
+  cache->wait();
+  EXPECT_EQ(cache->stats().failed, 1);
+  EXPECT_EQ(cache->lookup("region", make), nullptr);
+  cache->wait();
+  EXPECT_EQ(builds, 1);
+  EXPECT_EQ(cache->stats().built, 0);
+  EXPECT_EQ(cache->stats().interpreted, 2);
 }
 
 }  // namespace

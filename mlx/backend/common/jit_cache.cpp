@@ -1,8 +1,11 @@
 #include "mlx/backend/common/jit_cache.h"
 
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -165,6 +168,9 @@ void JitCache::start_worker() {
 
 // Builds pending kernels one file each (a file per kernel keeps the disk cache per kernel).
 void JitCache::run() {
+  // At the lowest priority (a compiler it starts inherits it): the builds must not slow down
+  // the work they are for.
+  ::setpriority(PRIO_PROCESS, static_cast<id_t>(::syscall(SYS_gettid)), 19);
   std::unique_lock<std::mutex> lock(mutex_);
   for (;;) {
     cv_.wait(lock, [&] { return !pending_.empty(); });
@@ -181,40 +187,62 @@ void JitCache::run() {
   }
 }
 
+JitCache::Build JitCache::command_build(
+    std::string source_suffix,
+    std::function<std::string(const std::string& src, const std::string& out)> command) {
+  return [suffix = std::move(source_suffix), command = std::move(command)](
+             const std::string& source, const std::string& out) -> std::optional<std::string> {
+    const std::string src = out + suffix;
+    {
+      std::ofstream f(src);
+      f << source;
+    }
+    std::string log;
+    int rc = -1;
+    if (FILE* p = ::popen((command(src, out) + " 2>&1").c_str(), "r")) {
+      char buf[512];
+      while (std::fgets(buf, sizeof(buf), p)) {
+        log += buf;
+      }
+      rc = ::pclose(p);
+    }
+    std::remove(src.c_str());
+    if (rc != 0) {
+      return log.empty() ? std::string("the compiler did not run\n") : log;
+    }
+    return std::nullopt;
+  };
+}
+
 void JitCache::build(Kernel& k) {
   make_dirs(dir_);
-  std::string artifact = path_of(k);
-  std::string tmp = artifact + "." + std::to_string(::getpid()) + ".tmp";
-  std::string src = tmp + toolchain_.source_suffix;
-  {
-    std::ofstream f(src);
-    f << toolchain_.prelude << k.source;
-  }
-  // At the lowest priority: the compiler must not slow down the work it is building for.
-  std::string cmd = "nice -n 19 " + toolchain_.command(src, tmp) + " 2>&1";
+  const std::string artifact = path_of(k);
+  const std::string tmp = artifact + "." + std::to_string(::getpid()) + ".tmp";
   if (debug_) {
     std::cerr << "[compile] building " << toolchain_.label << " kernel " << k.name << ":\n"
               << k.source;
   }
-  std::string log;
-  if (FILE* p = ::popen(cmd.c_str(), "r")) {
-    char buf[512];
-    while (std::fgets(buf, sizeof(buf), p)) {
-      log += buf;
-    }
-    int rc = ::pclose(p);
-    if (rc == 0 && std::rename(tmp.c_str(), artifact.c_str()) == 0 && open(k, artifact)) {
-      ++stats_.built;
-    } else {
-      ++stats_.failed;
-      std::cerr << "[compile] building fused " << toolchain_.label << " kernel " << k.name
-                << " failed; it runs op by op.\n"
-                << log;
-    }
-  } else {
-    ++stats_.failed;
+  const auto start = std::chrono::steady_clock::now();
+  std::optional<std::string> error = toolchain_.build(toolchain_.prelude + k.source, tmp);
+  if (!error && std::rename(tmp.c_str(), artifact.c_str()) != 0) {
+    error = "cannot rename " + tmp + "\n";
   }
-  std::remove(src.c_str());
+  if (!error && !open(k, artifact)) {
+    error = "cannot load " + artifact + "\n";
+  }
+  if (error) {
+    ++stats_.failed;
+    std::cerr << "[compile] building fused " << toolchain_.label << " kernel " << k.name
+              << " failed; it runs op by op.\n"
+              << *error;
+  } else {
+    ++stats_.built;
+    if (debug_) {
+      std::cerr << "[compile] built " << toolchain_.label << " kernel " << k.name << " in "
+                << std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()
+                << " s\n";
+    }
+  }
   std::remove(tmp.c_str());
   k.done = true;
 }

@@ -1,8 +1,9 @@
-// Kernels generated at run time and built by an external compiler (the system C++ compiler for
-// the CPU, nvcc for the GPU): built in the background while the caller runs the region another
-// way (an interpreter), cached in memory by key and on disk by source (MLX_KERNEL_CACHE, else
-// ~/.cache/mlx-linux/kernels). MLX_COMPILE_JIT=sync builds before the first run, =0 never;
-// MLX_COMPILE_DEBUG=1 prints each source it builds.
+// Kernels generated at run time and built by a toolchain (the CPU's: the system C++ compiler run
+// as a command; the GPU's: NVRTC in process): built on a background thread, at the lowest
+// priority, while the caller runs the region another way (an interpreter, op by op), cached in
+// memory by key and on disk by source (MLX_KERNEL_CACHE, else ~/.cache/mlx-linux/kernels).
+// MLX_COMPILE_JIT=sync builds before the first run, =0 never; MLX_COMPILE_DEBUG=1 prints each
+// source it builds and how long the build took.
 #pragma once
 
 #include <atomic>
@@ -21,20 +22,29 @@ namespace mlx::core {
 
 class JitCache {
  public:
+  // Builds a whole source (prelude included) into the artifact file `out`: nullopt, or why it
+  // failed (the compiler's log).
+  using Build =
+      std::function<std::optional<std::string>(const std::string& source, const std::string& out)>;
+
   struct Toolchain {
     std::string label;            // "cpu", "cuda": for messages
-    std::string prelude;          // starts every source file; part of each kernel's disk key
-    std::string source_suffix;    // ".cpp", ".cu"
+    std::string prelude;          // starts every source; part of each kernel's disk key
     std::string artifact_suffix;  // ".so", ".cubin"
-    // The shell command that builds source file `src` into `out`.
-    std::function<std::string(const std::string& src, const std::string& out)> command;
+    Build build;
     // The entry point `name` of a built artifact (a function pointer, a CUfunction), or null.
     std::function<void*(const std::string& path, const std::string& name)> load;
     bool available = true;  // false: the toolchain is missing here (never generate)
-    // Lookups of a key before its build starts (MLX_COMPILE_JIT=sync: always the first):
-    // 2 spares the compiler the regions a program runs only once (nvcc takes about a second).
+    // Lookups of a key before its build starts (MLX_COMPILE_JIT=sync: always the first); more
+    // than 1 spares a slow compiler the regions a program runs only once.
     int uses_before_build = 1;
   };
+
+  // A Build that writes the source to a file with `source_suffix` beside `out` and runs the
+  // shell command `command(source file, out)`.
+  static Build command_build(
+      std::string source_suffix,
+      std::function<std::string(const std::string& src, const std::string& out)> command);
 
   explicit JitCache(Toolchain toolchain);
 

@@ -197,13 +197,13 @@ JitCache& cache() {
       std::string("// mlx-linux fused kernel; flags: ") + MLX_JIT_FLAGS +
           "\n#include <cstdint>\n#include \"mlx/backend/cpu/simd/vec.h\"\n"
           "using namespace mlx::core::simd;\n",
-      ".cpp",
       ".so",
-      [](const std::string& src, const std::string& out) {
-        const char* cxx = std::getenv("MLX_JIT_CXX");
-        return std::string(cxx ? cxx : MLX_JIT_CXX) + " " + MLX_JIT_FLAGS + " -I" +
-               MLX_JIT_SOURCE_DIR + " " + src + " -o " + out;
-      },
+      JitCache::command_build(".cpp",
+                              [](const std::string& src, const std::string& out) {
+                                const char* cxx = std::getenv("MLX_JIT_CXX");
+                                return std::string(cxx ? cxx : MLX_JIT_CXX) + " " + MLX_JIT_FLAGS +
+                                       " -I" + MLX_JIT_SOURCE_DIR + " " + src + " -o " + out;
+                              }),
       open_library,
       header_exists(),
       1,

@@ -1,22 +1,19 @@
 // CustomKernel::eval_gpu: a user's kernel (mx.fast.cuda_kernel source, compiled here by NVRTC
 // for this GPU's architecture, or a precompiled PTX / cubin image), loaded once per distinct
 // code and launched on the task's stream with the grid counted in threads.
+#include "mlx/primitives/custom_kernel.h"
+
 #include <cuda_runtime.h>
-#ifdef MLX_CUDA_HAS_NVRTC
-#include <nvrtc.h>
-#endif
 
 #include <cstring>
-#include <memory>
 #include <mutex>
-#include <sstream>
 #include <stdexcept>
 #include <unordered_map>
 
 #include "mlx/backend/cuda/copy.cuh"
 #include "mlx/backend/cuda/cuda_check.h"
+#include "mlx/backend/cuda/nvrtc.h"
 #include "mlx/backend/cuda/runtime.h"
-#include "mlx/primitives/custom_kernel.h"
 #include "mlx/utils.h"
 
 namespace mlx::core::fast {
@@ -34,67 +31,17 @@ const char* op_name(const CustomKernelSpec& spec) {
   return spec.precompiled ? "precompiled_cuda_kernel" : "cuda_kernel";
 }
 
-#ifdef MLX_CUDA_HAS_NVRTC
-// The toolkit's headers (cooperative_groups, cuda_fp16, libcu++), found at build time.
-std::vector<std::string> include_options() {
-  std::vector<std::string> opts;
-  std::stringstream dirs(MLX_NVRTC_INCLUDE_DIRS);
-  for (std::string d; std::getline(dirs, d, '|');) {
-    if (!d.empty()) {
-      opts.push_back("-I" + d);
-    }
-  }
-  return opts;
-}
-
 // NVRTC's cubin of `spec.code` for this GPU and the lowered name of its entry.
 std::pair<std::string, std::string> compile(const CustomKernelSpec& spec) {
-  auto check = [&](nvrtcResult rc, const char* call) {
-    if (rc != NVRTC_SUCCESS) {
-      throw std::runtime_error(msg("[cuda_kernel] ", call, " failed for kernel '", spec.name,
-                                   "': ", nvrtcGetErrorString(rc), "."));
-    }
-  };
-  nvrtcProgram prog = nullptr;
-  check(nvrtcCreateProgram(&prog, spec.code.c_str(), (spec.name + ".cu").c_str(), 0, nullptr,
-                           nullptr),
-        "nvrtcCreateProgram");
-  std::unique_ptr<nvrtcProgram, void (*)(nvrtcProgram*)> owner(
-      &prog, [](nvrtcProgram* p) { nvrtcDestroyProgram(p); });
-  check(nvrtcAddNameExpression(prog, spec.entry.c_str()), "nvrtcAddNameExpression");
   const cudaDeviceProp& props = cu::device(cu::current().device).props;
-  std::vector<std::string> opts = include_options();
-  opts.push_back("--gpu-architecture=sm_" + std::to_string(props.major * 10 + props.minor));
-  opts.push_back("-std=c++17");
-  std::vector<const char*> argv;
-  for (auto& o : opts) {
-    argv.push_back(o.c_str());
-  }
-  nvrtcResult rc = nvrtcCompileProgram(prog, static_cast<int>(argv.size()), argv.data());
-  if (rc != NVRTC_SUCCESS) {
-    size_t n = 0;
-    nvrtcGetProgramLogSize(prog, &n);
-    std::string log(n, '\0');
-    nvrtcGetProgramLog(prog, log.data());
+  cu::NvrtcResult r = cu::nvrtc_compile(
+      spec.code, spec.name + ".cu", props.major * 10 + props.minor, {"-std=c++17"}, {spec.entry});
+  if (r.cubin.empty()) {
     throw std::invalid_argument(
-        msg("[cuda_kernel] Kernel '", spec.name, "' does not compile:\n", log.c_str()));
+        msg("[cuda_kernel] Kernel '", spec.name, "' does not compile:\n", r.error));
   }
-  const char* lowered = nullptr;
-  check(nvrtcGetLoweredName(prog, spec.entry.c_str(), &lowered), "nvrtcGetLoweredName");
-  std::string entry = lowered;
-  size_t size = 0;
-  check(nvrtcGetCUBINSize(prog, &size), "nvrtcGetCUBINSize");
-  std::string cubin(size, '\0');
-  check(nvrtcGetCUBIN(prog, cubin.data()), "nvrtcGetCUBIN");
-  return {std::move(cubin), std::move(entry)};
+  return {std::move(r.cubin), std::move(r.lowered[0])};
 }
-#else
-std::pair<std::string, std::string> compile(const CustomKernelSpec& spec) {
-  throw std::runtime_error(msg("[cuda_kernel] Kernel '", spec.name,
-                               "' cannot be compiled: this build's CUDA toolkit has no NVRTC "
-                               "(precompiled_cuda_kernel still works)."));
-}
-#endif
 
 // The loaded kernel for a spec's code, built and loaded once per device and code.
 cudaKernel_t kernel_for(const CustomKernelSpec& spec) {

@@ -163,7 +163,7 @@ struct Round {  // half to even, as NumPy
 struct Abs {
   template <typename T>
   __device__ T operator()(T x) const {
-    if constexpr (std::is_unsigned_v<T> || std::is_same_v<T, bool>) {
+    if constexpr (cuda::std::is_unsigned_v<T> || cuda::std::is_same_v<T, bool>) {
       return x;
     } else if constexpr (is_complex_v<T>) {
       return T(cuda::std::abs(x), 0.0f);
@@ -178,7 +178,7 @@ struct Abs {
 struct Negative {
   template <typename T>
   __device__ T operator()(T x) const {
-    if constexpr (std::is_same_v<T, bool>) {
+    if constexpr (cuda::std::is_same_v<T, bool>) {
       return !x;
     } else if constexpr (is_half_v<T>) {
       return down<T>(-up(x));
@@ -194,7 +194,7 @@ struct Sign {
     if constexpr (is_complex_v<T>) {
       float r = cuda::std::abs(x);
       return r == 0 ? T(0) : x / r;
-    } else if constexpr (std::is_unsigned_v<T> || std::is_same_v<T, bool>) {
+    } else if constexpr (cuda::std::is_unsigned_v<T> || cuda::std::is_same_v<T, bool>) {
       return x != 0;
     } else if constexpr (is_float_v<T>) {
       auto v = up(x);
@@ -208,7 +208,7 @@ struct Sign {
 struct Square {
   template <typename T>
   __device__ T operator()(T x) const {
-    if constexpr (std::is_same_v<T, bool>) {
+    if constexpr (cuda::std::is_same_v<T, bool>) {
       return x;
     } else {
       auto v = up(x);
@@ -231,7 +231,7 @@ struct LogicalNot {
 struct BitwiseInvert {
   template <typename T>
   __device__ T operator()(T x) const {
-    if constexpr (std::is_same_v<T, bool>) {
+    if constexpr (cuda::std::is_same_v<T, bool>) {
       return !x;
     } else {
       return T(~x);
@@ -287,19 +287,19 @@ struct IsFinite {
 
 // ---- binary ----
 
-#define MLX_CU_ARITH(NAME, EXPR, BOOL_EXPR)     \
-  struct NAME {                                 \
-    template <typename T>                       \
-    __device__ T operator()(T a_, T b_) const { \
-      if constexpr (std::is_same_v<T, bool>) {  \
-        bool a = a_, b = b_;                    \
-        return BOOL_EXPR;                       \
-      } else {                                  \
-        auto a = up(a_);                        \
-        auto b = up(b_);                        \
-        return down<T>(EXPR);                   \
-      }                                         \
-    }                                           \
+#define MLX_CU_ARITH(NAME, EXPR, BOOL_EXPR)          \
+  struct NAME {                                      \
+    template <typename T>                            \
+    __device__ T operator()(T a_, T b_) const {      \
+      if constexpr (cuda::std::is_same_v<T, bool>) { \
+        bool a = a_, b = b_;                         \
+        return BOOL_EXPR;                            \
+      } else {                                       \
+        auto a = up(a_);                             \
+        auto b = up(b_);                             \
+        return down<T>(EXPR);                        \
+      }                                              \
+    }                                                \
   };
 MLX_CU_ARITH(Add, a + b, a || b)
 MLX_CU_ARITH(Subtract, a - b, a != b)
@@ -310,19 +310,19 @@ MLX_CU_ARITH(Divide, a / b, a&& b)
 struct Remainder {  // the result takes the divisor's sign
   template <typename T>
   __device__ T operator()(T a, T b) const {
-    if constexpr (std::is_same_v<T, bool>) {
+    if constexpr (cuda::std::is_same_v<T, bool>) {
       return false;
-    } else if constexpr (std::is_integral_v<T>) {
+    } else if constexpr (cuda::std::is_integral_v<T>) {
       if (b == 0) {
         return 0;
       }
-      if constexpr (std::is_signed_v<T>) {
+      if constexpr (cuda::std::is_signed_v<T>) {
         if (b == -1) {
           return 0;
         }
       }
       T r = a % b;
-      if constexpr (std::is_signed_v<T>) {
+      if constexpr (cuda::std::is_signed_v<T>) {
         if (r != 0 && ((r < 0) != (b < 0))) {
           r += b;
         }
@@ -344,19 +344,19 @@ struct Remainder {  // the result takes the divisor's sign
 struct FloorDivide {
   template <typename T>
   __device__ T operator()(T a, T b) const {
-    if constexpr (std::is_same_v<T, bool>) {
+    if constexpr (cuda::std::is_same_v<T, bool>) {
       return a && b;
-    } else if constexpr (std::is_integral_v<T>) {
+    } else if constexpr (cuda::std::is_integral_v<T>) {
       if (b == 0) {
         return 0;
       }
-      if constexpr (std::is_signed_v<T>) {
+      if constexpr (cuda::std::is_signed_v<T>) {
         if (b == -1) {
-          return T(0 - static_cast<std::make_unsigned_t<T>>(a));
+          return T(0 - static_cast<cuda::std::make_unsigned_t<T>>(a));
         }
       }
       T q = a / b;
-      if constexpr (std::is_signed_v<T>) {
+      if constexpr (cuda::std::is_signed_v<T>) {
         if ((a % b != 0) && ((a < 0) != (b < 0))) {
           --q;
         }
@@ -373,10 +373,10 @@ struct FloorDivide {
 struct Power {
   template <typename T>
   __device__ T operator()(T a, T b) const {
-    if constexpr (std::is_same_v<T, bool>) {
+    if constexpr (cuda::std::is_same_v<T, bool>) {
       return a || !b;
-    } else if constexpr (std::is_integral_v<T>) {
-      if constexpr (std::is_signed_v<T>) {
+    } else if constexpr (cuda::std::is_integral_v<T>) {
+      if constexpr (cuda::std::is_signed_v<T>) {
         if (b < 0) {
           return a == 1 ? 1 : (a == -1 ? ((b & 1) ? -1 : 1) : 0);
         }
@@ -536,10 +536,10 @@ MLX_CU_BITWISE(BitwiseXor, ^)
 struct LeftShift {
   template <typename T>
   __device__ T operator()(T a, T b) const {
-    if constexpr (std::is_same_v<T, bool>) {
+    if constexpr (cuda::std::is_same_v<T, bool>) {
       return a && !b;
     } else {
-      using U = std::make_unsigned_t<T>;
+      using U = cuda::std::make_unsigned_t<T>;
       if (b < 0 || static_cast<uint64_t>(b) >= sizeof(T) * 8) {
         return 0;
       }
@@ -550,7 +550,7 @@ struct LeftShift {
 struct RightShift {
   template <typename T>
   __device__ T operator()(T a, T b) const {
-    if constexpr (std::is_same_v<T, bool>) {
+    if constexpr (cuda::std::is_same_v<T, bool>) {
       return a && !b;
     } else {
       if (b < 0 || static_cast<uint64_t>(b) >= sizeof(T) * 8) {
