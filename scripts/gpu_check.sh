@@ -22,6 +22,8 @@ fi
 for b in build/benchmarks/bench_flash build/benchmarks/bench_norms; do
   [ -x "$b" ] && { timeout 120 "$b" > "$out/$(basename "$b").log" 2>&1; echo "$(basename "$b"): rc $?"; tail -8 "$out/$(basename "$b").log"; }
 done
+# A tiny op's round trip beside the CUDA floor (seconds; issue 10's latency bound).
+[ -x build/benchmarks/bench_eval_latency ] && timeout 60 build/benchmarks/bench_eval_latency gpu | tee "$out/latency.log"
 timeout ${CTEST_TIMEOUT:-900} ctest --test-dir build -j 8 --timeout 150 > "$out/ctest.log" 2>&1
 grep -E "tests passed|tests failed|Failed|\*\*\*" "$out/ctest.log" | tail -30
 # The failures' own output, bounded so that the log comes back from the device machine.
