@@ -64,18 +64,17 @@ int main(int argc, char** argv) {
           cudaStreamSynchronize(s);
         }));
     row("CUDA: memset launch alone (1000 queued)", us_per_call(20, [&] {
-          for (int i = 0; i < 1000; ++i) {
-            cudaMemsetAsync(p, 0, 16, s);
-          }
-          cudaStreamSynchronize(s);
-        }) / 1000);
+                                                     for (int i = 0; i < 1000; ++i) {
+                                                       cudaMemsetAsync(p, 0, 16, s);
+                                                     }
+                                                     cudaStreamSynchronize(s);
+                                                   }) / 1000);
     row("CUDA: stream synchronize of an idle stream",
         us_per_call(20000, [&] { cudaStreamSynchronize(s); }));
     cudaFree(p);
     cudaStreamDestroy(s);
-    row("ours: gpu_malloc + gpu_free of 16 bytes", us_per_call(20000, [] {
-          allocator::gpu_free(allocator::gpu_malloc(16), 0);
-        }));
+    row("ours: gpu_malloc + gpu_free of 16 bytes",
+        us_per_call(20000, [] { allocator::gpu_free(allocator::gpu_malloc(16), 0); }));
   }
 #endif
   array a = ones({4});
@@ -92,12 +91,12 @@ int main(int argc, char** argv) {
   synchronize();
   row("ours: eval of an evaluated array", us_per_call(20000, [&] { eval(a); }));
   row("ours: per op of a 1000-add chain, built and evaluated", us_per_call(10, [&] {
-        array y = a;
-        for (int i = 0; i < 1000; ++i) {
-          y = add(y, a);
-        }
-        eval(y);
-      }) / 1000);
+                                                                 array y = a;
+                                                                 for (int i = 0; i < 1000; ++i) {
+                                                                   y = add(y, a);
+                                                                 }
+                                                                 eval(y);
+                                                               }) / 1000);
   row("ours: synchronize() with nothing queued", us_per_call(20000, [] { synchronize(); }));
   return 0;
 }

@@ -149,9 +149,9 @@ enum class OutputKind { view, donating, fresh };
 
 OutputKind output_kind(const Primitive& prim) {
   static const std::unordered_set<std::string> views = {
-      "Broadcast",    "DynamicBroadcast", "Transpose",   "Slice",      "Split",     "AsStrided", "Diagonal",
-      "StopGradient", "Depends",          "SqueezeAxes", "ExpandAxes", "Reshape",   "Copy",
-      "View",         "CustomTransforms"};
+      "Broadcast",  "DynamicBroadcast", "Transpose",    "Slice",   "Split",
+      "AsStrided",  "Diagonal",         "StopGradient", "Depends", "SqueezeAxes",
+      "ExpandAxes", "Reshape",          "Copy",         "View",    "CustomTransforms"};
   static const std::unordered_set<std::string> donating = {"Compiled"};
   std::string name = prim.name();
   if (views.count(name)) {

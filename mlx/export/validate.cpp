@@ -182,13 +182,14 @@ void check_step(Primitive& prim, const std::vector<array>& in, const std::vector
       (dynamic_cast<Copy*>(&prim) || dynamic_cast<Broadcast*>(&prim) ||
        dynamic_cast<Reshape*>(&prim) || dynamic_cast<Transpose*>(&prim) ||
        dynamic_cast<Slice*>(&prim) || dynamic_cast<Split*>(&prim) ||
-       dynamic_cast<AsStrided*>(&prim) || dynamic_cast<Diagonal*>(&prim) || dynamic_cast<SliceUpdate*>(&prim) ||
-       dynamic_cast<Full*>(&prim) || dynamic_cast<StopGradient*>(&prim) ||
-       dynamic_cast<DynamicBroadcast*>(&prim) || dynamic_cast<DynamicUnbroadcast*>(&prim) ||
-       dynamic_cast<SqueezeAxes*>(&prim) || dynamic_cast<ExpandAxes*>(&prim) ||
-       dynamic_cast<Softmax*>(&prim) || dynamic_cast<LogSumExp*>(&prim) ||
-       dynamic_cast<Gather*>(&prim) || dynamic_cast<GatherAxis*>(&prim) ||
-       dynamic_cast<Scatter*>(&prim) || dynamic_cast<ScatterAxis*>(&prim))) {
+       dynamic_cast<AsStrided*>(&prim) || dynamic_cast<Diagonal*>(&prim) ||
+       dynamic_cast<SliceUpdate*>(&prim) || dynamic_cast<Full*>(&prim) ||
+       dynamic_cast<StopGradient*>(&prim) || dynamic_cast<DynamicBroadcast*>(&prim) ||
+       dynamic_cast<DynamicUnbroadcast*>(&prim) || dynamic_cast<SqueezeAxes*>(&prim) ||
+       dynamic_cast<ExpandAxes*>(&prim) || dynamic_cast<Softmax*>(&prim) ||
+       dynamic_cast<LogSumExp*>(&prim) || dynamic_cast<Gather*>(&prim) ||
+       dynamic_cast<GatherAxis*>(&prim) || dynamic_cast<Scatter*>(&prim) ||
+       dynamic_cast<ScatterAxis*>(&prim))) {
     need(dtypes[0] == in[0].dtype(), "its output dtype differs from its input's");
   }
   if (dynamic_cast<Split*>(&prim)) {

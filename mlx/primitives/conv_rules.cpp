@@ -101,8 +101,8 @@ bool cpu_depthwise(const ConvParams& p, const array& wt, StreamOrDevice s) {
 // Whether the weight derivative is DepthwiseWeightGrad (one input and one output channel per
 // group): on the GPU, whose kernel takes every float type, and where the CPU's kernels run.
 bool depthwise_weight_primitive(const ConvParams& p, const array& wt, StreamOrDevice s) {
-  return cpu_depthwise(p, wt, s) || (to_stream(s).device.type == Device::gpu &&
-                                     wt.shape(-1) == 1 && wt.shape(0) == p.groups);
+  return cpu_depthwise(p, wt, s) ||
+         (to_stream(s).device.type == Device::gpu && wt.shape(-1) == 1 && wt.shape(0) == p.groups);
 }
 
 array depthwise_weight_grad(const ConvParams& p, const array& in, const array& g,

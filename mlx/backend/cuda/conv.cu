@@ -173,8 +173,8 @@ void depthwise_weight_grad(const ConvGeometry& g, const array& in, const array& 
   const int64_t pixels = g.N * g.X, column_blocks = (g.C + 31) / 32 * g.K;
   // Slices of pixels so that the grid fills the GPU once, each with a few hundred pixels.
   const int64_t wave = resident_blocks<depthwise_weight_partials<T, Acc>, 256>();
-  const int64_t slices = std::clamp<int64_t>(
-      std::min(wave / column_blocks, (pixels + 255) / 256), 1, 65535);
+  const int64_t slices =
+      std::clamp<int64_t>(std::min(wave / column_blocks, (pixels + 255) / 256), 1, 65535);
   const int64_t per_slice = (pixels + slices - 1) / slices;
   Scratch partial(sizeof(Acc) * slices * g.K * g.C);
   dim3 grid(static_cast<unsigned>((g.C + 31) / 32), static_cast<unsigned>(g.K),
