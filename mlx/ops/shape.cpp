@@ -468,16 +468,10 @@ std::vector<array> split(const array& a, const Shape& indices, int axis, StreamO
   const int n = a.shape(ax);
   if (!detail::in_shapeless_tracing() && indices.front() >= 0 && indices.back() <= n &&
       std::is_sorted(indices.begin(), indices.end())) {
-    std::vector<Shape> shapes;
-    int32_t lo = 0;
-    for (size_t i = 0; i <= indices.size(); ++i) {
-      shapes.push_back(a.shape());
-      shapes.back()[ax] = (i < indices.size() ? indices[i] : n) - lo;
-      lo += shapes.back()[ax];
-    }
+    auto prim = std::make_shared<Split>(to_stream(s), indices, ax);
+    std::vector<Shape> shapes = prim->output_shapes({a});
     std::vector<Dtype> dtypes(shapes.size(), a.dtype());
-    return array::make_arrays(std::move(shapes), dtypes,
-                              std::make_shared<Split>(to_stream(s), indices, ax), {a});
+    return array::make_arrays(std::move(shapes), dtypes, std::move(prim), {a});
   }
   std::vector<array> out;
   out.reserve(indices.size() + 1);

@@ -90,19 +90,21 @@ array strided_input_cotangent(const ConvParams& p, const array& in, const array&
   return result;
 }
 
-// Whether the CPU's depthwise kernels (backend/cpu/conv_depthwise.h) run this convolution and
-// its derivatives: one input and one output channel per group, float32 or a half type (they
-// compute in float32).
-bool cpu_depthwise(const ConvParams& p, const array& wt, StreamOrDevice s) {
-  return to_stream(s).device.type == Device::cpu && wt.shape(-1) == 1 && wt.shape(0) == p.groups &&
-         wt.dtype() != float64;
+// One input and one output channel per group.
+bool is_depthwise(const ConvParams& p, const array& wt) {
+  return wt.shape(-1) == 1 && wt.shape(0) == p.groups;
 }
 
-// Whether the weight derivative is DepthwiseWeightGrad (one input and one output channel per
-// group): on the GPU, whose kernel takes every float type, and where the CPU's kernels run.
+// Whether the CPU's depthwise kernels (backend/cpu/conv_depthwise.h) run this convolution and
+// its derivatives: float32 or a half type (they compute in float32).
+bool cpu_depthwise(const ConvParams& p, const array& wt, StreamOrDevice s) {
+  return to_stream(s).device.type == Device::cpu && is_depthwise(p, wt) && wt.dtype() != float64;
+}
+
+// Whether the weight derivative is DepthwiseWeightGrad: on the GPU, whose kernel takes every
+// float type, and where the CPU's kernels run.
 bool depthwise_weight_primitive(const ConvParams& p, const array& wt, StreamOrDevice s) {
-  return cpu_depthwise(p, wt, s) ||
-         (to_stream(s).device.type == Device::gpu && wt.shape(-1) == 1 && wt.shape(0) == p.groups);
+  return is_depthwise(p, wt) && (to_stream(s).device.type == Device::gpu || wt.dtype() != float64);
 }
 
 array depthwise_weight_grad(const ConvParams& p, const array& in, const array& g,
