@@ -335,6 +335,7 @@ def train(argv):
     first_loss = None
     val_loss = None
     t_first = None  # end of the first step (which includes tracing and compiling)
+    eval_seconds = 0.0  # validation and checkpoints: not training, left out of tokens/s
     losses = []
     for it in range(start, args.steps):
         # Every rank draws the same global batch (same seed) and takes its rows of it.
@@ -347,7 +348,7 @@ def train(argv):
         t_first = time.perf_counter() if t_first is None else t_first
         loss_avg = loss if loss_avg is None else 0.9 * loss_avg + 0.1 * loss
         done = it + 1 - start
-        rate = done * tokens_per_step / (time.perf_counter() - t0)
+        rate = done * tokens_per_step / (time.perf_counter() - t0 - eval_seconds)
         bar = "#" * int(20 * (it + 1) / args.steps)
         # One line per update on a terminal; whole lines under a launcher (rank prefixes).
         end = "\n" if world > 1 else ""
@@ -357,11 +358,13 @@ def train(argv):
             sys.stdout.flush()
         out_of_time = it + 1 < args.steps and past_time_limit(args.time_limit, t0, group)
         if (it + 1) % args.eval_every == 0 or it + 1 == args.steps or out_of_time:
+            t_eval = time.perf_counter()
             val_loss = evaluate(model, val, args, rng, group)
             if not quiet:
                 sys.stdout.write(f"\n  step {it + 1}: train {loss_avg:.3f}, val {val_loss:.3f}\n")
             if args.checkpoint:
                 save_checkpoint(args.checkpoint, model, optimizer, it + 1, rng, group, args.zero)
+            eval_seconds += time.perf_counter() - t_eval
         if out_of_time:
             log(f"  stopped at step {it + 1} of {args.steps}: --time-limit {args.time_limit} min")
             break
@@ -371,9 +374,9 @@ def train(argv):
     done = len(losses)
     rate = steady_rate = None
     if done > 0:
-        rate = done * tokens_per_step / elapsed
+        rate = done * tokens_per_step / (elapsed - eval_seconds)
         if done > 1:
-            steady_rate = (done - 1) * tokens_per_step / (t0 + elapsed - t_first)
+            steady_rate = (done - 1) * tokens_per_step / (t0 + elapsed - t_first - eval_seconds)
         log(f"{done} steps in {elapsed:.1f} s, {rate:,.0f} tokens/s; {memory_line()}")
     if hasattr(mx, "memory_stats"):
         log(mx.memory.summary())

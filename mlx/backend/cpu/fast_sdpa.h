@@ -94,8 +94,9 @@ inline void qk_scores(int64_t M, int64_t N, int64_t D, const double* Q, int64_t 
   }
 }
 
-// C[MR x NC] += A[MR x K] @ B[K x NC]; all row-major.
-template <typename Acc, int MR, int NC>
+// C[MR x NC] += A[MR x K] @ B[K x NC]; all row-major, or A stored transposed (TransA: element
+// (r, k) at A[k * lda + r]).
+template <typename Acc, int MR, int NC, bool TransA = false>
 inline void tile_pv(int64_t K, const Acc* A, int64_t lda, const Acc* B, int64_t ldb, Acc* C,
                     int64_t ldc) {
   if constexpr (std::is_same_v<Acc, float>) {
@@ -119,7 +120,7 @@ inline void tile_pv(int64_t K, const Acc* A, int64_t lda, const Acc* B, int64_t 
       }
 #pragma GCC unroll 8
       for (int r = 0; r < MR; ++r) {
-        simd::VecF a = simd::broadcast(A[r * lda + k]);
+        simd::VecF a = simd::broadcast(A[TransA ? k * lda + r : r * lda + k]);
 #pragma GCC unroll 4
         for (int v = 0; v < NV; ++v) {
           acc[r][v] = simd::fma(a, b[v], acc[r][v]);
@@ -136,7 +137,7 @@ inline void tile_pv(int64_t K, const Acc* A, int64_t lda, const Acc* B, int64_t 
   } else {
     for (int64_t k = 0; k < K; ++k) {
       for (int r = 0; r < MR; ++r) {
-        Acc a = A[r * lda + k];
+        Acc a = A[TransA ? k * lda + r : r * lda + k];
         for (int c = 0; c < NC; ++c) {
           C[r * ldc + c] += a * B[k * ldb + c];
         }
@@ -154,8 +155,9 @@ inline int64_t padded(int64_t n) {
   return (n + kLanes<Acc> - 1) / kLanes<Acc> * kLanes<Acc>;
 }
 
-// O[M x N] += P[M x K] @ V[K x N] with N a multiple of kLanes.
-template <typename Acc>
+// O[M x N] += P[M x K] @ V[K x N] with N a multiple of kLanes; TransP: P stored transposed
+// (element (i, k) at P[k * ldp + i]), as the backward's P^T dO and dS^T Q read it.
+template <bool TransP = false, typename Acc>
 void accumulate_pv(int64_t M, int64_t N, int64_t K, const Acc* P, int64_t ldp, const Acc* V,
                    int64_t ldv, Acc* O, int64_t ldo) {
   constexpr int kRows = 6;
@@ -163,7 +165,8 @@ void accumulate_pv(int64_t M, int64_t N, int64_t K, const Acc* P, int64_t ldp, c
   constexpr int kNarrow = kLanes<Acc>;
   auto rows = [&]<int NC>(int64_t j) {
     auto run = [&]<int MR>(int64_t i) {
-      tile_pv<Acc, MR, NC>(K, P + i * ldp, ldp, V + j, ldv, O + i * ldo + j, ldo);
+      tile_pv<Acc, MR, NC, TransP>(K, P + (TransP ? i : i * ldp), ldp, V + j, ldv, O + i * ldo + j,
+                                   ldo);
     };
     int64_t i = 0;
     for (; i + kRows <= M; i += kRows) {

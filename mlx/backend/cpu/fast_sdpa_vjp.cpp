@@ -22,16 +22,6 @@ namespace {
 using namespace cpu;
 using namespace detail;
 
-// dst[c * rows + r] = src[r * lds + c].
-template <typename Acc>
-void transpose_block(const Acc* src, int64_t rows, int64_t cols, int64_t lds, Acc* dst) {
-  for (int64_t r = 0; r < rows; ++r) {
-    for (int64_t c = 0; c < cols; ++c) {
-      dst[c * rows + r] = src[r * lds + c];
-    }
-  }
-}
-
 template <typename T>
 class AttentionVJP {
   using Acc = AccType<T>;
@@ -117,8 +107,8 @@ class AttentionVJP {
     int64_t ldp;  // row stride of the probabilities
     // Per tile row: scaled queries, output cotangents, dQ, probabilities, rowsum(dO * O).
     std::vector<Acc> q, dout, dq, p, drow;
-    // Per key block: dP then dS, a transposed block, keys and values.
-    std::vector<Acc> ds, tr, kb, vb;
+    // Per key block: dP then dS, keys and values.
+    std::vector<Acc> ds, kb, vb;
     std::vector<Acc> dk, dv;  // per key (when not accumulating in the outputs)
     std::vector<Row> rows;
     explicit Buffers(const AttentionVJP& a) : ldp(padded<Acc>(a.t_kv_)) {
@@ -129,7 +119,6 @@ class AttentionVJP {
       p.resize(r * ldp);
       drow.resize(r);
       ds.resize(r * kKeyBlock);
-      tr.resize(kKeyBlock * r);
       kb.assign(kKeyBlock * a.dp_, Acc(0));
       vb.resize(kKeyBlock * a.Dv_);
       if (!a.in_place_) {
@@ -190,8 +179,7 @@ class AttentionVJP {
     std::fill(buf.dq.begin(), buf.dq.end(), Acc(0));
     for (int64_t j0 = 0; j0 < key_end; j0 += kKeyBlock) {
       int64_t bk = std::min(kKeyBlock, key_end - j0), ldk, ldv;
-      transpose_block(p + j0, R, bk, ldp, buf.tr.data());
-      accumulate_pv(bk, dvp_, R, buf.tr.data(), R, buf.dout.data(), dvp_, dv + j0 * dvp_, dvp_);
+      accumulate_pv<true>(bk, dvp_, R, p + j0, ldp, buf.dout.data(), dvp_, dv + j0 * dvp_, dvp_);
       const Acc* vb = load_block<T>(v_, vv_, b, hkv, j0, bk, Dv_, false, buf.vb.data(), Dv_, ldv);
       Acc* ds = buf.ds.data();
       qk_scores(R, bk, Dv_, buf.dout.data(), dvp_, vb, ldv, ds, kKeyBlock);
@@ -205,8 +193,7 @@ class AttentionVJP {
       }
       const Acc* kb = load_block<T>(k_, kv_, b, hkv, j0, bk, D_, true, buf.kb.data(), dp_, ldk);
       accumulate_pv(R, dp_, bk, ds, kKeyBlock, kb, ldk, buf.dq.data(), dp_);
-      transpose_block(ds, R, bk, kKeyBlock, buf.tr.data());
-      accumulate_pv(bk, dp_, R, buf.tr.data(), R, buf.q.data(), dp_, dk + j0 * dp_, dp_);
+      accumulate_pv<true>(bk, dp_, R, ds, kKeyBlock, buf.q.data(), dp_, dk + j0 * dp_, dp_);
     }
 
     for (int64_t r = 0; r < R; ++r) {
