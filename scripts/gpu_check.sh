@@ -18,6 +18,13 @@ if ! PYTHONPATH=$PWD/python timeout 30 "$python" -c \
     "import mlx.core as mx; assert mx.sum(mx.ones((6, 37, 5))).item() == 1110" > "$out/smoke.log" 2>&1; then
   echo "smoke test failed or hung (30 s):"; tail -20 "$out/smoke.log"; exit 1
 fi
+# cuDNN (GPU convolutions) comes from the nvidia-cudnn-cu13 wheel there: `import mlx` names it
+# for Python; the C++ suite gets the same through the environment.
+if [ -z "${MLX_CUDNN_LIBNAME:-}${MLX_CUDNN_WHEEL_LIBNAME:-}" ]; then
+  wheel=$(PYTHONPATH=$PWD/python "$python" -c "import os, mlx; print(os.environ.get('MLX_CUDNN_WHEEL_LIBNAME', ''))" 2>/dev/null || true)
+  [ -n "$wheel" ] && export MLX_CUDNN_WHEEL_LIBNAME=$wheel
+fi
+echo "cuDNN: ${MLX_CUDNN_LIBNAME:-libcudnn.so.9, then ${MLX_CUDNN_WHEEL_LIBNAME:-no wheel}}"
 # The standalone kernel harnesses (benchmarks/cuda): their checks, then their timings.
 for b in build/benchmarks/bench_flash build/benchmarks/bench_norms; do
   [ -x "$b" ] && { timeout 120 "$b" > "$out/$(basename "$b").log" 2>&1; echo "$(basename "$b"): rc $?"; tail -8 "$out/$(basename "$b").log"; }

@@ -17,8 +17,8 @@
 #include <stdexcept>
 #include <thread>
 
+#include "mlx/backend/common/dynamic_library.h"
 #include "mlx/distributed/communicator.h"
-#include "mlx/distributed/dynamic_library.h"
 #include "mlx/utils.h"
 
 namespace mlx::core::distributed::detail {

@@ -4,20 +4,22 @@ import importlib.util as _importlib_util
 import os as _os
 
 
-def _nccl_from_wheel():
-    """The NCCL backend loads libnccl at run time: where the nvidia-nccl wheel is installed
-    (as PyTorch installs it) and MLX_NCCL_LIBNAME is unset, it names the wheel's library."""
-    if _os.environ.get("MLX_NCCL_LIBNAME"):
-        return
+def _nvidia_wheels():
+    """NCCL and cuDNN load at run time. Where PyTorch's nvidia-* wheels are installed, the
+    NCCL backend loads nvidia-nccl's libnccl unless MLX_NCCL_LIBNAME is set, and the GPU
+    convolutions try nvidia-cudnn-cu13's libcudnn (MLX_CUDNN_WHEEL_LIBNAME) after the system's
+    libcudnn.so.9 (MLX_CUDNN_LIBNAME, when set, is the only one tried)."""
     try:
         spec = _importlib_util.find_spec("nvidia")
     except (ImportError, ValueError):
         return
+    libraries = [("MLX_NCCL_LIBNAME", ("nccl", "lib", "libnccl.so.2")),
+                 ("MLX_CUDNN_WHEEL_LIBNAME", ("cudnn", "lib", "libcudnn.so.9"))]
     for root in (spec.submodule_search_locations or []) if spec else []:
-        lib = _os.path.join(root, "nccl", "lib", "libnccl.so.2")
-        if _os.path.exists(lib):
-            _os.environ["MLX_NCCL_LIBNAME"] = lib
-            return
+        for var, parts in libraries:
+            lib = _os.path.join(root, *parts)
+            if not _os.environ.get(var) and _os.path.exists(lib):
+                _os.environ[var] = lib
 
 
 def _openblas_core(cpuinfo):
@@ -49,5 +51,5 @@ def _openblas_core_from_flags():
         _os.environ["OPENBLAS_CORETYPE"] = core
 
 
-_nccl_from_wheel()
+_nvidia_wheels()
 _openblas_core_from_flags()

@@ -679,6 +679,115 @@ def test_depthwise_weight_grad(dtype):
           sample((16, 3, 3, 1), dtype, 33), rtol=rt, atol=rt)
 
 
+
+def conv_paths(fn, *args):
+    """The GPU convolution paths that evaluating fn(*args, stream=mx.gpu) took, with counts:
+    {"cudnn": n, "im2col": n, "direct": n} (conv.cu counts them while mx._kernel_counts is on)."""
+    mx._kernel_counts(True)
+    try:
+        mx.eval(fn(*args, stream=mx.gpu))
+    finally:
+        counts = mx._kernel_counts(False)
+    return {k.split(":", 1)[1]: v for k, v in counts.items() if k.startswith("Convolution:")}
+
+
+def cudnn_expected():
+    """Whether GPU convolutions should reach cuDNN here: a cuDNN 9 library is findable (the
+    nvidia-cudnn-cu13 wheel, MLX_CUDNN_LIBNAME or the system's) and MLX_CUDA_CONV does not
+    turn it off."""
+    import ctypes.util
+    if os.environ.get("MLX_CUDA_CONV") == "im2col":
+        return False
+    return bool(os.environ.get("MLX_CUDNN_LIBNAME") or os.environ.get("MLX_CUDNN_WHEEL_LIBNAME")
+                or ctypes.util.find_library("cudnn"))
+
+
+def conv_op(name, **kw):
+    return lambda a, b, stream: getattr(mx, name)(a, b, stream=stream, **kw)
+
+
+# (input shape, weight shape, op, arguments): each maps to cuDNN (backend/common/cudnn_conv_plan.h).
+CUDNN_CONVS = [
+    ((2, 20, 6), (8, 3, 6), "conv1d", dict(stride=2, padding=1)),
+    ((2, 11, 12, 4), (6, 3, 3, 4), "conv2d", dict(stride=(1, 2), padding=1, dilation=(2, 1))),
+    ((2, 11, 12, 4), (8, 3, 3, 2), "conv2d", dict(groups=2)),
+    ((2, 11, 12, 8), (8, 5, 5, 1), "conv2d", dict(groups=8, padding=2)),  # depthwise
+    ((4, 16, 16, 32), (64, 3, 3, 32), "conv2d", dict(stride=2, padding=1)),
+    ((2, 14, 14, 64), (32, 1, 1, 64), "conv2d", {}),  # pointwise
+    ((1, 5, 6, 7, 3), (4, 3, 2, 3, 3), "conv3d", dict(stride=(1, 2, 1), padding=1)),
+    ((2, 9, 10, 4), (6, 2, 3, 4), "conv_general", dict(stride=2, padding=([1, 0], [2, 1]))),
+    ((2, 9, 10, 4), (6, 3, 3, 4), "conv_general", dict(padding=([-1, 1], [1, -1]))),
+    ((2, 9, 10, 4), (6, 3, 3, 4), "conv_general", dict(padding=1, kernel_dilation=2, flip=True)),
+    ((2, 7, 8, 4), (5, 3, 3, 4), "conv_transpose2d", dict(stride=2, padding=1)),
+    ((2, 9, 6), (5, 4, 6), "conv_transpose1d", dict(stride=3, padding=1, output_padding=2)),
+    ((2, 7, 8, 4), (6, 3, 3, 2), "conv_transpose2d", dict(stride=2, padding=1, groups=2)),
+    ((1, 4, 5, 6, 2), (3, 2, 3, 2, 2), "conv_transpose3d", dict(stride=(2, 1, 2), padding=1)),
+]
+
+
+@pytest.mark.parametrize("dtype", [mx.float32, mx.float16, mx.bfloat16])
+@pytest.mark.parametrize("case", range(len(CUDNN_CONVS)))
+def test_cudnn_convolutions(case, dtype):
+    """GPU against CPU for convolutions cuDNN runs (forward, then both derivatives), and the
+    path they took: cuDNN for the convolution itself wherever a cuDNN library is present."""
+    xs, ws, op, kw = CUDNN_CONVS[case]
+    rt = {mx.float16: 2e-2, mx.bfloat16: 8e-2}.get(dtype, 1e-4)
+    x, w = sample(xs, dtype, 40 + case, -1, 1), sample(ws, dtype, 60 + case, -1, 1)
+    f = conv_op(op, **kw)
+    check(f, x, w, rtol=rt, atol=rt)
+    paths = conv_paths(f, x, w)
+    if cudnn_expected():
+        assert paths == {"cudnn": 1}, paths
+    else:
+        assert "cudnn" not in paths, paths
+    fg = grads(lambda a, b: getattr(mx, op)(a, b, **kw), (0, 1))
+    check(fg, x, w, rtol=max(rt, 5e-2) if dtype != mx.float32 else 1e-3,
+          atol=max(rt, 5e-2) if dtype != mx.float32 else 1e-3)
+    paths = conv_paths(fg, x, w)
+    if cudnn_expected():
+        assert paths.get("cudnn", 0) >= 1, paths
+
+
+@pytest.mark.parametrize("dtype", [mx.float32, mx.float64])
+def test_convolutions_off_cudnn(dtype):
+    """What cuDNN cannot take runs im2col (or the direct kernel) and still matches the CPU:
+    float64, and input dilation with a stride above 1."""
+    x, w = sample((2, 9, 10, 4), dtype, 80, -1, 1), sample((6, 3, 3, 4), dtype, 81, -1, 1)
+    f = conv_op("conv_general", stride=2, padding=1, input_dilation=(2, 1))
+    check(f, x, w, rtol=1e-4, atol=1e-4)
+    assert "cudnn" not in conv_paths(f, x, w)
+    if dtype == mx.float64:
+        plain = conv_op("conv2d", padding=1)
+        check(plain, x, w, rtol=1e-9, atol=1e-9)
+        assert conv_paths(plain, x, w) == {"im2col": 1}
+        depthwise = conv_op("conv2d", padding=1, groups=4)
+        wd = sample((4, 3, 3, 1), dtype, 82, -1, 1)
+        check(depthwise, x, wd, rtol=1e-9, atol=1e-9)
+        assert conv_paths(depthwise, x, wd) == {"direct": 1}
+
+
+CONV_IM2COL = """
+import mlx.core as mx, numpy as np
+x = mx.random.uniform(shape=(2, 9, 10, 4), key=mx.random.key(0))
+w = mx.random.uniform(shape=(6, 3, 3, 4), key=mx.random.key(1))
+f = lambda s: mx.conv2d(x, w, stride=2, padding=1, stream=s)
+mx._kernel_counts(True)
+gpu = f(mx.gpu)
+mx.eval(gpu)
+counts = mx._kernel_counts(False)
+np.testing.assert_allclose(np.array(gpu), np.array(f(mx.cpu)), rtol=1e-4, atol=1e-4)
+print(repr({k: v for k, v in counts.items() if k.startswith("Convolution:")}))
+"""
+
+
+def test_cuda_conv_im2col_switch():
+    """MLX_CUDA_CONV=im2col keeps convolutions off cuDNN."""
+    env = dict(os.environ, MLX_CUDA_CONV="im2col")
+    out = subprocess.run([sys.executable, "-c", CONV_IM2COL], env=env, capture_output=True,
+                         text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert eval(out.stdout.strip().splitlines()[-1]) == {"Convolution:im2col": 1}
+
 def test_ffts():
     x = sample((6, 30), mx.complex64)
     r = sample((6, 30), mx.float32)

@@ -1,18 +1,43 @@
-// Convolution::eval_gpu, channels last (primitives/conv.h). The general scheme is im2col over a
-// chunk of output pixels (one row per pixel: kernel taps x group channels, zeros for taps in
-// the padding or between dilated input elements) followed by one cuBLASLt product per group
-// with the group's weights. Depthwise-like convolutions (one output channel per group, few
-// channels per group) run a direct kernel instead of per-group products of one column.
-// DepthwiseWeightGrad (a depthwise convolution's weight derivative) sums per channel and tap.
+// Convolution::eval_gpu, channels last (primitives/conv.h). Which path runs:
+// 1. cuDNN (loaded at run time, cudnn_api.h) wherever backend/common/cudnn_conv_plan.h maps
+//    the convolution: float32 (FMA math; TF32 only under MLX_ENABLE_TF32), float16 and bfloat16
+//    (tensor-op math) with any groups, stride, kernel dilation and padding (negative padding
+//    crops a copy of the input; asymmetric padding has cuDNN write a temporary output whose
+//    window is copied) through cudnnConvolutionForward, and input dilation with stride 1
+//    (transposed convolutions and the input derivatives of strided ones) through
+//    cudnnConvolutionBackwardData with a per-group transposed copy of the weight. Descriptors
+//    and the algorithm (cuDNN's heuristics, at most 1 GiB of workspace from our allocator) are
+//    cached per device and geometry.
+// 2. Otherwise (float64, input dilation beside a stride above 1, sizes past 32-bit indices,
+//    cuDNN missing or rejecting the geometry, MLX_CUDA_CONV=im2col): im2col over a chunk of
+//    output pixels (one row per pixel: kernel taps x group channels, zeros for taps in the
+//    padding or between dilated input elements) followed by one cuBLASLt product per group with
+//    the group's weights; depthwise-like convolutions (one output channel per group, few
+//    channels per group) run a direct kernel instead of per-group products of one column.
+// While mx._kernel_counts counts, each evaluation also counts "Convolution:cudnn",
+// "Convolution:im2col" or "Convolution:direct"; MLX_CUDNN_DEBUG=1 prints each geometry's plan
+// or reason to fall back. DepthwiseWeightGrad (a depthwise convolution's weight derivative)
+// sums per channel and tap with its own kernels.
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <optional>
 
 #include "mlx/backend/common/conv_geometry.h"
+#include "mlx/backend/common/cudnn_conv_plan.h"
 #include "mlx/backend/cuda/copy.cuh"
+#include "mlx/backend/cuda/cudnn_api.h"
 #include "mlx/backend/cuda/device_types.cuh"
 #include "mlx/backend/cuda/gemm.h"
 #include "mlx/backend/cuda/kernel_utils.cuh"
 #include "mlx/backend/cuda/occupancy.cuh"
+#include "mlx/backend/cuda/tf32.h"
 #include "mlx/primitives/conv.h"
+#include "mlx/runtime/kernel_counter.h"
+#include "mlx/utils.h"
 
 namespace mlx::core {
 
@@ -186,6 +211,280 @@ void depthwise_weight_grad(const ConvGeometry& g, const array& in, const array& 
   check_launch("DepthwiseWeightGrad");
 }
 
+// cuDNN (see the file's comment).
+
+// The most workspace an algorithm may take; cuDNN's ranking continues past larger ones.
+constexpr size_t kMaxCudnnWorkspace = size_t(1) << 30;
+
+// MLX_CUDA_CONV=im2col keeps every convolution off cuDNN.
+bool cudnn_enabled() {
+  static const bool on = [] {
+    const char* v = std::getenv("MLX_CUDA_CONV");
+    return v == nullptr || std::strcmp(v, "im2col") != 0;
+  }();
+  return on;
+}
+
+void count_path(const char* path) {
+  if (detail::kernel_counting()) {
+    detail::count_kernel(path);
+  }
+}
+
+// One geometry's descriptors and algorithm; unusable ones run im2col.
+struct CudnnConv {
+  bool usable = false;
+  CudnnConvPlan plan;
+  CudnnConvDescriptors d;
+  int algo = 0;  // a cudnnConvolutionFwdAlgo_t or cudnnConvolutionBwdDataAlgo_t
+  size_t workspace = 0;
+};
+
+bool not_supported(cudnnStatus_t status) {
+  return CUDNN_STATUS_CATEGORY(status) == CUDNN_STATUS_NOT_SUPPORTED;
+}
+
+std::string describe(const ConvParams& p, const array& in, const array& wt) {
+  return msg(in.dtype(), " in ", in.shape(), " weight ", wt.shape(), " stride ", Shape(p.stride),
+             " padding ", Shape(p.padding_lo), " ", Shape(p.padding_hi), " dilation ",
+             Shape(p.kernel_dilation), " input dilation ", Shape(p.input_dilation), " groups ",
+             p.groups, p.flip ? " flipped" : "");
+}
+
+void debug_line(const std::string& what, const ConvParams& p, const array& in, const array& wt) {
+  if (cudnn_debug()) {
+    std::fprintf(stderr, "[conv] %s: %s\n", what.c_str(), describe(p, in, wt).c_str());
+  }
+}
+
+// Asks cuDNN's heuristics for its ranked algorithms (through the functions named `family` +
+// AlgorithmMaxCount, Algorithm_v7 and WorkspaceSize, called as count_of(&n),
+// rank(n, &returned, perfs) and workspace_of(algo, &bytes)) and takes the first that succeeded,
+// has an allowed math type and fits the workspace limit; false where none does.
+template <typename Perf, typename Count, typename Rank, typename Workspace>
+bool find_algorithm(const CudnnApi& api, CudnnConv& c, bool fma_only, const std::string& family,
+                    Count count_of, Rank rank, Workspace workspace_of) {
+  int max_count = 0, returned = 0;
+  cudnn_check(count_of(&max_count), (family + "AlgorithmMaxCount").c_str(), "conv");
+  std::vector<Perf> perfs(std::max(max_count, 1));
+  cudnnStatus_t status = rank(max_count, &returned, perfs.data());
+  if (not_supported(status)) {
+    return false;
+  }
+  cudnn_check(status, (family + "Algorithm_v7").c_str(), "conv");
+  for (int i = 0; i < returned; ++i) {
+    const Perf& r = perfs[i];
+    if (r.status != CUDNN_STATUS_SUCCESS || (fma_only && r.mathType != CUDNN_FMA_MATH)) {
+      continue;
+    }
+    cudnn_check(api.SetConvolutionMathType(c.d.conv, r.mathType), "cudnnSetConvolutionMathType",
+                "conv");
+    size_t bytes = 0;
+    status = workspace_of(r.algo, &bytes);
+    if (not_supported(status)) {
+      continue;
+    }
+    cudnn_check(status, (family + "WorkspaceSize").c_str(), "conv");
+    if (bytes <= kMaxCudnnWorkspace) {
+      c.algo = static_cast<int>(r.algo);
+      c.workspace = bytes;
+      return true;
+    }
+  }
+  return false;
+}
+
+// Descriptors and algorithm for a geometry (unusable, with a debug line, where cuDNN cannot run
+// it).
+std::unique_ptr<CudnnConv> make_cudnn_conv(const CudnnApi& api, cudnnHandle_t handle,
+                                           const ConvParams& p, const array& in, const array& wt,
+                                           const array& out) {
+  auto c = std::make_unique<CudnnConv>();
+  c->plan = plan_cudnn_conv(p, in.shape(), wt.shape(), out.shape(), out.dtype());
+  const CudnnConvPlan& plan = c->plan;
+  if (plan.op == CudnnConvPlan::Op::fallback) {
+    debug_line("im2col (" + plan.reason + ")", p, in, wt);
+    return c;
+  }
+  const bool forward = plan.op == CudnnConvPlan::Op::forward;
+  // float32 never runs TF32 unless asked: FMA kernels only.
+  const bool fma_only = out.dtype() == float32 && !tf32_enabled();
+  const cudnnMathType_t math = out.dtype() != float32 ? CUDNN_TENSOR_OP_MATH
+                               : fma_only             ? CUDNN_FMA_MATH
+                                                      : CUDNN_DEFAULT_MATH;
+  c->d = make_conv_descriptors(api, plan, out.dtype(), math);
+  if (!cudnn_agrees(api, c->d, plan)) {
+    debug_line("im2col (cuDNN's output size differs from the plan's)", p, in, wt);
+    return c;
+  }
+  const CudnnConvDescriptors& d = c->d;
+  const bool found =
+      forward
+          ? find_algorithm<cudnnConvolutionFwdAlgoPerf_t>(
+                api, *c, fma_only, "cudnnGetConvolutionForward",
+                [&](int* n) { return api.GetConvolutionForwardAlgorithmMaxCount(handle, n); },
+                [&](int n, int* got, cudnnConvolutionFwdAlgoPerf_t* perfs) {
+                  return api.GetConvolutionForwardAlgorithm_v7(handle, d.x, d.w, d.conv, d.y, n,
+                                                               got, perfs);
+                },
+                [&](cudnnConvolutionFwdAlgo_t algo, size_t* bytes) {
+                  return api.GetConvolutionForwardWorkspaceSize(handle, d.x, d.w, d.conv, d.y, algo,
+                                                                bytes);
+                })
+          : find_algorithm<cudnnConvolutionBwdDataAlgoPerf_t>(
+                api, *c, fma_only, "cudnnGetConvolutionBackwardData",
+                [&](int* n) { return api.GetConvolutionBackwardDataAlgorithmMaxCount(handle, n); },
+                [&](int n, int* got, cudnnConvolutionBwdDataAlgoPerf_t* perfs) {
+                  return api.GetConvolutionBackwardDataAlgorithm_v7(handle, d.w, d.x, d.conv, d.y,
+                                                                    n, got, perfs);
+                },
+                [&](cudnnConvolutionBwdDataAlgo_t algo, size_t* bytes) {
+                  return api.GetConvolutionBackwardDataWorkspaceSize(handle, d.w, d.x, d.conv, d.y,
+                                                                     algo, bytes);
+                });
+  if (!found) {
+    debug_line("im2col (no cuDNN algorithm for it)", p, in, wt);
+    return c;
+  }
+  c->usable = true;
+  debug_line(msg("cuDNN ", forward ? "forward" : "backward data", " algorithm ", c->algo,
+                 ", workspace ", c->workspace, plan.crops_input() ? ", cropped input" : "",
+                 plan.temp_output() ? ", temporary output" : ""),
+             p, in, wt);
+  return c;
+}
+
+std::vector<int64_t> cache_key(int device, const ConvParams& p, const array& in, const array& wt,
+                               const array& out) {
+  std::vector<int64_t> key{device, static_cast<int64_t>(out.dtype().val), p.groups, p.flip};
+  for (const Shape* s : {&in.shape(), &wt.shape(), &out.shape()}) {
+    key.insert(key.end(), s->begin(), s->end());
+  }
+  for (auto* v : {&p.stride, &p.padding_lo, &p.padding_hi, &p.kernel_dilation, &p.input_dilation}) {
+    key.insert(key.end(), v->begin(), v->end());
+  }
+  return key;
+}
+
+// A new row-contiguous array of `shape` for the task's temporaries.
+array scratch_array(Shape shape, Dtype dtype) {
+  array a(std::move(shape), dtype, nullptr, {});
+  allocate(a);
+  return a;
+}
+
+// Runs the convolution through cuDNN where it applies (in and wt dense, out allocated); false
+// leaves it to im2col.
+bool cudnn_convolution(const ConvParams& p, const array& in, const array& wt, array& out) {
+  const CudnnApi* api = cudnn_enabled() ? cudnn_api() : nullptr;
+  CudnnDevice* dev = api ? cudnn_device(current_device()) : nullptr;
+  if (!dev) {
+    return false;
+  }
+  std::lock_guard<std::mutex> lock(dev->mutex);
+  static std::mutex cache_mutex;
+  static auto* cache = new std::map<std::vector<int64_t>, std::unique_ptr<CudnnConv>>();
+  auto key = cache_key(current_device(), p, in, wt, out);
+  CudnnConv* c = nullptr;
+  {
+    std::lock_guard<std::mutex> cache_lock(cache_mutex);
+    auto it = cache->find(key);
+    c = it == cache->end() ? nullptr : it->second.get();
+  }
+  if (!c) {
+    auto made = make_cudnn_conv(*api, dev->handle, p, in, wt, out);
+    c = made.get();
+    std::lock_guard<std::mutex> cache_lock(cache_mutex);
+    (*cache)[key] = std::move(made);
+  }
+  if (!c->usable) {
+    return false;
+  }
+  const CudnnConvPlan& plan = c->plan;
+  const int nd = static_cast<int>(in.ndim()) - 2;
+  const int lead = static_cast<int>(plan.x_dims.size()) - 2 - nd;  // unit dimensions in front
+  // Negative padding: the input's cropped region, dense.
+  std::optional<array> cropped;
+  if (plan.crops_input()) {
+    Shape shape = in.shape();
+    int64_t offset = 0;
+    for (int i = 0; i < nd; ++i) {
+      shape[i + 1] -= plan.crop[lead + i];
+      offset += plan.crop[lead + i] * in.strides()[i + 1];
+    }
+    cropped = scratch_array(shape, in.dtype());
+    copy_strided(in, in.strides(), offset, *cropped, cropped->strides(), 0, shape);
+  }
+  // Backward data's filter: (G, Og, taps, Cg) -> (G, Cg, taps, Og).
+  std::optional<array> transposed;
+  if (plan.transpose_weight) {
+    const int64_t G = p.groups, Og = wt.shape(0) / G, Cg = wt.shape(-1);
+    const int64_t T = static_cast<int64_t>(wt.size()) / (wt.shape(0) * Cg);
+    Shape shape = wt.shape();
+    shape.front() = static_cast<int32_t>(G * Cg);
+    shape.back() = static_cast<int32_t>(Og);
+    transposed = scratch_array(shape, wt.dtype());
+    copy_strided(wt, {Og * T * Cg, 1, Cg, T * Cg}, 0, *transposed, {Cg * T * Og, T * Og, Og, 1}, 0,
+                 {static_cast<int32_t>(G), static_cast<int32_t>(Cg), static_cast<int32_t>(T),
+                  static_cast<int32_t>(Og)});
+  }
+  // cuDNN's output, when ours is a window of it.
+  std::optional<array> temp;
+  if (plan.temp_output()) {
+    Shape shape{plan.y_dims[0]};
+    for (int i = 0; i < nd; ++i) {
+      shape.push_back(plan.y_dims[2 + lead + i]);
+    }
+    shape.push_back(plan.y_dims[1]);
+    temp = scratch_array(shape, out.dtype());
+  }
+  const array& x = cropped ? *cropped : in;
+  const array& w = transposed ? *transposed : wt;
+  array& y = temp ? *temp : out;
+  Scratch workspace(c->workspace);
+  cudnn_check(api->SetStream(dev->handle, stream()), "cudnnSetStream", "conv");
+  const float one = 1, zero = 0;
+  const char* call;
+  cudnnStatus_t status;
+  if (plan.op == CudnnConvPlan::Op::forward) {
+    call = "cudnnConvolutionForward";
+    status = api->ConvolutionForward(
+        dev->handle, &one, c->d.x, x.gpu_data<char>(), c->d.w, w.gpu_data<char>(), c->d.conv,
+        static_cast<cudnnConvolutionFwdAlgo_t>(c->algo), workspace.as<void>(), c->workspace, &zero,
+        c->d.y, y.gpu_data<char>());
+  } else {
+    call = "cudnnConvolutionBackwardData";
+    status = api->ConvolutionBackwardData(
+        dev->handle, &one, c->d.w, w.gpu_data<char>(), c->d.x, x.gpu_data<char>(), c->d.conv,
+        static_cast<cudnnConvolutionBwdDataAlgo_t>(c->algo), workspace.as<void>(), c->workspace,
+        &zero, c->d.y, y.gpu_data<char>());
+  }
+  if (not_supported(status)) {
+    // Nothing ran: this geometry goes to im2col from now on.
+    c->usable = false;
+    debug_line(msg("im2col (", call, ": ", api->GetErrorString(status), ")"), p, in, wt);
+    return false;
+  }
+  cudnn_check(status, call, "conv");
+  if (temp) {
+    // Our output j is y's j + keep; zero where y does not reach.
+    Shape shape = out.shape();
+    int64_t from = 0, to = 0;
+    for (int i = 0; i < nd; ++i) {
+      const int dim = lead + i, begin = plan.window_begin(dim);
+      shape[i + 1] = plan.window_end(dim) - begin;
+      from += (begin + plan.keep[dim]) * temp->strides()[i + 1];
+      to += begin * out.strides()[i + 1];
+    }
+    if (plan.zero_fill()) {
+      MLX_CUDA_CHECK(cudaMemsetAsync(out.gpu_data<char>(), 0, out.nbytes(), stream()));
+    }
+    copy_strided(*temp, temp->strides(), from, out, out.strides(), to, shape);
+  }
+  count_path("Convolution:cudnn");
+  return true;
+}
+
 }  // namespace
 
 void DepthwiseWeightGrad::eval_gpu(const std::vector<array>& inputs, array& out) {
@@ -217,14 +516,19 @@ void Convolution::eval_gpu(const std::vector<array>& inputs, array& out) {
     MLX_CUDA_CHECK(cudaMemsetAsync(out.gpu_data<char>(), 0, out.nbytes(), cu::stream()));
     return;
   }
+  if (cudnn_convolution(params_, in, wt, out)) {
+    return;
+  }
   dispatch_float<DeviceTypes>(out.dtype(), "conv", [&]<typename T>() {
     if (g.Og == 1 && g.G > 1 && g.Cg <= kDirectMaxGroupChannels) {
       const int64_t total = g.N * g.X * g.G;
       direct_kernel<T><<<blocks_for(total), kThreads, 0, cu::stream()>>>(
           in.gpu_data<T>(), wt.gpu_data<T>(), out.gpu_data<T>(), g);
       check_launch("conv");
+      count_path("Convolution:direct");
     } else {
       im2col_conv<T>(g, in, wt, out);
+      count_path("Convolution:im2col");
     }
   });
 }

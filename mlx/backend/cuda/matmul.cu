@@ -2,7 +2,6 @@
 // column-major ones of the transposes; batches as one strided-batched call when their
 // offsets are regular; TF32 for float32 under MLX_ENABLE_TF32), integers through a simple
 // kernel. Operands are read in place when their last two dimensions are row- or column-major.
-#include <cstdlib>
 #include <map>
 #include <mutex>
 #include <tuple>
@@ -11,6 +10,7 @@
 #include "mlx/backend/cuda/elementwise.cuh"
 #include "mlx/backend/cuda/elementwise_ops.cuh"
 #include "mlx/backend/cuda/gemm.h"
+#include "mlx/backend/cuda/tf32.h"
 #include "mlx/primitives/linalg.h"
 #include "mlx/utils.h"
 
@@ -99,14 +99,6 @@ cudaDataType_t cuda_type(Dtype dt) {
     default:
       throw std::invalid_argument(msg("[matmul] No cuBLASLt type for ", dt, "."));
   }
-}
-
-bool tf32_enabled() {
-  static bool on = [] {
-    const char* v = std::getenv("MLX_ENABLE_TF32");
-    return v != nullptr && v[0] != '\0' && v[0] != '0';
-  }();
-  return on;
 }
 
 // Column-major D[m, n] = alpha * op(A)[m, k] op(B)[k, n] + beta * C, batched.

@@ -1,5 +1,5 @@
-// A shared library opened at run time (the MPI and NCCL backends), and its symbols: what is
-// missing is recorded in `error`, never a crash.
+// A shared library opened at run time (the MPI and NCCL backends, cuDNN for the CUDA backend's
+// convolutions), and its symbols: what is missing is recorded in `error`, never a crash.
 #pragma once
 
 #include <dlfcn.h>
@@ -10,7 +10,7 @@
 
 #include "mlx/utils.h"
 
-namespace mlx::core::distributed::detail {
+namespace mlx::core {
 
 struct DynamicLibrary {
   void* handle = nullptr;
@@ -43,4 +43,4 @@ struct DynamicLibrary {
   void* address(const char* name) const { return handle ? dlsym(handle, name) : nullptr; }
 };
 
-}  // namespace mlx::core::distributed::detail
+}  // namespace mlx::core

@@ -1,0 +1,78 @@
+// cuDNN, loaded at run time (cudnn_api.cpp): the library builds and runs without it, and
+// convolutions use im2col where it is missing. cudnn.h is included for its types only; every
+// call goes through the function pointers below.
+#pragma once
+
+#include <cudnn.h>
+
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "mlx/backend/common/cudnn_conv_plan.h"
+
+namespace mlx::core::cu {
+
+struct CudnnApi {
+#define MLX_CUDNN_FN(name) decltype(&::cudnn##name) name = nullptr
+  MLX_CUDNN_FN(GetVersion);
+  MLX_CUDNN_FN(GetErrorString);
+  MLX_CUDNN_FN(Create);
+  MLX_CUDNN_FN(SetStream);
+  MLX_CUDNN_FN(CreateTensorDescriptor);
+  MLX_CUDNN_FN(SetTensorNdDescriptor);
+  MLX_CUDNN_FN(CreateFilterDescriptor);
+  MLX_CUDNN_FN(SetFilterNdDescriptor);
+  MLX_CUDNN_FN(CreateConvolutionDescriptor);
+  MLX_CUDNN_FN(SetConvolutionNdDescriptor);
+  MLX_CUDNN_FN(SetConvolutionGroupCount);
+  MLX_CUDNN_FN(SetConvolutionMathType);
+  MLX_CUDNN_FN(GetConvolutionNdForwardOutputDim);
+  MLX_CUDNN_FN(GetConvolutionForwardAlgorithmMaxCount);
+  MLX_CUDNN_FN(GetConvolutionForwardAlgorithm_v7);
+  MLX_CUDNN_FN(GetConvolutionForwardWorkspaceSize);
+  MLX_CUDNN_FN(ConvolutionForward);
+  MLX_CUDNN_FN(GetConvolutionBackwardDataAlgorithmMaxCount);
+  MLX_CUDNN_FN(GetConvolutionBackwardDataAlgorithm_v7);
+  MLX_CUDNN_FN(GetConvolutionBackwardDataWorkspaceSize);
+  MLX_CUDNN_FN(ConvolutionBackwardData);
+#undef MLX_CUDNN_FN
+};
+
+// cuDNN 9's functions, loaded once: MLX_CUDNN_LIBNAME when set, else libcudnn.so.9 from the
+// loader's search path, else the nvidia-cudnn-cu13 wheel's (MLX_CUDNN_WHEEL_LIBNAME, which
+// `import mlx` sets where the wheel is installed). Null (and why, under MLX_CUDNN_DEBUG) when
+// it does not load, lacks a symbol or is not version 9. `error` receives the reason.
+const CudnnApi* cudnn_api(std::string* error = nullptr);
+
+// One device's handle (made on first use, on that device), used under `mutex`: a handle
+// serves one thread at a time, and each call first sets the caller's stream on it.
+struct CudnnDevice {
+  std::mutex mutex;
+  cudnnHandle_t handle = nullptr;
+};
+// The current device's state, or null where cuDNN is unavailable or cudnnCreate fails there.
+CudnnDevice* cudnn_device(int device);
+
+// Whether MLX_CUDNN_DEBUG is set: one line per cuDNN decision (load failures, plans,
+// algorithms) on stderr.
+bool cudnn_debug();
+
+// A convolution plan's descriptors (never destroyed: they are cached): x and y (cuDNN's x and
+// y, or dy and dx), the filter w, and conv with the plan's pad, stride, dilation, mode and
+// groups, float accumulation and `math`.
+struct CudnnConvDescriptors {
+  cudnnTensorDescriptor_t x = nullptr, y = nullptr;
+  cudnnFilterDescriptor_t w = nullptr;
+  cudnnConvolutionDescriptor_t conv = nullptr;
+};
+CudnnConvDescriptors make_conv_descriptors(const CudnnApi& api, const CudnnConvPlan& plan,
+                                           Dtype dtype, cudnnMathType_t math);
+// Whether cuDNN's size of the forward convolution (of x; of dx for backward data) is the
+// plan's (y; dy).
+bool cudnn_agrees(const CudnnApi& api, const CudnnConvDescriptors& d, const CudnnConvPlan& plan);
+
+// Throws "[op] call failed: <cuDNN's status string>" unless status is CUDNN_STATUS_SUCCESS.
+void cudnn_check(cudnnStatus_t status, const char* call, const char* op);
+
+}  // namespace mlx::core::cu
