@@ -9,6 +9,7 @@
 #include <limits>
 #include <vector>
 
+#include "mlx/backend/cpu/softmax_row.h"
 #include "mlx/backend/cpu/thread_pool.h"
 #include "mlx/primitives/fast.h"
 
@@ -155,11 +156,7 @@ class Attention {
                      Acc* o, int64_t dvp) {
     constexpr Acc kNegInf = -std::numeric_limits<Acc>::infinity();
     mask_scores<T>(mask_, mv_, b, row.h, row.t, j0, bk, row.limit, s);
-    Acc block_max = kNegInf;
-    for (int64_t j = 0; j < bk; ++j) {
-      block_max = std::max(block_max, s[j]);
-    }
-    Acc m_new = std::max(m, block_max);
+    Acc m_new = std::max(m, static_cast<Acc>(cpu::row_max(s, bk).value));
     if (m_new == kNegInf) {  // nothing visible yet
       std::fill_n(s, bk, Acc(0));
       return;

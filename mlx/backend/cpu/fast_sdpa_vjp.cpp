@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "mlx/backend/cpu/fast_sdpa.h"
+#include "mlx/backend/cpu/softmax_row.h"
 #include "mlx/backend/cpu/thread_pool.h"
 #include "mlx/primitives/fast.h"
 
@@ -235,10 +236,7 @@ class AttentionVJP {
   // joins the normalization) and adds the sink's gradient -P_sink * rowsum(dO * O).
   void softmax_row(int64_t b, Row& row, Acc* s, int64_t n, Acc drow, Acc* sink_grad) {
     Acc sink = sinks_ ? static_cast<Acc>(sinks_->data<T>()[row.h * sinks_->strides()[0]]) : kNegInf;
-    Acc m = sink;
-    for (int64_t j = 0; j < n; ++j) {
-      m = std::max(m, s[j]);
-    }
+    Acc m = std::max(sink, static_cast<Acc>(cpu::row_max(s, n).value));
     row.dead = m == kNegInf;
     if (row.dead) {
       std::fill_n(s, n, Acc(0));
