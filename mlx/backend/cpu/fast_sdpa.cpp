@@ -77,7 +77,7 @@ class Attention {
 
   struct Buffers {
     int64_t dvp;
-    std::vector<Acc> q, s, o, kb, vb, m, l;
+    std::vector<Acc> q, s, o, kb, kt, vb, m, l;
     std::vector<Row> rows;
     explicit Buffers(const Attention& a) : dvp(padded<Acc>(a.Dv_)) {
       int64_t r = a.group_ * a.q_tile_;
@@ -85,6 +85,7 @@ class Attention {
       s.resize(r * kKeyBlock);
       o.resize(r * dvp);
       kb.resize(kKeyBlock * a.D_);
+      kt.resize(kKeyBlock * a.D_);
       vb.assign(kKeyBlock * dvp, Acc(0));
       m.resize(r);
       l.resize(r);
@@ -127,7 +128,7 @@ class Attention {
       int64_t bk = std::min(kKeyBlock, key_end - j0);
       int64_t ldk, ldv;
       const Acc* kb = load_block<T>(k_, kv_, b, hkv, j0, bk, D_, false, buf.kb.data(), D_, ldk);
-      qk_scores(R, bk, D_, buf.q.data(), D_, kb, ldk, buf.s.data(), kKeyBlock);
+      block_scores(R, bk, D_, buf.q.data(), D_, kb, ldk, buf.kt.data(), buf.s.data(), kKeyBlock);
       for (int64_t r = 0; r < R; ++r) {
         softmax_block(b, j0, bk, buf.rows[r], buf.s.data() + r * kKeyBlock, buf.m[r], buf.l[r],
                       buf.o.data() + r * buf.dvp, buf.dvp);

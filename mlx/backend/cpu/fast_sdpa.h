@@ -195,6 +195,44 @@ void accumulate_pv(int64_t M, int64_t N, int64_t K, const Acc* P, int64_t ldp, c
   }
 }
 
+// S[M x N] = Q[M x D] @ K[N x D]^T as outer products against K's transpose (Kt: D rows of
+// padded(N), filled here). A dot product per score ends in a horizontal sum, which costs as
+// much as the products when D is short: the main job's attention (D = 32, forward and
+// backward) took 36 ms per step with dot products, 33 ms with this. S needs padded(N) columns.
+template <typename Acc>
+void qk_scores_outer(int64_t M, int64_t N, int64_t D, const Acc* Q, int64_t ldq, const Acc* K,
+                     int64_t ldk, Acc* Kt, Acc* S, int64_t lds) {
+  const int64_t np = padded<Acc>(N);
+  for (int64_t j = 0; j < N; ++j) {
+    for (int64_t d = 0; d < D; ++d) {
+      Kt[d * np + j] = K[j * ldk + d];
+    }
+  }
+  for (int64_t d = 0; d < D; ++d) {
+    std::fill(Kt + d * np + N, Kt + (d + 1) * np, Acc(0));
+  }
+  for (int64_t r = 0; r < M; ++r) {
+    std::fill_n(S + r * lds, np, Acc(0));
+  }
+  accumulate_pv(M, np, D, Q, ldq, Kt, np, S, lds);
+}
+
+// The scores of a tile of query rows against a block of keys: outer products for short heads
+// (D < 64, where a dot product's horizontal sum costs more than its products), dot products
+// otherwise, where the transpose of K would cost a decode step (one row) as much as its
+// scores. The choice depends on D alone, never on the tile's rows, so a row's scores have the
+// same bits whichever rows share its tile. Kt: scratch of D x padded(N); S needs padded(N)
+// columns.
+template <typename Acc>
+void block_scores(int64_t M, int64_t N, int64_t D, const Acc* Q, int64_t ldq, const Acc* K,
+                  int64_t ldk, Acc* Kt, Acc* S, int64_t lds) {
+  if (D < 64) {
+    qk_scores_outer(M, N, D, Q, ldq, K, ldk, Kt, S, lds);
+  } else {
+    qk_scores(M, N, D, Q, ldq, K, ldk, S, lds);
+  }
+}
+
 // x[i] = exp(x[i]) in place.
 inline void exp_inplace(float* x, int64_t n) { simd::exp(x, x, n); }
 inline void exp_inplace(double* x, int64_t n) {

@@ -108,8 +108,8 @@ class AttentionVJP {
     int64_t ldp;  // row stride of the probabilities
     // Per tile row: scaled queries, output cotangents, dQ, probabilities, rowsum(dO * O).
     std::vector<Acc> q, dout, dq, p, drow;
-    // Per key block: dP then dS, keys and values.
-    std::vector<Acc> ds, kb, vb;
+    // Per key block: dP then dS, keys and values, and the transpose of keys or values.
+    std::vector<Acc> ds, kb, vb, kt;
     std::vector<Acc> dk, dv;  // per key (when not accumulating in the outputs)
     std::vector<Row> rows;
     explicit Buffers(const AttentionVJP& a) : ldp(padded<Acc>(a.t_kv_)) {
@@ -122,6 +122,7 @@ class AttentionVJP {
       ds.resize(r * kKeyBlock);
       kb.assign(kKeyBlock * a.dp_, Acc(0));
       vb.resize(kKeyBlock * a.Dv_);
+      kt.resize(kKeyBlock * std::max(a.D_, a.Dv_));
       if (!a.in_place_) {
         dk.resize(a.t_kv_ * a.dp_);
         dv.resize(a.t_kv_ * a.dvp_);
@@ -166,7 +167,7 @@ class AttentionVJP {
     for (int64_t j0 = 0; j0 < key_end; j0 += kKeyBlock) {
       int64_t bk = std::min(kKeyBlock, key_end - j0), ldk;
       const Acc* kb = load_block<T>(k_, kv_, b, hkv, j0, bk, D_, false, buf.kb.data(), dp_, ldk);
-      qk_scores(R, bk, D_, buf.q.data(), dp_, kb, ldk, p + j0, ldp);
+      block_scores(R, bk, D_, buf.q.data(), dp_, kb, ldk, buf.kt.data(), p + j0, ldp);
       for (int64_t r = 0; r < R; ++r) {
         const Row& row = buf.rows[r];
         mask_scores<T>(mask_, mv_, b, row.h, row.t, j0, bk, row.limit, p + r * ldp + j0);
@@ -183,7 +184,7 @@ class AttentionVJP {
       accumulate_pv<true>(bk, dvp_, R, p + j0, ldp, buf.dout.data(), dvp_, dv + j0 * dvp_, dvp_);
       const Acc* vb = load_block<T>(v_, vv_, b, hkv, j0, bk, Dv_, false, buf.vb.data(), Dv_, ldv);
       Acc* ds = buf.ds.data();
-      qk_scores(R, bk, Dv_, buf.dout.data(), dvp_, vb, ldv, ds, kKeyBlock);
+      block_scores(R, bk, Dv_, buf.dout.data(), dvp_, vb, ldv, buf.kt.data(), ds, kKeyBlock);
       for (int64_t r = 0; r < R; ++r) {
         const Acc* pr = p + r * ldp + j0;
         Acc* dsr = ds + r * kKeyBlock;
