@@ -274,11 +274,15 @@ bool find_algorithm(const CudnnApi& api, CudnnConv& c, bool fma_only, const std:
   cudnn_check(status, (family + "Algorithm_v7").c_str(), "conv");
   for (int i = 0; i < returned; ++i) {
     const Perf& r = perfs[i];
-    if (r.status != CUDNN_STATUS_SUCCESS || (fma_only && r.mathType != CUDNN_FMA_MATH)) {
+    // FMA only: algorithms listed with tensor-op math are skipped, and the others run under
+    // CUDNN_FMA_MATH whatever math type the ranking reports for them (it may say DEFAULT_MATH,
+    // which would allow TF32); one that cannot answers NOT_SUPPORTED below or when it runs.
+    if (r.status != CUDNN_STATUS_SUCCESS ||
+        (fma_only && r.mathType != CUDNN_FMA_MATH && r.mathType != CUDNN_DEFAULT_MATH)) {
       continue;
     }
-    cudnn_check(api.SetConvolutionMathType(c.d.conv, r.mathType), "cudnnSetConvolutionMathType",
-                "conv");
+    cudnn_check(api.SetConvolutionMathType(c.d.conv, fma_only ? CUDNN_FMA_MATH : r.mathType),
+                "cudnnSetConvolutionMathType", "conv");
     size_t bytes = 0;
     status = workspace_of(r.algo, &bytes);
     if (not_supported(status)) {
