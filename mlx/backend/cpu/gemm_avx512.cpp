@@ -294,11 +294,15 @@ namespace {
 void blocked_gemm(int64_t threads, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
                   float alpha, const float* a, int64_t lda, const float* b, int64_t ldb, float beta,
                   float* c, int64_t ldc) {
-  // Row blocks: a multiple of the thread count when there are enough rows, else one per
-  // thread (at least one row panel each); spare threads split B's column panels instead.
+  // Row blocks: a multiple of the thread count when there are enough rows, and beyond
+  // parallel_for's chunk count a multiple of that, so that every chunk holds as many blocks
+  // (11 blocks of 4096 rows made 8 chunks of 1 or 2: 4096 x 384 x 128 at 188 GFLOP/s, 213 as
+  // 16 blocks); else one per thread (at least one row panel each), spare threads splitting B's
+  // column panels instead.
   int64_t m_blocks = ceil_div(M, kMC);
-  m_blocks = m_blocks >= threads ? ceil_div(m_blocks, threads) * threads
-                                 : std::min(threads, ceil_div(M, kMR));
+  const int64_t unit = m_blocks > threads * kChunksPerThread ? threads * kChunksPerThread : threads;
+  m_blocks =
+      m_blocks >= threads ? ceil_div(m_blocks, unit) * unit : std::min(threads, ceil_div(M, kMR));
   const int64_t mc = ceil_div(ceil_div(M, m_blocks), kMR) * kMR;
   m_blocks = ceil_div(M, mc);
   const int64_t nc_max = std::min(kNC, ceil_div(N, kNR) * kNR);

@@ -82,6 +82,8 @@ class ThreadPool {
 
  private:
   struct Job {
+    Job(const std::function<void(int64_t, int64_t)>* fn, int64_t n, int64_t n_chunks)
+        : fn(fn), n(n), n_chunks(n_chunks) {}
     const std::function<void(int64_t, int64_t)>* fn;
     int64_t n;
     int64_t n_chunks;
@@ -182,7 +184,7 @@ void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, in
     fn(0, n);
     return;
   }
-  int64_t n_chunks = std::min<int64_t>(n / grain, threads * 4);
+  int64_t n_chunks = std::min<int64_t>(n / grain, threads * kChunksPerThread);
   pool().run(n, n_chunks, fn);
 }
 
