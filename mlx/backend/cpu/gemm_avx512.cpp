@@ -41,9 +41,9 @@ constexpr double kMinParallelFlops = 1 << 22;
 constexpr int64_t kDirectPanels = 16;
 // Products with at most this many elements of C and at least this depth split K across the
 // threads instead of rows and columns (own_gemm). 2 Zen 4 cores, GFLOP/s, rows -> K split
-// (A transposed, OpenBLAS beside): 384 x 128 x 4096 166 -> 217 (172), 128 x 128 x 4096
-// 139 -> 205 (164), 512 x 128 x 4096 167 -> 179 (169), 128 x 512 x 4096 162 -> 184 (182),
-// 64 x 4096 x 4096 118 -> 136 (152).
+// (OpenBLAS beside), A transposed: 384 x 128 x 4096 166 -> 217 (172), 128 x 128 x 4096
+// 139 -> 205 (164), 512 x 128 x 4096 167 -> 179 (169), 128 x 512 x 4096 162 -> 184 (182);
+// neither transposed: 64 x 4096 x 4096 118 -> 136 (152).
 constexpr int64_t kSplitKMaxOutput = 512 * 512;
 constexpr int64_t kSplitKMinDepth = 1024;
 
@@ -248,48 +248,6 @@ void scale_c(int64_t M, int64_t N, float beta, float* c, int64_t ldc) {
   }
 }
 
-}  // namespace
-
-bool own_gemm_supported() {
-  static const bool ok = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
-                         __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
-  return ok;
-}
-
-bool use_own_gemm(int64_t M, int64_t N, int64_t K, bool trans_a, bool trans_b) {
-  if (!own_gemm_supported()) {
-    return false;
-  }
-  if (const char* env = std::getenv("MLX_CPU_GEMM")) {
-    std::string_view v(env);
-    if (v == "own") {
-      return true;
-    }
-    if (v == "blas") {
-      return false;
-    }
-  }
-  // Measured own / OpenBLAS (Haswell kernels) speed on 2 Zen 5 cores (benchmarks/bench_gemm.py
-  // for the large shapes, the same timing for these):
-  //   M x N x K            B     own/BLAS     M x N x K           B     own/BLAS
-  //   17 x 4096 x 4096     B.T   0.56         17 x 4096 x 4096    B     1.11
-  //   64 x 4096 x 4096     B.T   0.89         64 x 4096 x 4096    B     1.44
-  //   128 x 4096 x 4096    B.T   1.19         4096 x 1024 x 16    B.T   1.34
-  //   4096 x 16 x 1024     B.T   0.67         4096 x 64 x 1024    B.T   0.85
-  //   32^3 0.98, 48^3 0.99, 64^3 1.05, 96^3 1.48, 128^3 1.92; 256^3 .. 4096^3 about 1.8-1.9
-  // A transposed A (the weight gradient dy.T @ x), 2 threads, quiet machine:
-  //   128 x 128 x 4096 0.57, 512 x 128 x 4096 0.83, 128 x 512 x 4096 1.26 (noisy),
-  //   512 x 512 x 4096 1.37, 1024^3 1.28
-  // A transposed operand is packed by a scalar transpose that costs more than the products
-  // when it is reused by few rows or columns of C.
-  // With the K split (kSplitKMaxOutput), a transposed A of 128 rows or more is ahead too.
-  const bool split_k = M * N <= kSplitKMaxOutput && K >= kSplitKMinDepth;
-  const int64_t min_mn = trans_a ? (split_k ? 128 : 256) : trans_b ? 128 : 16;
-  return M >= min_mn && N >= min_mn && K >= 16 && M * N * K >= 64 * 64 * 64;
-}
-
-namespace {
-
 // The blocked product on `threads` threads of the pool (1: the calling thread alone).
 void blocked_gemm(int64_t threads, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
                   float alpha, const float* a, int64_t lda, const float* b, int64_t ldb, float beta,
@@ -356,6 +314,44 @@ void blocked_gemm(int64_t threads, bool trans_a, bool trans_b, int64_t M, int64_
 }
 
 }  // namespace
+
+bool own_gemm_supported() {
+  static const bool ok = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
+                         __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
+  return ok;
+}
+
+bool use_own_gemm(int64_t M, int64_t N, int64_t K, bool trans_a, bool trans_b) {
+  if (!own_gemm_supported()) {
+    return false;
+  }
+  if (const char* env = std::getenv("MLX_CPU_GEMM")) {
+    std::string_view v(env);
+    if (v == "own") {
+      return true;
+    }
+    if (v == "blas") {
+      return false;
+    }
+  }
+  // Measured own / OpenBLAS (Haswell kernels) speed on 2 Zen 5 cores (benchmarks/bench_gemm.py
+  // for the large shapes, the same timing for these):
+  //   M x N x K            B     own/BLAS     M x N x K           B     own/BLAS
+  //   17 x 4096 x 4096     B.T   0.56         17 x 4096 x 4096    B     1.11
+  //   64 x 4096 x 4096     B.T   0.89         64 x 4096 x 4096    B     1.44
+  //   128 x 4096 x 4096    B.T   1.19         4096 x 1024 x 16    B.T   1.34
+  //   4096 x 16 x 1024     B.T   0.67         4096 x 64 x 1024    B.T   0.85
+  //   32^3 0.98, 48^3 0.99, 64^3 1.05, 96^3 1.48, 128^3 1.92; 256^3 .. 4096^3 about 1.8-1.9
+  // A transposed A (the weight gradient dy.T @ x), 2 threads, quiet machine:
+  //   128 x 128 x 4096 0.57, 512 x 128 x 4096 0.83, 128 x 512 x 4096 1.26 (noisy),
+  //   512 x 512 x 4096 1.37, 1024^3 1.28
+  // A transposed operand is packed by a scalar transpose that costs more than the products
+  // when it is reused by few rows or columns of C.
+  // With the K split (kSplitKMaxOutput), a transposed A of 128 rows or more is ahead too.
+  const bool split_k = M * N <= kSplitKMaxOutput && K >= kSplitKMinDepth;
+  const int64_t min_mn = trans_a ? (split_k ? 128 : 256) : trans_b ? 128 : 16;
+  return M >= min_mn && N >= min_mn && K >= 16 && M * N * K >= 64 * 64 * 64;
+}
 
 void own_gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
               const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c,

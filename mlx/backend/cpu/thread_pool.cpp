@@ -28,7 +28,7 @@ constexpr auto kSpin = std::chrono::microseconds(100);
 template <typename Ready>
 bool spin_until(Ready ready) {
   const auto deadline = std::chrono::steady_clock::now() + kSpin;
-  for (int round = 0;; ++round) {
+  for (;;) {
     for (int i = 0; i < 64; ++i) {
       if (ready()) {
         return true;
