@@ -163,7 +163,24 @@ void JitCache::start_worker() {
     return;
   }
   worker_started_ = true;
+  // A build still running when the process exits races the toolchain's own teardown (NVRTC
+  // and the CUDA runtime unloading under it: a segfault after a short program's last line).
+  // Registered after the runtime's own exit handlers, so it runs before them.
+  static const bool stops_at_exit = (std::atexit([] {
+                                       for (JitCache* c : all()) {
+                                         c->stop_building();
+                                       }
+                                     }),
+                                     true);
+  (void)stops_at_exit;
   std::thread([this] { run(); }).detach();
+}
+
+void JitCache::stop_building() {
+  enabled_ = false;
+  std::unique_lock<std::mutex> lock(mutex_);
+  pending_.clear();
+  idle_.wait(lock, [&] { return !building_; });
 }
 
 // Builds pending kernels one file each (a file per kernel keeps the disk cache per kernel).

@@ -81,6 +81,7 @@ class JitCache {
   bool open(Kernel& k, const std::string& artifact);
   void start_worker();
   void run();
+  void stop_building();  // at exit: drops queued builds, waits for the running one
   void build(Kernel& k);
 
   Toolchain toolchain_;
