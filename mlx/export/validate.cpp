@@ -511,8 +511,8 @@ void check_step(Primitive& prim, const std::vector<array>& in, const std::vector
          "it takes one floating array of its output dtype");
     int64_t n = in[0].shape(-1);
     need(n == 0 || hadamard_size(n).m != 0, "its length is not m * 2^k (m in 1, 12, 20, 28)");
-  } else if (dynamic_cast<Convolution*>(&prim) || dynamic_cast<DepthwiseWeightGrad*>(&prim)) {
-    auto* dw = dynamic_cast<DepthwiseWeightGrad*>(&prim);
+  } else if (dynamic_cast<Convolution*>(&prim) || dynamic_cast<ConvWeightGrad*>(&prim)) {
+    auto* dw = dynamic_cast<ConvWeightGrad*>(&prim);
     const ConvParams& params = dw ? dw->params() : dynamic_cast<Convolution*>(&prim)->params();
     size_t nd = rank0 >= 2 ? rank0 - 2 : 0;
     need(in.size() == 2 && rank0 >= 3 && in[1].shape().size() == rank0,
@@ -527,16 +527,13 @@ void check_step(Primitive& prim, const std::vector<array>& in, const std::vector
       need(dw->kernel().size() == nd &&
                std::all_of(dw->kernel().begin(), dw->kernel().end(), [](int k) { return k >= 1; }),
            "its kernel shape is invalid");
-      need(params.groups == in[0].shape(-1) && in[1].shape(-1) == params.groups,
-           "its groups are not its channels");
-      Shape wt{params.groups};
-      wt.insert(wt.end(), dw->kernel().begin(), dw->kernel().end());
-      wt.push_back(1);
-      Shape x = conv_output_shape(params, in[0].shape(), wt);
-      x.back() = params.groups;
+      need(in[0].shape(-1) % params.groups == 0 && in[1].shape(-1) % params.groups == 0,
+           "its channels do not match its groups");
+      Shape x = conv_output_shape(
+          params, in[0].shape(),
+          conv_weight_grad_shape(params, dw->kernel(), in[0].shape(), in[1].shape()));
       need(in[1].shape() == x, "its cotangent is not shaped as the convolution's output");
-      need(dtypes[0] != float64 && is_floating_point(dtypes[0]),
-           "it computes float32, float16 or bfloat16");
+      need(is_floating_point(dtypes[0]), "it computes floating types");
     } else {
       need(in[0].shape(-1) % params.groups == 0 && in[1].shape(0) % params.groups == 0 &&
                in[1].shape(-1) * params.groups == in[0].shape(-1),

@@ -22,4 +22,12 @@ Shape conv_output_shape(const ConvParams& p, const Shape& in, const Shape& weigh
   return out;
 }
 
+Shape conv_weight_grad_shape(const ConvParams& p, const Shape& kernel, const Shape& in,
+                             const Shape& cotangent) {
+  Shape out{cotangent.back()};
+  out.insert(out.end(), kernel.begin(), kernel.end());
+  out.push_back(in.back() / p.groups);
+  return out;
+}
+
 }  // namespace mlx::core

@@ -33,6 +33,11 @@ int64_t conv_out_size(const ConvParams& p, int i, int64_t in, int64_t k);
 // (N, out spatial..., O) for the given input and weight shapes.
 Shape conv_output_shape(const ConvParams& p, const Shape& in, const Shape& weight);
 
+// The weight's shape (O, kernel..., C / groups) for an input (N, spatial..., C) and a
+// cotangent (N, out spatial..., O).
+Shape conv_weight_grad_shape(const ConvParams& p, const Shape& kernel, const Shape& in,
+                             const Shape& cotangent);
+
 namespace serial {
 template <>
 struct Codec<ConvParams> {
@@ -78,29 +83,28 @@ class Convolution : public UnaryPrimitive {
   ConvParams params_;
 };
 
-// The weight derivative of a depthwise Convolution (groups == C_in == C_out) with these
-// parameters: inputs are that convolution's input (N, spatial..., C) and its output's
-// cotangent (N, out spatial..., C); the output (C, kernel..., 1) sums, per channel and tap,
-// the input times the cotangent over the batch and every output pixel. The general derivative
-// (a convolution of transposed copies, the batch as channels) has a few large taps and
-// parallelizes poorly; the rules take this instead (see conv_rules.cpp).
-class DepthwiseWeightGrad : public UnaryPrimitive {
+// The weight derivative of a Convolution with these parameters (no input dilation; the rules
+// build it for every convolution on GPU streams and for depthwise ones on CPU streams): inputs
+// are that convolution's input (N, spatial..., C) and its output's cotangent
+// (N, out spatial..., O); the output, shaped as the weight (O, kernel..., C / groups), sums per
+// output channel, tap and group channel the input times the cotangent over the batch and
+// every output pixel. As a convolution of transposed copies (the batch as channels) it has a
+// few large taps and parallelizes poorly; as its own primitive the GPU hands it to cuDNN's
+// backward-filter pass, and depthwise geometries take direct kernels on both backends.
+class ConvWeightGrad : public UnaryPrimitive {
  public:
-  DepthwiseWeightGrad(Stream stream, ConvParams params, Shape kernel)
+  ConvWeightGrad(Stream stream, ConvParams params, Shape kernel)
       : UnaryPrimitive(stream), params_(std::move(params)), kernel_(std::move(kernel)) {}
   MLX_DECLARE_EVAL
-  MLX_SERIALIZABLE(DepthwiseWeightGrad, params_, kernel_)
+  MLX_SERIALIZABLE(ConvWeightGrad, params_, kernel_)
   MLX_DECLARE_TRANSFORM_RULES
-  const char* name() const override { return "DepthwiseWeightGrad"; }
+  const char* name() const override { return "ConvWeightGrad"; }
   bool is_equivalent(const Primitive& other) const override {
-    auto* o = dynamic_cast<const DepthwiseWeightGrad*>(&other);
+    auto* o = dynamic_cast<const ConvWeightGrad*>(&other);
     return o && o->params_ == params_ && o->kernel_ == kernel_;
   }
   std::vector<Shape> output_shapes(const std::vector<array>& inputs) override {
-    Shape out{inputs[0].shape(-1)};
-    out.insert(out.end(), kernel_.begin(), kernel_.end());
-    out.push_back(1);
-    return {out};
+    return {conv_weight_grad_shape(params_, kernel_, inputs[0].shape(), inputs[1].shape())};
   }
   const ConvParams& params() const { return params_; }
   const Shape& kernel() const { return kernel_; }

@@ -1,10 +1,12 @@
-// Transform rules of Convolution and DepthwiseWeightGrad. Both derivatives of a convolution are
+// Transform rules of Convolution and ConvWeightGrad. Both derivatives of a convolution are
 // convolutions again (so they compose): the input's is a transposed convolution of the
 // cotangent with the channel-swapped kernel, the weight's a convolution of the input with the
-// cotangent in which the batch plays the channels (grouped by the forward groups). Depthwise
-// convolutions differ: their weight derivative is DepthwiseWeightGrad (a direct kernel on both
-// backends), whose own derivatives are convolutions, and on the CPU their direct kernels take
-// a strided convolution's input derivative in one pass (the stride as input dilation).
+// cotangent in which the batch plays the channels (grouped by the forward groups). The weight
+// derivative is the primitive ConvWeightGrad instead (whose own derivatives are convolutions)
+// on GPU streams, where cuDNN has a pass for it, and for depthwise convolutions on CPU streams,
+// where it is a direct kernel (float64: im2col and a product). A strided convolution's input derivative is one transposed
+// convolution (the stride as input dilation) on the GPU (cuDNN's backward-data pass) and for
+// the CPU's depthwise kernels; elsewhere one convolution per stride phase.
 #include <numeric>
 #include <optional>
 
@@ -95,25 +97,32 @@ bool is_depthwise(const ConvParams& p, const array& wt) {
   return wt.shape(-1) == 1 && wt.shape(0) == p.groups;
 }
 
+bool on_gpu(StreamOrDevice s) {
+  return to_stream(s).device.type == Device::gpu;
+}
+
 // Whether the CPU's depthwise kernels (backend/cpu/conv_depthwise.h) run this convolution and
 // its derivatives: float32 or a half type (they compute in float32).
 bool cpu_depthwise(const ConvParams& p, const array& wt, StreamOrDevice s) {
-  return to_stream(s).device.type == Device::cpu && is_depthwise(p, wt) && wt.dtype() != float64;
+  return !on_gpu(s) && is_depthwise(p, wt) && wt.dtype() != float64;
 }
 
-// Whether the weight derivative is DepthwiseWeightGrad: on the GPU, whose kernel takes every
-// float type, and where the CPU's kernels run.
-bool depthwise_weight_primitive(const ConvParams& p, const array& wt, StreamOrDevice s) {
-  return is_depthwise(p, wt) && (to_stream(s).device.type == Device::gpu || wt.dtype() != float64);
+// Whether the weight derivative is ConvWeightGrad (see the file's comment); never with input
+// dilation (a transposed convolution's weight derivative stays a convolution).
+bool weight_grad_primitive(const ConvParams& p, const array& wt, StreamOrDevice s) {
+  for (int d : p.input_dilation) {
+    if (d != 1) {
+      return false;
+    }
+  }
+  return on_gpu(s) || is_depthwise(p, wt);
 }
 
-array depthwise_weight_grad(const ConvParams& p, const array& in, const array& g,
-                            const Shape& kernel, StreamOrDevice s) {
+array conv_weight_grad(const ConvParams& p, const array& in, const array& g, const Shape& kernel,
+                       StreamOrDevice s) {
   Dtype dt = promote_types(in.dtype(), g.dtype());
-  Shape out{in.shape(-1)};
-  out.insert(out.end(), kernel.begin(), kernel.end());
-  out.push_back(1);
-  return array(std::move(out), dt, std::make_shared<DepthwiseWeightGrad>(to_stream(s), p, kernel),
+  return array(conv_weight_grad_shape(p, kernel, in.shape(), g.shape()), dt,
+               std::make_shared<ConvWeightGrad>(to_stream(s), p, kernel),
                {astype(in, dt, s), astype(g, dt, s)});
 }
 
@@ -139,7 +148,7 @@ array input_cotangent(const ConvParams& p, const array& in, const array& wt, con
   }
   swapped.push_back(Og);
   array w2 = reshape(transpose(reshape(wt, split, s), perm, s), swapped, s);
-  if (strided_only(p) && !cpu_depthwise(p, wt, s)) {
+  if (strided_only(p) && !on_gpu(s) && !cpu_depthwise(p, wt, s)) {
     return strided_input_cotangent(p, in, p.flip ? flip(w2, spatial_axes(nd), s) : w2, g, s);
   }
   ConvParams q;
@@ -164,8 +173,8 @@ array input_cotangent(const ConvParams& p, const array& in, const array& wt, con
 array weight_cotangent(const ConvParams& p, const array& in, const array& wt, const array& g,
                        StreamOrDevice s) {
   int nd = static_cast<int>(in.ndim()) - 2;
-  if (depthwise_weight_primitive(p, wt, s)) {
-    return depthwise_weight_grad(p, in, g, Shape(wt.shape().begin() + 1, wt.shape().end() - 1), s);
+  if (weight_grad_primitive(p, wt, s)) {
+    return conv_weight_grad(p, in, g, Shape(wt.shape().begin() + 1, wt.shape().end() - 1), s);
   }
   int G = p.groups, N = in.shape(0), O = wt.shape(0), Cg = wt.shape(-1), Og = O / G;
   // in (N, S..., G, Cg) -> (Cg, S..., G, N) -> (Cg, S..., G * N).
@@ -304,18 +313,18 @@ std::pair<std::vector<array>, std::vector<int>> Convolution::vmap(const std::vec
   return {{reshape(out, split, s)}, {nd + 1}};
 }
 
-// DepthwiseWeightGrad(in, g) is bilinear: with the weight's cotangent c, <c, dw(in, g)> =
+// ConvWeightGrad(in, g) is bilinear: with the weight's cotangent c, <c, dw(in, g)> =
 // <g, conv(in, c)>, so its input derivative is the convolution's input derivative for weight c
 // and its cotangent derivative the convolution of in with c.
-std::vector<array> DepthwiseWeightGrad::jvp(const std::vector<array>& primals,
+std::vector<array> ConvWeightGrad::jvp(const std::vector<array>& primals,
                                             const std::vector<array>& tangents,
                                             const std::vector<int>& argnums) {
   return {bilinear_jvp(primals, tangents, argnums, stream(), [&](const array& a, const array& b) {
-    return depthwise_weight_grad(params_, a, b, kernel_, stream());
+    return conv_weight_grad(params_, a, b, kernel_, stream());
   })};
 }
 
-std::vector<array> DepthwiseWeightGrad::vjp(const std::vector<array>& primals,
+std::vector<array> ConvWeightGrad::vjp(const std::vector<array>& primals,
                                             const std::vector<array>& cotangents,
                                             const std::vector<int>& argnums,
                                             const std::vector<array>&) {
@@ -330,9 +339,9 @@ std::vector<array> DepthwiseWeightGrad::vjp(const std::vector<array>& primals,
   return out;
 }
 
-// Each batch element's channels become channels of their own: (N, S..., B * C) and
-// (N, X..., B * C) with B * C groups, the result (B * C, K..., 1) split again.
-std::pair<std::vector<array>, std::vector<int>> DepthwiseWeightGrad::vmap(
+// Each batch element's channels become groups of their own: (N, S..., B * C) and
+// (N, X..., B * O) with B * groups groups, the result (B * O, K..., C / groups) split again.
+std::pair<std::vector<array>, std::vector<int>> ConvWeightGrad::vmap(
     const std::vector<array>& inputs, const std::vector<int>& axes) {
   StreamOrDevice s = stream();
   int B = axes[0] >= 0 ? inputs[0].shape(axes[0]) : inputs[1].shape(axes[1]);
@@ -351,7 +360,7 @@ std::pair<std::vector<array>, std::vector<int>> DepthwiseWeightGrad::vmap(
   }
   ConvParams q = params_;
   q.groups *= B;
-  array out = depthwise_weight_grad(q, merged[0], merged[1], kernel_, s);
+  array out = conv_weight_grad(q, merged[0], merged[1], kernel_, s);
   Shape split = out.shape();
   split[0] /= B;
   split.insert(split.begin(), B);

@@ -32,7 +32,7 @@
   X(Inverse) X(Cholesky) X(Solve) X(QRF) X(SVD) X(Eigh) X(Eig) X(LUF) \
   X(RandomBits) \
   X(fast::RMSNorm) X(fast::LayerNorm) X(fast::RoPE) X(fast::ScaledDotProductAttention) \
-  X(Convolution) X(DepthwiseWeightGrad) \
+  X(Convolution) X(ConvWeightGrad) \
   X(FFT) \
   X(QuantizedMatmul) \
   X(GatherMM) X(SegmentedMM) X(Hadamard) X(GatherQMM) \

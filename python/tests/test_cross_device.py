@@ -685,15 +685,17 @@ def test_depthwise_weight_grad(dtype):
 
 
 
-def conv_paths(fn, *args):
-    """The GPU convolution paths that evaluating fn(*args, stream=mx.gpu) took, with counts:
-    {"cudnn": n, "im2col": n, "direct": n} (conv.cu counts them while mx._kernel_counts is on)."""
+def conv_paths(fn, *args, primitive="Convolution"):
+    """The GPU paths that evaluating fn(*args, stream=mx.gpu) took for `primitive`
+    (Convolution or ConvWeightGrad), with counts: {"cudnn": n, "im2col": n, "direct": n}
+    (conv.cu counts them while mx._kernel_counts is on)."""
     mx._kernel_counts(True)
     try:
         mx.eval(fn(*args, stream=mx.gpu))
     finally:
         counts = mx._kernel_counts(False)
-    return {k.split(":", 1)[1]: v for k, v in counts.items() if k.startswith("Convolution:")}
+    prefix = primitive + ":"
+    return {k[len(prefix):]: v for k, v in counts.items() if k.startswith(prefix)}
 
 
 def cudnn_expected():
@@ -751,6 +753,15 @@ def test_cudnn_convolutions(case, dtype):
     paths = conv_paths(fg, x, w)
     if cudnn_expected():
         assert paths.get("cudnn", 0) >= 1, paths
+    # The weight derivative: cuDNN's filter pass, except for transposed convolutions (a
+    # convolution there) and depthwise ones, which may take the direct kernels.
+    weight_paths = conv_paths(fg, x, w, primitive="ConvWeightGrad")
+    if "transpose" in op:
+        assert weight_paths == {}, weight_paths
+    elif cudnn_expected() and kw.get("groups", 1) != xs[-1]:
+        assert weight_paths == {"cudnn": 1}, weight_paths
+    else:
+        assert sum(weight_paths.values()) == 1, weight_paths
 
 
 @pytest.mark.parametrize("dtype", [mx.float32, mx.float64])
@@ -769,6 +780,15 @@ def test_convolutions_off_cudnn(dtype):
         wd = sample((4, 3, 3, 1), dtype, 82, -1, 1)
         check(depthwise, x, wd, rtol=1e-9, atol=1e-9)
         assert conv_paths(depthwise, x, wd) == {"direct": 1}
+        # Weight derivatives off cuDNN: the im2col products (grouped, strided, flipped) and
+        # the depthwise kernels.
+        for kw, wshape, path in ((dict(stride=(2, 1), padding=1, groups=2), (6, 3, 3, 2), "im2col"),
+                                 (dict(padding=([1, 0], [0, 1]), flip=True), (6, 2, 3, 4), "im2col"),
+                                 (dict(padding=1, groups=4), (4, 3, 3, 1), "direct")):
+            wk = sample(wshape, dtype, 83, -1, 1)
+            fg = grads(lambda a, b: mx.conv_general(a, b, **kw), (1,))
+            check(fg, x, wk, rtol=1e-9, atol=1e-9)
+            assert conv_paths(fg, x, wk, primitive="ConvWeightGrad") == {path: 1}
 
 
 CONV_IM2COL = """
@@ -778,20 +798,25 @@ w = mx.random.uniform(shape=(6, 3, 3, 4), key=mx.random.key(1))
 f = lambda s: mx.conv2d(x, w, stride=2, padding=1, stream=s)
 mx._kernel_counts(True)
 gpu = f(mx.gpu)
-mx.eval(gpu)
+dw = lambda s: mx.grad(lambda w_: mx.sum(mx.conv2d(x, w_, stride=2, padding=1, stream=s)))(w)
+gpu_dw = dw(mx.gpu)
+mx.eval(gpu, gpu_dw)
 counts = mx._kernel_counts(False)
 np.testing.assert_allclose(np.array(gpu), np.array(f(mx.cpu)), rtol=1e-4, atol=1e-4)
-print(repr({k: v for k, v in counts.items() if k.startswith("Convolution:")}))
+np.testing.assert_allclose(np.array(gpu_dw), np.array(dw(mx.cpu)), rtol=1e-4, atol=1e-4)
+print(repr({k: v for k, v in counts.items() if k.startswith(("Convolution:", "ConvWeightGrad:"))}))
 """
 
 
 def test_cuda_conv_im2col_switch():
-    """MLX_CUDA_CONV=im2col keeps convolutions off cuDNN."""
+    """MLX_CUDA_CONV=im2col keeps convolutions and their weight derivatives off cuDNN."""
     env = dict(os.environ, MLX_CUDA_CONV="im2col")
     out = subprocess.run([sys.executable, "-c", CONV_IM2COL], env=env, capture_output=True,
                          text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-3000:]
-    assert eval(out.stdout.strip().splitlines()[-1]) == {"Convolution:im2col": 1}
+    got = eval(out.stdout.strip().splitlines()[-1])
+    assert got.get("Convolution:im2col", 0) >= 1 and got.get("ConvWeightGrad:im2col") == 1, got
+    assert not any(k.endswith("cudnn") for k in got), got
 
 def test_ffts():
     x = sample((6, 30), mx.complex64)

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "mlx/mlx.h"
 #include "test_utils.h"
 #include "transform_check.h"
@@ -95,6 +97,44 @@ TEST(ConvRules, Vmap) {
   check_vmap(f, {x, take(w, 0, 0)}, {0, -1});
   check_vmap(f, {take(x, 0, 0), w}, {-1, 0});
   check_vmap(f, {moveaxis(x, 0, 3), moveaxis(w, 0, 2)}, {3, 2});
+}
+
+// ConvWeightGrad built directly on every device and dtype against the CPU's derivative as a
+// convolution (the rules' form there for all but depthwise geometries): the CPU's im2col
+// product, and on a GPU cuDNN's filter pass or the im2col products.
+TEST(ConvWeightGrad, MatchesTheConvolutionForm) {
+  std::vector<Device> devices{Device::cpu};
+  if (is_available(Device::gpu)) {
+    devices.push_back(Device::gpu);
+  }
+  uint32_t seed = 40;
+  for (const auto& c : kCases) {
+    if (std::any_of(c.idil.begin(), c.idil.end(), [](int d) { return d != 1; })) {
+      continue;  // the rules keep a transposed convolution's weight derivative a convolution
+    }
+    SCOPED_TRACE("input " + to_string(c.x) + " weight " + to_string(c.w));
+    array x = rand64(c.x, seed), w = rand64(c.w, seed + 1);
+    seed += 2;
+    Stream cpu = default_stream(Device::cpu);
+    auto conv = [&](const array& weight) {
+      return conv_general(x, weight, c.stride, c.lo, c.hi, c.kdil, c.idil, c.groups, c.flip, cpu);
+    };
+    array g = rand64(conv(w).shape(), seed++);
+    array expected = vjp([&](const array& weight) { return conv(weight); }, w, g).second;
+    ConvParams p{c.stride, c.lo, c.hi, c.kdil, c.idil, c.groups, c.flip};
+    Shape kernel(c.w.begin() + 1, c.w.end() - 1);
+    for (Device d : devices) {
+      for (Dtype dt : {float64, float32}) {
+        SCOPED_TRACE(std::string(d == Device::cpu ? "cpu " : "gpu ") + dtype_name(dt));
+        array in = astype(x, dt), cot = astype(g, dt);
+        array dw(conv_weight_grad_shape(p, kernel, in.shape(), cot.shape()), dt,
+                 std::make_shared<ConvWeightGrad>(default_stream(d), p, kernel), {in, cot});
+        EXPECT_EQ(dw.shape(), w.shape());
+        double tol = dt == float64 ? 1e-10 : 1e-4;
+        expect_close(dw, to_vector(expected), w.shape(), tol, tol);
+      }
+    }
+  }
 }
 
 TEST(Conv, Errors) {

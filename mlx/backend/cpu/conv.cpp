@@ -112,47 +112,77 @@ __attribute__((optimize("no-tree-loop-distribute-patterns"))) inline void copy_r
   }
 }
 
-// Output rows go in chunks, and when one row of taps x channels is itself large (the weight
-// derivative, whose kernel is the whole cotangent) the taps go in blocks too, accumulated with
-// beta = 1: the scratch stays near kChunkBytes whatever the shapes.
+// Rows [r0, r0 + rows) of group grp's im2col matrix, taps [tb, te) only: row r - r0 holds
+// (te - tb) * Cg values, the taps' input channels (zeros in the padding).
 template <typename T>
-void im2col_conv(const Geometry& g, const T* in, const T* wt, T* out) {
-  const int64_t KC = g.K * g.Cg, M = g.N * g.X;
+void fill_cols(const Geometry& g, const T* in, int64_t r0, int64_t rows, int64_t grp, int64_t tb,
+               int64_t te, T* cols) {
+  const int64_t cw = (te - tb) * g.Cg;
+  const int64_t grain = std::max<int64_t>(1, kParallelBytes / (cw * sizeof(T)));
+  parallel_for(rows, grain, [&](int64_t a, int64_t b) {
+    for_rows(g, r0 + a, r0 + b, [&](int64_t r, int64_t n, int64_t x0, int64_t x1, int64_t x2) {
+      T* row = cols + (r - r0) * cw;
+      const T* img = in + n * g.S * g.C + grp * g.Cg;
+      for_taps(g, x0, x1, x2, tb, te, [&](int64_t tap, int64_t pix) {
+        T* dst = row + (tap - tb) * g.Cg;
+        if (pix < 0) {
+          std::fill_n(dst, g.Cg, T(0));
+        } else {
+          copy_run(dst, img + pix * g.C, g.Cg);
+        }
+      });
+    });
+  });
+}
+
+// Output rows go in chunks, and when one row of taps x channels is itself large the taps go in
+// blocks too: the scratch stays near kChunkBytes whatever the shapes. Calls
+// f(r0, rows, grp, tb, cols, width) for each block, cols (rows, width) filled.
+template <typename T, typename F>
+void for_col_blocks(const Geometry& g, const T* in, F&& f) {
+  const int64_t M = g.N * g.X;
   constexpr int64_t kChunkBytes = 8 << 20, kMinRows = 256;
   const int64_t tap_bytes = g.Cg * static_cast<int64_t>(sizeof(T));  // one tap of one row
   const int64_t chunk = std::min(M, std::max(kMinRows, kChunkBytes / (g.K * tap_bytes)));
   const int64_t tap_block = std::max<int64_t>(1, std::min(g.K, kChunkBytes / (chunk * tap_bytes)));
-  const int64_t width = tap_block * g.Cg;  // columns of one block
-  Scratch<T> cols(chunk * width);
+  Scratch<T> cols(chunk * tap_block * g.Cg);
   for (int64_t r0 = 0; r0 < M; r0 += chunk) {
     const int64_t rows = std::min(chunk, M - r0);
     for (int64_t grp = 0; grp < g.G; ++grp) {
       for (int64_t tb = 0; tb < g.K; tb += tap_block) {
-        const int64_t te = std::min(g.K, tb + tap_block), cw = (te - tb) * g.Cg;
-        T* c = cols.data();
-        const int64_t grain = std::max<int64_t>(1, kParallelBytes / (cw * sizeof(T)));
-        parallel_for(rows, grain, [&](int64_t a, int64_t b) {
-          for_rows(g, r0 + a, r0 + b,
-                   [&](int64_t r, int64_t n, int64_t x0, int64_t x1, int64_t x2) {
-                     T* row = c + (r - r0) * cw;
-                     const T* img = in + n * g.S * g.C + grp * g.Cg;
-                     for_taps(g, x0, x1, x2, tb, te, [&](int64_t tap, int64_t pix) {
-                       T* dst = row + (tap - tb) * g.Cg;
-                       if (pix < 0) {
-                         std::fill_n(dst, g.Cg, T(0));
-                       } else {
-                         copy_run(dst, img + pix * g.C, g.Cg);
-                       }
-                     });
-                   });
-        });
-        matmul_gemm(false, true, static_cast<int>(rows), static_cast<int>(g.Og),
-                    static_cast<int>(cw), T(1), c, static_cast<int>(cw),
-                    wt + grp * g.Og * KC + tb * g.Cg, static_cast<int>(KC), tb == 0 ? T(0) : T(1),
-                    out + r0 * g.O + grp * g.Og, static_cast<int>(g.O));
+        const int64_t te = std::min(g.K, tb + tap_block);
+        fill_cols(g, in, r0, rows, grp, tb, te, cols.data());
+        f(r0, rows, grp, tb, cols.data(), (te - tb) * g.Cg);
       }
     }
   }
+}
+
+// out (rows, O) = cols times the group's weights (Og, K Cg) transposed, accumulated over tap
+// blocks with beta = 1.
+template <typename T>
+void im2col_conv(const Geometry& g, const T* in, const T* wt, T* out) {
+  const int64_t KC = g.K * g.Cg;
+  for_col_blocks(g, in, [&](int64_t r0, int64_t rows, int64_t grp, int64_t tb, const T* c,
+                            int64_t cw) {
+    matmul_gemm(false, true, static_cast<int>(rows), static_cast<int>(g.Og), static_cast<int>(cw),
+                T(1), c, static_cast<int>(cw), wt + grp * g.Og * KC + tb * g.Cg,
+                static_cast<int>(KC), tb == 0 ? T(0) : T(1), out + r0 * g.O + grp * g.Og,
+                static_cast<int>(g.O));
+  });
+}
+
+// The weight derivative dw (O, K Cg): the group's cotangent columns (rows, Og) transposed
+// times cols, accumulated over row chunks with beta = 1.
+template <typename T>
+void im2col_weight_grad(const Geometry& g, const T* in, const T* cot, T* dw) {
+  const int64_t KC = g.K * g.Cg;
+  for_col_blocks(g, in, [&](int64_t r0, int64_t rows, int64_t grp, int64_t tb, const T* c,
+                            int64_t cw) {
+    matmul_gemm(true, false, static_cast<int>(g.Og), static_cast<int>(cw), static_cast<int>(rows),
+                T(1), cot + r0 * g.O + grp * g.Og, static_cast<int>(g.O), c, static_cast<int>(cw),
+                r0 == 0 ? T(0) : T(1), dw + grp * g.Og * KC + tb * g.Cg, static_cast<int>(KC));
+  });
 }
 
 // One output channel and a few input channels per group (depthwise convolutions, one input
@@ -304,18 +334,25 @@ void Convolution::eval_cpu(const std::vector<array>& inputs, array& out) {
   });
 }
 
-void DepthwiseWeightGrad::eval_cpu(const std::vector<array>& inputs, array& out) {
+void ConvWeightGrad::eval_cpu(const std::vector<array>& inputs, array& out) {
   out.set_data(allocator::malloc(out.nbytes()));
   if (out.size() == 0) {
     return;
   }
   // The output has the weight's shape and the cotangent the convolution output's.
-  const ConvGeometry g = conv_geometry(params_, inputs[0], out, inputs[1]);
+  const Geometry g = make_geometry(params_, inputs[0], out, inputs[1]);
   eval_accumulated(inputs[0], inputs[1], out, [&](const auto* in, const auto* cot, auto* dw) {
-    if constexpr (std::is_same_v<std::remove_cvref_t<decltype(*dw)>, float>) {
-      depthwise_weight_grad(g, in, cot, dw);
+    using T = std::remove_cvref_t<decltype(*dw)>;
+    if (g.N * g.X == 0 || g.Cg == 0) {
+      std::fill_n(dw, out.size(), T(0));
+    } else if constexpr (std::is_same_v<T, float>) {
+      if (is_depthwise(g)) {
+        depthwise_weight_grad(g, in, cot, dw);
+      } else {
+        im2col_weight_grad(g, in, cot, dw);
+      }
     } else {
-      throw std::invalid_argument("[DepthwiseWeightGrad] float64 is not supported.");
+      im2col_weight_grad(g, in, cot, dw);
     }
   });
 }

@@ -1,23 +1,29 @@
-// Convolution::eval_gpu, channels last (primitives/conv.h). Which path runs:
+// Convolution::eval_gpu and ConvWeightGrad::eval_gpu, channels last (primitives/conv.h).
+// Which path runs:
 // 1. cuDNN (loaded at run time, cudnn_api.h) wherever backend/common/cudnn_conv_plan.h maps
 //    the convolution: float32 (FMA math; TF32 only under MLX_ENABLE_TF32), float16 and bfloat16
 //    (tensor-op math) with any groups, stride, kernel dilation and padding (negative padding
 //    crops a copy of the input; asymmetric padding has cuDNN write a temporary output whose
 //    window is copied) through cudnnConvolutionForward, and input dilation with stride 1
 //    (transposed convolutions and the input derivatives of strided ones) through
-//    cudnnConvolutionBackwardData with a per-group transposed copy of the weight. Descriptors
-//    and the algorithm (cuDNN's heuristics, at most 1 GiB of workspace from our allocator) are
-//    cached per device and geometry.
+//    cudnnConvolutionBackwardData with a per-group transposed copy of the weight. A weight
+//    derivative whose convolution maps to the forward call runs cudnnConvolutionBackwardFilter
+//    on the same descriptors (the cotangent zero-padded into a temporary y where ours is a
+//    window of it). Descriptors are cached per device, pass and geometry; the algorithm is
+//    chosen at a geometry's first run by timing cuDNN's algorithms on its operands (Find, at
+//    most 256 MiB of workspace from our allocator), or from the heuristics under
+//    MLX_CUDNN_FIND=0 (at most 1 GiB).
 // 2. Otherwise (float64, input dilation beside a stride above 1, sizes past 32-bit indices,
 //    cuDNN missing or rejecting the geometry, MLX_CUDA_CONV=im2col): im2col over a chunk of
 //    output pixels (one row per pixel: kernel taps x group channels, zeros for taps in the
 //    padding or between dilated input elements) followed by one cuBLASLt product per group with
-//    the group's weights; depthwise-like convolutions (one output channel per group, few
-//    channels per group) run a direct kernel instead of per-group products of one column.
-// While mx._kernel_counts counts, each evaluation also counts "Convolution:cudnn",
-// "Convolution:im2col" or "Convolution:direct"; MLX_CUDNN_DEBUG=1 prints each geometry's plan
-// or reason to fall back. DepthwiseWeightGrad (a depthwise convolution's weight derivative)
-// sums per channel and tap with its own kernels.
+//    the group's weights (for the weight derivative: the group's cotangent transposed times the
+//    columns, summed over chunks); depthwise-like convolutions (one output channel per group,
+//    few channels per group) run a direct kernel instead of per-group products of one column,
+//    and depthwise weight derivatives sum per channel and tap with their own kernels.
+// While mx._kernel_counts counts, each evaluation also counts its path ("Convolution:cudnn",
+// ":im2col", ":direct"; "ConvWeightGrad:cudnn", ":im2col", ":direct"); MLX_CUDNN_DEBUG=1 prints
+// each geometry's plan and algorithm or its reason to fall back.
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -111,6 +117,13 @@ constexpr int64_t kDirectMaxGroupChannels = 16;
 // Bytes of im2col columns per chunk of output rows.
 constexpr int64_t kChunkBytes = int64_t(64) << 20;
 
+// A new row-contiguous array of `shape` for the task's temporaries.
+array scratch_array(Shape shape, Dtype dtype) {
+  array a(std::move(shape), dtype, nullptr, {});
+  allocate(a);
+  return a;
+}
+
 template <typename T>
 void im2col_conv(const ConvGeometry& g, const array& in, const array& wt, array& out) {
   const int64_t M = g.N * g.X, width = g.K * g.Cg;
@@ -147,7 +160,59 @@ void im2col_conv(const ConvGeometry& g, const array& in, const array& wt, array&
   }
 }
 
-// DepthwiseWeightGrad's sums, in two passes. Blocks of 32 channels x 8 lanes of pixels, one
+// acc (+)= part, a (rows, cols) block of a matrix with leading dimension ld.
+template <typename T, typename Acc>
+__global__ void accumulate_block(const T* part, Acc* acc, int64_t rows, int64_t cols, int64_t ld,
+                                 bool first) {
+  const int64_t total = rows * cols;
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < total;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    Acc* dst = acc + i / cols * ld + i % cols;
+    *dst = (first ? Acc(0) : *dst) + static_cast<Acc>(part[i]);
+  }
+}
+
+template <typename T, typename Acc>
+__global__ void cast_all(const Acc* from, T* to, int64_t n) {
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    to[i] = cast_to<T>(from[i]);
+  }
+}
+
+// ConvWeightGrad where neither cuDNN nor the depthwise kernels take it: per chunk of output
+// rows and group, dw (Og, K Cg) += the group's cotangent columns transposed (Og, rows) times
+// cols (rows, K Cg), each chunk's product summed into an accumulator in acc_t.
+template <typename T>
+void im2col_weight_grad(const ConvGeometry& g, const array& in, const array& cot, array& dw) {
+  using Acc = acc_t<T>;
+  const int64_t M = g.N * g.X, width = g.K * g.Cg;
+  const int64_t chunk =
+      std::clamp<int64_t>(kChunkBytes / std::max<int64_t>(width * sizeof(T), 1), 1, M);
+  const int32_t Og = static_cast<int32_t>(g.Og), W = static_cast<int32_t>(width);
+  array cols = scratch_array({static_cast<int32_t>(chunk), W}, in.dtype());
+  array part = scratch_array({Og, W}, dw.dtype());
+  Scratch acc(sizeof(Acc) * g.O * width);
+  for (int64_t r0 = 0; r0 < M; r0 += chunk) {
+    const int32_t rows = static_cast<int32_t>(std::min(chunk, M - r0));
+    for (int64_t grp = 0; grp < g.G; ++grp) {
+      im2col_kernel<T><<<blocks_for(rows * width), kThreads, 0, stream()>>>(
+          in.gpu_data<T>(), cols.gpu_data<T>(), g, r0, rows, grp);
+      check_launch("ConvWeightGrad");
+      array lhs = view_of(cot, {Og, rows}, {1, g.O}, r0 * g.O + grp * g.Og);
+      array rhs = view_of(cols, {rows, W}, {width, 1});
+      gemm(lhs, rhs, part);
+      accumulate_block<T, Acc><<<blocks_for(g.Og * width), kThreads, 0, stream()>>>(
+          part.gpu_data<T>(), acc.as<Acc>() + grp * g.Og * width, g.Og, width, width, r0 == 0);
+      check_launch("ConvWeightGrad");
+    }
+  }
+  cast_all<T, Acc><<<blocks_for(g.O * width), kThreads, 0, stream()>>>(acc.as<Acc>(),
+                                                                       dw.gpu_data<T>(), g.O * width);
+  check_launch("ConvWeightGrad");
+}
+
+// The depthwise weight derivative's sums, in two passes. Blocks of 32 channels x 8 lanes of pixels, one
 // block row per kernel tap (blockIdx.y) and slice of the batch's output pixels (blockIdx.z):
 // each thread folds in[pixel read by the tap, c] * cot[pixel, c] over its pixels, coalesced
 // over channels, and the block writes partial[slice, tap, c]; the second pass adds the slices
@@ -208,13 +273,15 @@ void depthwise_weight_grad(const ConvGeometry& g, const array& in, const array& 
       in.gpu_data<T>(), cot.gpu_data<T>(), partial.as<Acc>(), g, per_slice);
   depthwise_weight_sum<T, Acc><<<blocks_for(g.K * g.C), kThreads, 0, stream()>>>(
       partial.as<Acc>(), dw.gpu_data<T>(), g, slices);
-  check_launch("DepthwiseWeightGrad");
+  check_launch("ConvWeightGrad");
 }
 
 // cuDNN (see the file's comment).
 
-// The most workspace an algorithm may take; cuDNN's ranking continues past larger ones.
+// The most workspace an algorithm may take; cuDNN's ranking continues past larger ones. Find
+// (measuring each algorithm) gets at most kFindWorkspace.
 constexpr size_t kMaxCudnnWorkspace = size_t(1) << 30;
+constexpr size_t kFindWorkspace = size_t(256) << 20;
 
 // MLX_CUDA_CONV=im2col keeps every convolution off cuDNN.
 bool cudnn_enabled() {
@@ -225,23 +292,48 @@ bool cudnn_enabled() {
   return on;
 }
 
+// MLX_CUDNN_FIND=0 takes the heuristics' first algorithm instead of timing them (Find): no
+// first-call cost per geometry, but the heuristics' pick can be several times slower.
+bool cudnn_find() {
+  static const bool on = [] {
+    const char* v = std::getenv("MLX_CUDNN_FIND");
+    return v == nullptr || std::strcmp(v, "0") != 0;
+  }();
+  return on;
+}
+
 void count_path(const char* path) {
   if (detail::kernel_counting()) {
     detail::count_kernel(path);
   }
 }
 
-// One geometry's descriptors and algorithm; unusable ones run im2col.
+// Which cuDNN call computes the result: the forward convolution, its data derivative (our
+// transposed convolutions) or its filter derivative (ConvWeightGrad).
+enum class Pass { forward, backward_data, backward_filter };
+
+// One geometry's descriptors and algorithm (chosen at its first run, when its operands exist
+// for Find); unusable ones run our own kernels.
 struct CudnnConv {
   bool usable = false;
+  Pass pass = Pass::forward;
   CudnnConvPlan plan;
   CudnnConvDescriptors d;
-  int algo = 0;  // a cudnnConvolutionFwdAlgo_t or cudnnConvolutionBwdDataAlgo_t
+  bool fma_only = false;  // float32 without TF32: FMA kernels only
+  cudnnMathType_t math = CUDNN_DEFAULT_MATH;  // what Find may try
+  bool chosen = false;
+  int algo = 0;  // a cudnnConvolution{Fwd,BwdData,BwdFilter}Algo_t
   size_t workspace = 0;
 };
 
 bool not_supported(cudnnStatus_t status) {
   return CUDNN_STATUS_CATEGORY(status) == CUDNN_STATUS_NOT_SUPPORTED;
+}
+
+const char* pass_name(Pass pass) {
+  return pass == Pass::forward         ? "forward"
+         : pass == Pass::backward_data ? "backward data"
+                                       : "backward filter";
 }
 
 std::string describe(const ConvParams& p, const array& in, const array& wt) {
@@ -257,110 +349,196 @@ void debug_line(const std::string& what, const ConvParams& p, const array& in, c
   }
 }
 
-// Asks cuDNN's heuristics for its ranked algorithms (through the functions named `family` +
-// AlgorithmMaxCount, Algorithm_v7 and WorkspaceSize, called as count_of(&n),
-// rank(n, &returned, perfs) and workspace_of(algo, &bytes)) and takes the first that succeeded,
-// has an allowed math type and fits the workspace limit; false where none does.
-template <typename Perf, typename Count, typename Rank, typename Workspace>
-bool find_algorithm(const CudnnApi& api, CudnnConv& c, bool fma_only, const std::string& family,
-                    Count count_of, Rank rank, Workspace workspace_of) {
-  int max_count = 0, returned = 0;
-  cudnn_check(count_of(&max_count), (family + "AlgorithmMaxCount").c_str(), "conv");
-  std::vector<Perf> perfs(std::max(max_count, 1));
-  cudnnStatus_t status = rank(max_count, &returned, perfs.data());
-  if (not_supported(status)) {
-    return false;
-  }
-  cudnn_check(status, (family + "Algorithm_v7").c_str(), "conv");
-  for (int i = 0; i < returned; ++i) {
+// Takes the first usable entry of a ranking (Find's, by measured time, or the heuristics'):
+// it succeeded, has an allowed math type, and its workspace (bytes_of(entry): nullopt when
+// cuDNN refuses the algorithm) fits the limit. FMA only: entries listed with tensor-op math are
+// skipped, and the others run under CUDNN_FMA_MATH whatever math type the ranking reports (it
+// may say DEFAULT_MATH, which would allow TF32).
+template <typename Perf, typename Bytes>
+bool take_first(const CudnnApi& api, CudnnConv& c, const Perf* perfs, int n, Bytes bytes_of) {
+  for (int i = 0; i < n; ++i) {
     const Perf& r = perfs[i];
-    // FMA only: algorithms listed with tensor-op math are skipped, and the others run under
-    // CUDNN_FMA_MATH whatever math type the ranking reports for them (it may say DEFAULT_MATH,
-    // which would allow TF32); one that cannot answers NOT_SUPPORTED below or when it runs.
     if (r.status != CUDNN_STATUS_SUCCESS ||
-        (fma_only && r.mathType != CUDNN_FMA_MATH && r.mathType != CUDNN_DEFAULT_MATH)) {
+        (c.fma_only && r.mathType != CUDNN_FMA_MATH && r.mathType != CUDNN_DEFAULT_MATH)) {
       continue;
     }
-    cudnn_check(api.SetConvolutionMathType(c.d.conv, fma_only ? CUDNN_FMA_MATH : r.mathType),
+    cudnn_check(api.SetConvolutionMathType(c.d.conv, c.fma_only ? CUDNN_FMA_MATH : r.mathType),
                 "cudnnSetConvolutionMathType", "conv");
-    size_t bytes = 0;
-    status = workspace_of(r.algo, &bytes);
-    if (not_supported(status)) {
-      continue;
-    }
-    cudnn_check(status, (family + "WorkspaceSize").c_str(), "conv");
-    if (bytes <= kMaxCudnnWorkspace) {
+    std::optional<size_t> bytes = bytes_of(r);
+    if (bytes && *bytes <= kMaxCudnnWorkspace) {
       c.algo = static_cast<int>(r.algo);
-      c.workspace = bytes;
+      c.workspace = *bytes;
       return true;
     }
   }
   return false;
 }
 
-// Descriptors and algorithm for a geometry (unusable, with a debug line, where cuDNN cannot run
-// it).
-std::unique_ptr<CudnnConv> make_cudnn_conv(const CudnnApi& api, cudnnHandle_t handle,
+// Chooses c's algorithm for one pass: Find times every algorithm on the operands (x, w, y: the
+// buffers of c.d.x, c.d.w and c.d.y, the written one clobbered), else the heuristics rank them.
+// The functions are cuDNN's `family`AlgorithmMaxCount, `family`Algorithm_v7, Find...Ex and
+// `family`WorkspaceSize, called as count_of(&n), rank(n, &returned, perfs),
+// find(n, &returned, perfs, workspace, bytes) and workspace_of(algo, &bytes).
+template <typename Perf, typename Count, typename Rank, typename Find, typename Workspace>
+bool choose(const CudnnApi& api, CudnnConv& c, const char* family, Count count_of, Rank rank,
+            Find find, Workspace workspace_of) {
+  int max_count = 0, returned = 0;
+  cudnn_check(count_of(&max_count), (std::string(family) + "AlgorithmMaxCount").c_str(), "conv");
+  std::vector<Perf> perfs(std::max(max_count, 1));
+  if (cudnn_find()) {
+    // The descriptor's math type bounds what Find tries: FMA for float32 without TF32.
+    cudnn_check(api.SetConvolutionMathType(c.d.conv, c.math), "cudnnSetConvolutionMathType",
+                "conv");
+    // Without the memory for Find's workspace (an out-of-memory error), the heuristics choose.
+    std::optional<Scratch> workspace;
+    try {
+      workspace.emplace(kFindWorkspace);
+    } catch (const std::exception&) {
+    }
+    cudnnStatus_t status =
+        workspace ? find(max_count, &returned, perfs.data(), workspace->as<void>(), kFindWorkspace)
+                  : CUDNN_STATUS_ALLOC_FAILED;
+    if (status == CUDNN_STATUS_SUCCESS &&
+        take_first(api, c, perfs.data(), returned,
+                   [](const Perf& r) -> std::optional<size_t> { return r.memory; })) {
+      return true;
+    }
+  }
+  cudnnStatus_t status = rank(max_count, &returned, perfs.data());
+  if (not_supported(status)) {
+    return false;
+  }
+  cudnn_check(status, (std::string(family) + "Algorithm_v7").c_str(), "conv");
+  return take_first(api, c, perfs.data(), returned, [&](const Perf& r) -> std::optional<size_t> {
+    size_t bytes = 0;
+    cudnnStatus_t s = workspace_of(r.algo, &bytes);
+    if (not_supported(s)) {
+      return std::nullopt;
+    }
+    cudnn_check(s, (std::string(family) + "WorkspaceSize").c_str(), "conv");
+    return bytes;
+  });
+}
+
+bool choose_algorithm(const CudnnApi& api, cudnnHandle_t h, CudnnConv& c, const void* x,
+                      const void* w, const void* y) {
+  const CudnnConvDescriptors& d = c.d;
+  switch (c.pass) {
+    case Pass::forward:
+      return choose<cudnnConvolutionFwdAlgoPerf_t>(
+          api, c, "cudnnGetConvolutionForward",
+          [&](int* n) { return api.GetConvolutionForwardAlgorithmMaxCount(h, n); },
+          [&](int n, int* got, cudnnConvolutionFwdAlgoPerf_t* perfs) {
+            return api.GetConvolutionForwardAlgorithm_v7(h, d.x, d.w, d.conv, d.y, n, got, perfs);
+          },
+          [&](int n, int* got, cudnnConvolutionFwdAlgoPerf_t* perfs, void* ws, size_t bytes) {
+            return api.FindConvolutionForwardAlgorithmEx(h, d.x, x, d.w, w, d.conv, d.y,
+                                                         const_cast<void*>(y), n, got, perfs, ws,
+                                                         bytes);
+          },
+          [&](cudnnConvolutionFwdAlgo_t algo, size_t* bytes) {
+            return api.GetConvolutionForwardWorkspaceSize(h, d.x, d.w, d.conv, d.y, algo, bytes);
+          });
+    case Pass::backward_data:
+      return choose<cudnnConvolutionBwdDataAlgoPerf_t>(
+          api, c, "cudnnGetConvolutionBackwardData",
+          [&](int* n) { return api.GetConvolutionBackwardDataAlgorithmMaxCount(h, n); },
+          [&](int n, int* got, cudnnConvolutionBwdDataAlgoPerf_t* perfs) {
+            return api.GetConvolutionBackwardDataAlgorithm_v7(h, d.w, d.x, d.conv, d.y, n, got,
+                                                              perfs);
+          },
+          [&](int n, int* got, cudnnConvolutionBwdDataAlgoPerf_t* perfs, void* ws, size_t bytes) {
+            return api.FindConvolutionBackwardDataAlgorithmEx(h, d.w, w, d.x, x, d.conv, d.y,
+                                                              const_cast<void*>(y), n, got, perfs,
+                                                              ws, bytes);
+          },
+          [&](cudnnConvolutionBwdDataAlgo_t algo, size_t* bytes) {
+            return api.GetConvolutionBackwardDataWorkspaceSize(h, d.w, d.x, d.conv, d.y, algo,
+                                                               bytes);
+          });
+    case Pass::backward_filter:
+      return choose<cudnnConvolutionBwdFilterAlgoPerf_t>(
+          api, c, "cudnnGetConvolutionBackwardFilter",
+          [&](int* n) { return api.GetConvolutionBackwardFilterAlgorithmMaxCount(h, n); },
+          [&](int n, int* got, cudnnConvolutionBwdFilterAlgoPerf_t* perfs) {
+            return api.GetConvolutionBackwardFilterAlgorithm_v7(h, d.x, d.y, d.conv, d.w, n, got,
+                                                                perfs);
+          },
+          [&](int n, int* got, cudnnConvolutionBwdFilterAlgoPerf_t* perfs, void* ws,
+              size_t bytes) {
+            return api.FindConvolutionBackwardFilterAlgorithmEx(h, d.x, x, d.y, y, d.conv, d.w,
+                                                                const_cast<void*>(w), n, got,
+                                                                perfs, ws, bytes);
+          },
+          [&](cudnnConvolutionBwdFilterAlgo_t algo, size_t* bytes) {
+            return api.GetConvolutionBackwardFilterWorkspaceSize(h, d.x, d.y, d.conv, d.w, algo,
+                                                                 bytes);
+          });
+  }
+  return false;
+}
+
+// Runs c's pass on the buffers of c.d.x, c.d.w and c.d.y (the pass writes y, y as dx, or w).
+cudnnStatus_t run_pass(const CudnnApi& api, cudnnHandle_t h, const CudnnConv& c, const void* x,
+                       const void* w, const void* y, void* workspace) {
+  const float one = 1, zero = 0;
+  const CudnnConvDescriptors& d = c.d;
+  switch (c.pass) {
+    case Pass::forward:
+      return api.ConvolutionForward(h, &one, d.x, x, d.w, w, d.conv,
+                                    static_cast<cudnnConvolutionFwdAlgo_t>(c.algo), workspace,
+                                    c.workspace, &zero, d.y, const_cast<void*>(y));
+    case Pass::backward_data:
+      return api.ConvolutionBackwardData(h, &one, d.w, w, d.x, x, d.conv,
+                                         static_cast<cudnnConvolutionBwdDataAlgo_t>(c.algo),
+                                         workspace, c.workspace, &zero, d.y,
+                                         const_cast<void*>(y));
+    case Pass::backward_filter:
+      return api.ConvolutionBackwardFilter(h, &one, d.x, x, d.y, y, d.conv,
+                                           static_cast<cudnnConvolutionBwdFilterAlgo_t>(c.algo),
+                                           workspace, c.workspace, &zero, d.w,
+                                           const_cast<void*>(w));
+  }
+  return CUDNN_STATUS_NOT_SUPPORTED;
+}
+
+// Descriptors for a geometry (unusable, with a debug line, where cuDNN cannot run it). For
+// the filter pass, wt is the weight derivative and out the cotangent.
+std::unique_ptr<CudnnConv> make_cudnn_conv(const CudnnApi& api, bool filter_pass,
                                            const ConvParams& p, const array& in, const array& wt,
                                            const array& out) {
   auto c = std::make_unique<CudnnConv>();
   c->plan = plan_cudnn_conv(p, in.shape(), wt.shape(), out.shape(), out.dtype());
   const CudnnConvPlan& plan = c->plan;
   if (plan.op == CudnnConvPlan::Op::fallback) {
-    debug_line("im2col (" + plan.reason + ")", p, in, wt);
+    debug_line("own kernels (" + plan.reason + ")", p, in, wt);
     return c;
   }
-  const bool forward = plan.op == CudnnConvPlan::Op::forward;
+  if (filter_pass && plan.op != CudnnConvPlan::Op::forward) {
+    debug_line("own kernels (a filter derivative with input dilation)", p, in, wt);
+    return c;
+  }
+  c->pass = filter_pass                               ? Pass::backward_filter
+            : plan.op == CudnnConvPlan::Op::forward ? Pass::forward
+                                                      : Pass::backward_data;
   // float32 never runs TF32 unless asked: FMA kernels only.
-  const bool fma_only = out.dtype() == float32 && !tf32_enabled();
-  const cudnnMathType_t math = out.dtype() != float32 ? CUDNN_TENSOR_OP_MATH
-                               : fma_only             ? CUDNN_FMA_MATH
-                                                      : CUDNN_DEFAULT_MATH;
-  c->d = make_conv_descriptors(api, plan, out.dtype(), math);
+  c->fma_only = out.dtype() == float32 && !tf32_enabled();
+  c->math = out.dtype() != float32 ? CUDNN_TENSOR_OP_MATH
+            : c->fma_only          ? CUDNN_FMA_MATH
+                                   : CUDNN_DEFAULT_MATH;
+  c->d = make_conv_descriptors(api, plan, out.dtype(), c->math);
   if (!cudnn_agrees(api, c->d, plan)) {
-    debug_line("im2col (cuDNN's output size differs from the plan's)", p, in, wt);
-    return c;
-  }
-  const CudnnConvDescriptors& d = c->d;
-  const bool found =
-      forward
-          ? find_algorithm<cudnnConvolutionFwdAlgoPerf_t>(
-                api, *c, fma_only, "cudnnGetConvolutionForward",
-                [&](int* n) { return api.GetConvolutionForwardAlgorithmMaxCount(handle, n); },
-                [&](int n, int* got, cudnnConvolutionFwdAlgoPerf_t* perfs) {
-                  return api.GetConvolutionForwardAlgorithm_v7(handle, d.x, d.w, d.conv, d.y, n,
-                                                               got, perfs);
-                },
-                [&](cudnnConvolutionFwdAlgo_t algo, size_t* bytes) {
-                  return api.GetConvolutionForwardWorkspaceSize(handle, d.x, d.w, d.conv, d.y, algo,
-                                                                bytes);
-                })
-          : find_algorithm<cudnnConvolutionBwdDataAlgoPerf_t>(
-                api, *c, fma_only, "cudnnGetConvolutionBackwardData",
-                [&](int* n) { return api.GetConvolutionBackwardDataAlgorithmMaxCount(handle, n); },
-                [&](int n, int* got, cudnnConvolutionBwdDataAlgoPerf_t* perfs) {
-                  return api.GetConvolutionBackwardDataAlgorithm_v7(handle, d.w, d.x, d.conv, d.y,
-                                                                    n, got, perfs);
-                },
-                [&](cudnnConvolutionBwdDataAlgo_t algo, size_t* bytes) {
-                  return api.GetConvolutionBackwardDataWorkspaceSize(handle, d.w, d.x, d.conv, d.y,
-                                                                     algo, bytes);
-                });
-  if (!found) {
-    debug_line("im2col (no cuDNN algorithm for it)", p, in, wt);
+    debug_line("own kernels (cuDNN's output size differs from the plan's)", p, in, wt);
     return c;
   }
   c->usable = true;
-  debug_line(msg("cuDNN ", forward ? "forward" : "backward data", " algorithm ", c->algo,
-                 ", workspace ", c->workspace, plan.crops_input() ? ", cropped input" : "",
-                 plan.temp_output() ? ", temporary output" : ""),
-             p, in, wt);
   return c;
 }
 
-std::vector<int64_t> cache_key(int device, const ConvParams& p, const array& in, const array& wt,
-                               const array& out) {
-  std::vector<int64_t> key{device, static_cast<int64_t>(out.dtype().val), p.groups, p.flip};
+std::vector<int64_t> cache_key(int device, bool filter_pass, const ConvParams& p, const array& in,
+                               const array& wt, const array& out) {
+  std::vector<int64_t> key{device, filter_pass, static_cast<int64_t>(out.dtype().val), p.groups,
+                           p.flip};
   for (const Shape* s : {&in.shape(), &wt.shape(), &out.shape()}) {
     key.insert(key.end(), s->begin(), s->end());
   }
@@ -370,16 +548,39 @@ std::vector<int64_t> cache_key(int device, const ConvParams& p, const array& in,
   return key;
 }
 
-// A new row-contiguous array of `shape` for the task's temporaries.
-array scratch_array(Shape shape, Dtype dtype) {
-  array a(std::move(shape), dtype, nullptr, {});
-  allocate(a);
-  return a;
+// cuDNN's y (forward) as one of our arrays' shape: (N, spatial..., C).
+Shape y_shape(const CudnnConvPlan& plan, int nd, int lead) {
+  Shape shape{plan.y_dims[0]};
+  for (int i = 0; i < nd; ++i) {
+    shape.push_back(plan.y_dims[2 + lead + i]);
+  }
+  shape.push_back(plan.y_dims[1]);
+  return shape;
 }
 
-// Runs the convolution through cuDNN where it applies (in and wt dense, out allocated); false
-// leaves it to im2col.
-bool cudnn_convolution(const ConvParams& p, const array& in, const array& wt, array& out) {
+// Where our output (a convolution's, or the cotangent shaped like it) lies inside cuDNN's y:
+// the window's shape and both offsets.
+struct Window {
+  Shape shape;
+  int64_t in_y = 0, in_ours = 0;
+};
+Window output_window(const CudnnConvPlan& plan, int nd, int lead, const array& y,
+                     const array& ours) {
+  Window w{ours.shape()};
+  for (int i = 0; i < nd; ++i) {
+    const int dim = lead + i, begin = plan.window_begin(dim);
+    w.shape[i + 1] = plan.window_end(dim) - begin;
+    w.in_y += (begin + plan.keep[dim]) * y.strides()[i + 1];
+    w.in_ours += begin * ours.strides()[i + 1];
+  }
+  return w;
+}
+
+// Runs the convolution (or, with `filter_pass`, the weight derivative: wt is then the
+// derivative, written, and out the cotangent, read) through cuDNN where it applies (operands
+// dense, the written one allocated); false leaves it to our own kernels.
+bool cudnn_convolution(const ConvParams& p, bool filter_pass, const array& in, array& wt,
+                       array& out) {
   const CudnnApi* api = cudnn_enabled() ? cudnn_api() : nullptr;
   CudnnDevice* dev = api ? cudnn_device(current_device()) : nullptr;
   if (!dev) {
@@ -388,7 +589,7 @@ bool cudnn_convolution(const ConvParams& p, const array& in, const array& wt, ar
   std::lock_guard<std::mutex> lock(dev->mutex);
   static std::mutex cache_mutex;
   static auto* cache = new std::map<std::vector<int64_t>, std::unique_ptr<CudnnConv>>();
-  auto key = cache_key(current_device(), p, in, wt, out);
+  auto key = cache_key(current_device(), filter_pass, p, in, wt, out);
   CudnnConv* c = nullptr;
   {
     std::lock_guard<std::mutex> cache_lock(cache_mutex);
@@ -396,7 +597,7 @@ bool cudnn_convolution(const ConvParams& p, const array& in, const array& wt, ar
     c = it == cache->end() ? nullptr : it->second.get();
   }
   if (!c) {
-    auto made = make_cudnn_conv(*api, dev->handle, p, in, wt, out);
+    auto made = make_cudnn_conv(*api, filter_pass, p, in, wt, out);
     c = made.get();
     std::lock_guard<std::mutex> cache_lock(cache_mutex);
     (*cache)[key] = std::move(made);
@@ -432,66 +633,63 @@ bool cudnn_convolution(const ConvParams& p, const array& in, const array& wt, ar
                  {static_cast<int32_t>(G), static_cast<int32_t>(Cg), static_cast<int32_t>(T),
                   static_cast<int32_t>(Og)});
   }
-  // cuDNN's output, when ours is a window of it.
+  // cuDNN's y, when ours is a window of it: the forward pass writes it and the window is copied
+  // out; the filter pass reads it, the cotangent copied in and zeros around it (the cotangent
+  // of outputs outside y multiplies only padding).
   std::optional<array> temp;
+  std::optional<Window> window;
   if (plan.temp_output()) {
-    Shape shape{plan.y_dims[0]};
-    for (int i = 0; i < nd; ++i) {
-      shape.push_back(plan.y_dims[2 + lead + i]);
+    temp = scratch_array(y_shape(plan, nd, lead), out.dtype());
+    window = output_window(plan, nd, lead, *temp, out);
+    if (filter_pass) {
+      MLX_CUDA_CHECK(cudaMemsetAsync(temp->gpu_data<char>(), 0, temp->nbytes(), stream()));
+      copy_strided(out, out.strides(), window->in_ours, *temp, temp->strides(), window->in_y,
+                   window->shape);
     }
-    shape.push_back(plan.y_dims[1]);
-    temp = scratch_array(shape, out.dtype());
   }
-  const array& x = cropped ? *cropped : in;
-  const array& w = transposed ? *transposed : wt;
-  array& y = temp ? *temp : out;
-  Scratch workspace(c->workspace);
+  const void* x = (cropped ? *cropped : in).gpu_data<char>();
+  const void* w = (transposed ? *transposed : wt).gpu_data<char>();
+  const void* y = (temp ? *temp : out).gpu_data<char>();
   cudnn_check(api->SetStream(dev->handle, stream()), "cudnnSetStream", "conv");
-  const float one = 1, zero = 0;
-  const char* call;
-  cudnnStatus_t status;
-  if (plan.op == CudnnConvPlan::Op::forward) {
-    call = "cudnnConvolutionForward";
-    status = api->ConvolutionForward(
-        dev->handle, &one, c->d.x, x.gpu_data<char>(), c->d.w, w.gpu_data<char>(), c->d.conv,
-        static_cast<cudnnConvolutionFwdAlgo_t>(c->algo), workspace.as<void>(), c->workspace, &zero,
-        c->d.y, y.gpu_data<char>());
-  } else {
-    call = "cudnnConvolutionBackwardData";
-    status = api->ConvolutionBackwardData(
-        dev->handle, &one, c->d.w, w.gpu_data<char>(), c->d.x, x.gpu_data<char>(), c->d.conv,
-        static_cast<cudnnConvolutionBwdDataAlgo_t>(c->algo), workspace.as<void>(), c->workspace,
-        &zero, c->d.y, y.gpu_data<char>());
+  if (!c->chosen) {
+    if (!choose_algorithm(*api, dev->handle, *c, x, w, y)) {
+      c->usable = false;
+      debug_line(msg("own kernels (no cuDNN ", pass_name(c->pass), " algorithm for it)"), p, in,
+                 wt);
+      return false;
+    }
+    c->chosen = true;
+    debug_line(msg("cuDNN ", pass_name(c->pass), " algorithm ", c->algo, cudnn_find() ? " (timed)" : "",
+                   ", workspace ", c->workspace, plan.crops_input() ? ", cropped input" : "",
+                   plan.temp_output() ? ", temporary output" : ""),
+               p, in, wt);
   }
+  Scratch workspace(c->workspace);
+  cudnnStatus_t status = run_pass(*api, dev->handle, *c, x, w, y, workspace.as<void>());
   if (not_supported(status)) {
-    // Nothing ran: this geometry goes to im2col from now on.
+    // Nothing ran: this geometry goes to our own kernels from now on.
     c->usable = false;
-    debug_line(msg("im2col (", call, ": ", api->GetErrorString(status), ")"), p, in, wt);
+    debug_line(msg("own kernels (cuDNN ", pass_name(c->pass), ": ", api->GetErrorString(status),
+                   ")"),
+               p, in, wt);
     return false;
   }
-  cudnn_check(status, call, "conv");
-  if (temp) {
+  cudnn_check(status, "cudnnConvolution", "conv");
+  if (temp && !filter_pass) {
     // Our output j is y's j + keep; zero where y does not reach.
-    Shape shape = out.shape();
-    int64_t from = 0, to = 0;
-    for (int i = 0; i < nd; ++i) {
-      const int dim = lead + i, begin = plan.window_begin(dim);
-      shape[i + 1] = plan.window_end(dim) - begin;
-      from += (begin + plan.keep[dim]) * temp->strides()[i + 1];
-      to += begin * out.strides()[i + 1];
-    }
     if (plan.zero_fill()) {
       MLX_CUDA_CHECK(cudaMemsetAsync(out.gpu_data<char>(), 0, out.nbytes(), stream()));
     }
-    copy_strided(*temp, temp->strides(), from, out, out.strides(), to, shape);
+    copy_strided(*temp, temp->strides(), window->in_y, out, out.strides(), window->in_ours,
+                 window->shape);
   }
-  count_path("Convolution:cudnn");
+  count_path(filter_pass ? "ConvWeightGrad:cudnn" : "Convolution:cudnn");
   return true;
 }
 
 }  // namespace
 
-void DepthwiseWeightGrad::eval_gpu(const std::vector<array>& inputs, array& out) {
+void ConvWeightGrad::eval_gpu(const std::vector<array>& inputs, array& out) {
   cu::allocate(out);
   if (out.size() == 0) {
     return;
@@ -500,12 +698,22 @@ void DepthwiseWeightGrad::eval_gpu(const std::vector<array>& inputs, array& out)
   array cot = dense_copy(inputs[1]);
   // The output has the weight's shape and the cotangent the convolution output's.
   const ConvGeometry g = conv_geometry(params_, in, out, cot);
-  if (g.N * g.X == 0) {
+  if (g.N * g.X == 0 || g.Cg == 0) {
     MLX_CUDA_CHECK(cudaMemsetAsync(out.gpu_data<char>(), 0, out.nbytes(), cu::stream()));
     return;
   }
-  dispatch_float<DeviceTypes>(out.dtype(), "DepthwiseWeightGrad",
-                              [&]<typename T>() { depthwise_weight_grad<T>(g, in, cot, out); });
+  if (cudnn_convolution(params_, /*filter_pass=*/true, in, out, cot)) {
+    return;
+  }
+  dispatch_float<DeviceTypes>(out.dtype(), "ConvWeightGrad", [&]<typename T>() {
+    if (g.Cg == 1 && g.Og == 1) {
+      depthwise_weight_grad<T>(g, in, cot, out);
+      count_path("ConvWeightGrad:direct");
+    } else {
+      im2col_weight_grad<T>(g, in, cot, out);
+      count_path("ConvWeightGrad:im2col");
+    }
+  });
 }
 
 void Convolution::eval_gpu(const std::vector<array>& inputs, array& out) {
@@ -520,7 +728,7 @@ void Convolution::eval_gpu(const std::vector<array>& inputs, array& out) {
     MLX_CUDA_CHECK(cudaMemsetAsync(out.gpu_data<char>(), 0, out.nbytes(), cu::stream()));
     return;
   }
-  if (cudnn_convolution(params_, in, wt, out)) {
+  if (cudnn_convolution(params_, /*filter_pass=*/false, in, wt, out)) {
     return;
   }
   dispatch_float<DeviceTypes>(out.dtype(), "conv", [&]<typename T>() {

@@ -46,11 +46,18 @@ const Loaded& loaded() {
     MLX_CUDNN_SYM(GetConvolutionForwardAlgorithmMaxCount);
     MLX_CUDNN_SYM(GetConvolutionForwardAlgorithm_v7);
     MLX_CUDNN_SYM(GetConvolutionForwardWorkspaceSize);
+    MLX_CUDNN_SYM(FindConvolutionForwardAlgorithmEx);
     MLX_CUDNN_SYM(ConvolutionForward);
     MLX_CUDNN_SYM(GetConvolutionBackwardDataAlgorithmMaxCount);
     MLX_CUDNN_SYM(GetConvolutionBackwardDataAlgorithm_v7);
     MLX_CUDNN_SYM(GetConvolutionBackwardDataWorkspaceSize);
+    MLX_CUDNN_SYM(FindConvolutionBackwardDataAlgorithmEx);
     MLX_CUDNN_SYM(ConvolutionBackwardData);
+    MLX_CUDNN_SYM(GetConvolutionBackwardFilterAlgorithmMaxCount);
+    MLX_CUDNN_SYM(GetConvolutionBackwardFilterAlgorithm_v7);
+    MLX_CUDNN_SYM(GetConvolutionBackwardFilterWorkspaceSize);
+    MLX_CUDNN_SYM(FindConvolutionBackwardFilterAlgorithmEx);
+    MLX_CUDNN_SYM(ConvolutionBackwardFilter);
 #undef MLX_CUDNN_SYM
     r.error = lib->error;
     if (r.error.empty() && a.GetVersion() / 10000 != 9) {

@@ -31,11 +31,18 @@ struct CudnnApi {
   MLX_CUDNN_FN(GetConvolutionForwardAlgorithmMaxCount);
   MLX_CUDNN_FN(GetConvolutionForwardAlgorithm_v7);
   MLX_CUDNN_FN(GetConvolutionForwardWorkspaceSize);
+  MLX_CUDNN_FN(FindConvolutionForwardAlgorithmEx);
   MLX_CUDNN_FN(ConvolutionForward);
   MLX_CUDNN_FN(GetConvolutionBackwardDataAlgorithmMaxCount);
   MLX_CUDNN_FN(GetConvolutionBackwardDataAlgorithm_v7);
   MLX_CUDNN_FN(GetConvolutionBackwardDataWorkspaceSize);
+  MLX_CUDNN_FN(FindConvolutionBackwardDataAlgorithmEx);
   MLX_CUDNN_FN(ConvolutionBackwardData);
+  MLX_CUDNN_FN(GetConvolutionBackwardFilterAlgorithmMaxCount);
+  MLX_CUDNN_FN(GetConvolutionBackwardFilterAlgorithm_v7);
+  MLX_CUDNN_FN(GetConvolutionBackwardFilterWorkspaceSize);
+  MLX_CUDNN_FN(FindConvolutionBackwardFilterAlgorithmEx);
+  MLX_CUDNN_FN(ConvolutionBackwardFilter);
 #undef MLX_CUDNN_FN
 };
 
