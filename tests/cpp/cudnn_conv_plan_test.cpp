@@ -328,14 +328,16 @@ TEST(CudnnConvPlan, InputDilationMatchesConvGeneral) {
   EXPECT_GT(counts.zero_fill, 100);
 }
 
-// The Convolution nodes that the derivatives of `node` (input and weight, through vjp) build:
-// the input's by stride phases or as a transposed convolution, the weight's with the stride as
-// kernel dilation. Captured before evaluation detaches them.
+// The Convolution nodes that the derivatives of `node` (input and weight, through vjp) build
+// on a CPU stream, whatever the default device (GPU streams take ConvWeightGrad, whose plan is
+// the forward one): the input's by stride phases or as a transposed convolution, the weight's
+// with the stride as kernel dilation. Captured before evaluation detaches them.
 std::vector<ConvNode> derivative_convs(const ConvNode& node, uint32_t seed) {
   const ConvParams p = node.p;
   auto f = [p](const std::vector<array>& a) {
     return std::vector<array>{conv_general(a[0], a[1], p.stride, p.padding_lo, p.padding_hi,
-                                           p.kernel_dilation, p.input_dilation, p.groups, p.flip)};
+                                           p.kernel_dilation, p.input_dilation, p.groups, p.flip,
+                                           default_stream(Device::cpu))};
   };
   array cot = random_array(node.out.shape(), float64, -1, 1, seed);
   auto grads = vjp(f, {node.in, node.wt}, {cot}).second;
