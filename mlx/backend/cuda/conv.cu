@@ -10,9 +10,9 @@
 //    derivative whose convolution maps to the forward call runs cudnnConvolutionBackwardFilter
 //    on the same descriptors (the cotangent zero-padded into a temporary y where ours is a
 //    window of it). Descriptors are cached per device, pass and geometry; the algorithm is
-//    chosen at a geometry's first run by timing cuDNN's algorithms on its operands (Find, at
-//    most 256 MiB of workspace from our allocator), or from the heuristics under
-//    MLX_CUDNN_FIND=0 (at most 1 GiB).
+//    chosen at a geometry's first run by timing cuDNN's algorithms on its operands (Find, run
+//    twice so that lazy kernel loading does not count; at most 256 MiB of workspace from our
+//    allocator), or from the heuristics under MLX_CUDNN_FIND=0 (at most 1 GiB).
 // 2. Otherwise (float64, input dilation beside a stride above 1, sizes past 32-bit indices,
 //    cuDNN missing or rejecting the geometry, MLX_CUDA_CONV=im2col): im2col over a chunk of
 //    output pixels (one row per pixel: kernel taps x group channels, zeros for taps in the
@@ -395,9 +395,17 @@ bool choose(const CudnnApi& api, CudnnConv& c, const char* family, Count count_o
       workspace.emplace(kFindWorkspace);
     } catch (const std::exception&) {
     }
-    cudnnStatus_t status =
-        workspace ? find(max_count, &returned, perfs.data(), workspace->as<void>(), kFindWorkspace)
-                  : CUDNN_STATUS_ALLOC_FAILED;
+    // Twice, ranked by the second: CUDA loads kernels lazily, at their first launch, so in a
+    // first pass every algorithm not yet run in this process carries its loading time. Seen
+    // on an H100: a single pass picked forward algorithms up to 4.7x slower than the
+    // heuristics' (the loaded ones won), early in a process most.
+    cudnnStatus_t status = CUDNN_STATUS_ALLOC_FAILED;
+    for (int pass = 0; pass < 2 && workspace; ++pass) {
+      status = find(max_count, &returned, perfs.data(), workspace->as<void>(), kFindWorkspace);
+      if (status != CUDNN_STATUS_SUCCESS) {
+        break;
+      }
+    }
     if (status == CUDNN_STATUS_SUCCESS &&
         take_first(api, c, perfs.data(), returned,
                    [](const Perf& r) -> std::optional<size_t> { return r.memory; })) {
