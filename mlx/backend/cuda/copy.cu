@@ -53,6 +53,68 @@ __global__ void copy_transpose(const From* src, To* dst, int32_t rows, int32_t c
   }
 }
 
+// One dtype, the innermost dimension contiguous on both sides (head splits and merges,
+// concatenations, slices): each thread moves one Word (several elements) of a row, so the
+// index arithmetic runs once per Word and the accesses are wide. `outer` walks the rows, its
+// strides in Words.
+template <typename Word>
+__global__ void copy_rows(const Word* src, Word* dst, int64_t rows, int32_t row_words,
+                          StridedParams<2> outer) {
+  const int64_t n = rows * row_words, step = int64_t(gridDim.x) * blockDim.x;
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step) {
+    const int64_t r = i / row_words;
+    const int64_t j = i - r * row_words;
+    int64_t off[2];
+    strided_offsets(outer, r, off);
+    dst[off[1] + j] = src[off[0] + j];
+  }
+}
+
+// copy_rows for `layout` (2 or more dimensions) with the widest Word of at most 16 bytes that
+// the rows, the outer strides and both pointers are multiples of; false where no Word holds two
+// elements or more (copy_typed then runs).
+bool copy_by_rows(const char* src, char* dst, const Layout<2>& layout, int64_t itemsize) {
+  const size_t nd = layout.shape.size();
+  if (nd < 2 || layout.strides[0][nd - 1] != 1 || layout.strides[1][nd - 1] != 1) {
+    return false;
+  }
+  for (int64_t word = 16; word >= 2 * itemsize; word /= 2) {
+    const int64_t per_word = word / itemsize;
+    bool fits = layout.shape[nd - 1] % per_word == 0 &&
+                reinterpret_cast<uintptr_t>(src) % word == 0 &&
+                reinterpret_cast<uintptr_t>(dst) % word == 0;
+    Layout<2> outer;
+    outer.shape.assign(layout.shape.begin(), layout.shape.end() - 1);
+    for (size_t k = 0; k < 2 && fits; ++k) {
+      for (size_t d = 0; d + 1 < nd && fits; ++d) {
+        fits = layout.strides[k][d] % per_word == 0;
+        outer.strides[k].push_back(layout.strides[k][d] / per_word);
+      }
+    }
+    if (!fits) {
+      continue;
+    }
+    const int64_t rows = shape_size(outer.shape);
+    const int32_t row_words = static_cast<int32_t>(layout.shape[nd - 1] / per_word);
+    auto launch = [&]<typename Word>() {
+      copy_rows<Word><<<blocks_for(rows * row_words), kThreads, 0, stream()>>>(
+          reinterpret_cast<const Word*>(src), reinterpret_cast<Word*>(dst), rows, row_words,
+          make_params(outer, "copy"));
+    };
+    if (word == 16) {
+      launch.template operator()<uint4>();
+    } else if (word == 8) {
+      launch.template operator()<uint2>();
+    } else if (word == 4) {
+      launch.template operator()<uint32_t>();
+    } else {
+      launch.template operator()<uint16_t>();
+    }
+    return true;
+  }
+  return false;
+}
+
 template <typename From, typename To>
 void copy_typed(const From* src, To* dst, const Layout<2>& layout, int64_t n) {
   const int nd = static_cast<int>(layout.shape.size());
@@ -93,6 +155,12 @@ void copy_strided(const array& src, const Strides& src_strides, int64_t src_offs
     MLX_CUDA_CHECK(cudaMemcpyAsync(dst.gpu_data<char>() + dst_offset * dst.itemsize(),
                                    src.gpu_data<char>() + src_offset * src.itemsize(),
                                    n * src.itemsize(), cudaMemcpyDeviceToDevice, stream()));
+    return;
+  }
+  if (src.dtype() == dst.dtype() &&
+      copy_by_rows(src.gpu_data<char>() + src_offset * src.itemsize(),
+                   dst.gpu_data<char>() + dst_offset * dst.itemsize(), layout, src.itemsize())) {
+    check_launch("copy");
     return;
   }
   auto run = [&]<typename From, typename To>() {
