@@ -4,9 +4,10 @@
 // cotangent in which the batch plays the channels (grouped by the forward groups). The weight
 // derivative is the primitive ConvWeightGrad instead (whose own derivatives are convolutions)
 // on GPU streams, where cuDNN has a pass for it, and for depthwise convolutions on CPU streams,
-// where it is a direct kernel (float64: im2col and a product). A strided convolution's input derivative is one transposed
-// convolution (the stride as input dilation) on the GPU (cuDNN's backward-data pass) and for
-// the CPU's depthwise kernels; elsewhere one convolution per stride phase.
+// where it is a direct kernel (float64: im2col and a product). A strided convolution's input
+// derivative is one transposed convolution (the stride as input dilation) on the GPU (cuDNN's
+// backward-data pass) and for the CPU's depthwise kernels; elsewhere one convolution per stride
+// phase.
 #include <numeric>
 #include <optional>
 
@@ -97,9 +98,7 @@ bool is_depthwise(const ConvParams& p, const array& wt) {
   return wt.shape(-1) == 1 && wt.shape(0) == p.groups;
 }
 
-bool on_gpu(StreamOrDevice s) {
-  return to_stream(s).device.type == Device::gpu;
-}
+bool on_gpu(StreamOrDevice s) { return to_stream(s).device.type == Device::gpu; }
 
 // Whether the CPU's depthwise kernels (backend/cpu/conv_depthwise.h) run this convolution and
 // its derivatives: float32 or a half type (they compute in float32).
@@ -317,17 +316,16 @@ std::pair<std::vector<array>, std::vector<int>> Convolution::vmap(const std::vec
 // <g, conv(in, c)>, so its input derivative is the convolution's input derivative for weight c
 // and its cotangent derivative the convolution of in with c.
 std::vector<array> ConvWeightGrad::jvp(const std::vector<array>& primals,
-                                            const std::vector<array>& tangents,
-                                            const std::vector<int>& argnums) {
+                                       const std::vector<array>& tangents,
+                                       const std::vector<int>& argnums) {
   return {bilinear_jvp(primals, tangents, argnums, stream(), [&](const array& a, const array& b) {
     return conv_weight_grad(params_, a, b, kernel_, stream());
   })};
 }
 
 std::vector<array> ConvWeightGrad::vjp(const std::vector<array>& primals,
-                                            const std::vector<array>& cotangents,
-                                            const std::vector<int>& argnums,
-                                            const std::vector<array>&) {
+                                       const std::vector<array>& cotangents,
+                                       const std::vector<int>& argnums, const std::vector<array>&) {
   const array& in = primals[0];
   const array& g = primals[1];
   const array c = astype(cotangents[0], in.dtype(), stream());

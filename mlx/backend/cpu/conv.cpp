@@ -163,13 +163,13 @@ void for_col_blocks(const Geometry& g, const T* in, F&& f) {
 template <typename T>
 void im2col_conv(const Geometry& g, const T* in, const T* wt, T* out) {
   const int64_t KC = g.K * g.Cg;
-  for_col_blocks(g, in, [&](int64_t r0, int64_t rows, int64_t grp, int64_t tb, const T* c,
-                            int64_t cw) {
-    matmul_gemm(false, true, static_cast<int>(rows), static_cast<int>(g.Og), static_cast<int>(cw),
-                T(1), c, static_cast<int>(cw), wt + grp * g.Og * KC + tb * g.Cg,
-                static_cast<int>(KC), tb == 0 ? T(0) : T(1), out + r0 * g.O + grp * g.Og,
-                static_cast<int>(g.O));
-  });
+  for_col_blocks(
+      g, in, [&](int64_t r0, int64_t rows, int64_t grp, int64_t tb, const T* c, int64_t cw) {
+        matmul_gemm(false, true, static_cast<int>(rows), static_cast<int>(g.Og),
+                    static_cast<int>(cw), T(1), c, static_cast<int>(cw),
+                    wt + grp * g.Og * KC + tb * g.Cg, static_cast<int>(KC), tb == 0 ? T(0) : T(1),
+                    out + r0 * g.O + grp * g.Og, static_cast<int>(g.O));
+      });
 }
 
 // The weight derivative dw (O, K Cg): the group's cotangent columns (rows, Og) transposed
@@ -177,12 +177,13 @@ void im2col_conv(const Geometry& g, const T* in, const T* wt, T* out) {
 template <typename T>
 void im2col_weight_grad(const Geometry& g, const T* in, const T* cot, T* dw) {
   const int64_t KC = g.K * g.Cg;
-  for_col_blocks(g, in, [&](int64_t r0, int64_t rows, int64_t grp, int64_t tb, const T* c,
-                            int64_t cw) {
-    matmul_gemm(true, false, static_cast<int>(g.Og), static_cast<int>(cw), static_cast<int>(rows),
-                T(1), cot + r0 * g.O + grp * g.Og, static_cast<int>(g.O), c, static_cast<int>(cw),
-                r0 == 0 ? T(0) : T(1), dw + grp * g.Og * KC + tb * g.Cg, static_cast<int>(KC));
-  });
+  for_col_blocks(
+      g, in, [&](int64_t r0, int64_t rows, int64_t grp, int64_t tb, const T* c, int64_t cw) {
+        matmul_gemm(true, false, static_cast<int>(g.Og), static_cast<int>(cw),
+                    static_cast<int>(rows), T(1), cot + r0 * g.O + grp * g.Og,
+                    static_cast<int>(g.O), c, static_cast<int>(cw), r0 == 0 ? T(0) : T(1),
+                    dw + grp * g.Og * KC + tb * g.Cg, static_cast<int>(KC));
+      });
 }
 
 // One output channel and a few input channels per group (depthwise convolutions, one input

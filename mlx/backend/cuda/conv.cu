@@ -207,13 +207,13 @@ void im2col_weight_grad(const ConvGeometry& g, const array& in, const array& cot
       check_launch("ConvWeightGrad");
     }
   }
-  cast_all<T, Acc><<<blocks_for(g.O * width), kThreads, 0, stream()>>>(acc.as<Acc>(),
-                                                                       dw.gpu_data<T>(), g.O * width);
+  cast_all<T, Acc><<<blocks_for(g.O * width), kThreads, 0, stream()>>>(
+      acc.as<Acc>(), dw.gpu_data<T>(), g.O * width);
   check_launch("ConvWeightGrad");
 }
 
-// The depthwise weight derivative's sums, in two passes. Blocks of 32 channels x 8 lanes of pixels, one
-// block row per kernel tap (blockIdx.y) and slice of the batch's output pixels (blockIdx.z):
+// The depthwise weight derivative's sums, in two passes. Blocks of 32 channels x 8 lanes of pixels,
+// one block row per kernel tap (blockIdx.y) and slice of the batch's output pixels (blockIdx.z):
 // each thread folds in[pixel read by the tap, c] * cot[pixel, c] over its pixels, coalesced
 // over channels, and the block writes partial[slice, tap, c]; the second pass adds the slices
 // in order (no atomics: the result does not depend on scheduling).
@@ -319,7 +319,7 @@ struct CudnnConv {
   Pass pass = Pass::forward;
   CudnnConvPlan plan;
   CudnnConvDescriptors d;
-  bool fma_only = false;  // float32 without TF32: FMA kernels only
+  bool fma_only = false;                      // float32 without TF32: FMA kernels only
   cudnnMathType_t math = CUDNN_DEFAULT_MATH;  // what Find may try
   bool chosen = false;
   int algo = 0;  // a cudnnConvolution{Fwd,BwdData,BwdFilter}Algo_t
@@ -440,9 +440,8 @@ bool choose_algorithm(const CudnnApi& api, cudnnHandle_t h, CudnnConv& c, const 
             return api.GetConvolutionForwardAlgorithm_v7(h, d.x, d.w, d.conv, d.y, n, got, perfs);
           },
           [&](int n, int* got, cudnnConvolutionFwdAlgoPerf_t* perfs, void* ws, size_t bytes) {
-            return api.FindConvolutionForwardAlgorithmEx(h, d.x, x, d.w, w, d.conv, d.y,
-                                                         const_cast<void*>(y), n, got, perfs, ws,
-                                                         bytes);
+            return api.FindConvolutionForwardAlgorithmEx(
+                h, d.x, x, d.w, w, d.conv, d.y, const_cast<void*>(y), n, got, perfs, ws, bytes);
           },
           [&](cudnnConvolutionFwdAlgo_t algo, size_t* bytes) {
             return api.GetConvolutionForwardWorkspaceSize(h, d.x, d.w, d.conv, d.y, algo, bytes);
@@ -456,9 +455,8 @@ bool choose_algorithm(const CudnnApi& api, cudnnHandle_t h, CudnnConv& c, const 
                                                               perfs);
           },
           [&](int n, int* got, cudnnConvolutionBwdDataAlgoPerf_t* perfs, void* ws, size_t bytes) {
-            return api.FindConvolutionBackwardDataAlgorithmEx(h, d.w, w, d.x, x, d.conv, d.y,
-                                                              const_cast<void*>(y), n, got, perfs,
-                                                              ws, bytes);
+            return api.FindConvolutionBackwardDataAlgorithmEx(
+                h, d.w, w, d.x, x, d.conv, d.y, const_cast<void*>(y), n, got, perfs, ws, bytes);
           },
           [&](cudnnConvolutionBwdDataAlgo_t algo, size_t* bytes) {
             return api.GetConvolutionBackwardDataWorkspaceSize(h, d.w, d.x, d.conv, d.y, algo,
@@ -472,11 +470,9 @@ bool choose_algorithm(const CudnnApi& api, cudnnHandle_t h, CudnnConv& c, const 
             return api.GetConvolutionBackwardFilterAlgorithm_v7(h, d.x, d.y, d.conv, d.w, n, got,
                                                                 perfs);
           },
-          [&](int n, int* got, cudnnConvolutionBwdFilterAlgoPerf_t* perfs, void* ws,
-              size_t bytes) {
-            return api.FindConvolutionBackwardFilterAlgorithmEx(h, d.x, x, d.y, y, d.conv, d.w,
-                                                                const_cast<void*>(w), n, got,
-                                                                perfs, ws, bytes);
+          [&](int n, int* got, cudnnConvolutionBwdFilterAlgoPerf_t* perfs, void* ws, size_t bytes) {
+            return api.FindConvolutionBackwardFilterAlgorithmEx(
+                h, d.x, x, d.y, y, d.conv, d.w, const_cast<void*>(w), n, got, perfs, ws, bytes);
           },
           [&](cudnnConvolutionBwdFilterAlgo_t algo, size_t* bytes) {
             return api.GetConvolutionBackwardFilterWorkspaceSize(h, d.x, d.y, d.conv, d.w, algo,
@@ -499,13 +495,11 @@ cudnnStatus_t run_pass(const CudnnApi& api, cudnnHandle_t h, const CudnnConv& c,
     case Pass::backward_data:
       return api.ConvolutionBackwardData(h, &one, d.w, w, d.x, x, d.conv,
                                          static_cast<cudnnConvolutionBwdDataAlgo_t>(c.algo),
-                                         workspace, c.workspace, &zero, d.y,
-                                         const_cast<void*>(y));
+                                         workspace, c.workspace, &zero, d.y, const_cast<void*>(y));
     case Pass::backward_filter:
-      return api.ConvolutionBackwardFilter(h, &one, d.x, x, d.y, y, d.conv,
-                                           static_cast<cudnnConvolutionBwdFilterAlgo_t>(c.algo),
-                                           workspace, c.workspace, &zero, d.w,
-                                           const_cast<void*>(w));
+      return api.ConvolutionBackwardFilter(
+          h, &one, d.x, x, d.y, y, d.conv, static_cast<cudnnConvolutionBwdFilterAlgo_t>(c.algo),
+          workspace, c.workspace, &zero, d.w, const_cast<void*>(w));
   }
   return CUDNN_STATUS_NOT_SUPPORTED;
 }
@@ -526,9 +520,9 @@ std::unique_ptr<CudnnConv> make_cudnn_conv(const CudnnApi& api, bool filter_pass
     debug_line("own kernels (a filter derivative with input dilation)", p, in, wt);
     return c;
   }
-  c->pass = filter_pass                               ? Pass::backward_filter
+  c->pass = filter_pass                             ? Pass::backward_filter
             : plan.op == CudnnConvPlan::Op::forward ? Pass::forward
-                                                      : Pass::backward_data;
+                                                    : Pass::backward_data;
   // float32 never runs TF32 unless asked: FMA kernels only.
   c->fma_only = out.dtype() == float32 && !tf32_enabled();
   c->math = out.dtype() != float32 ? CUDNN_TENSOR_OP_MATH
@@ -667,19 +661,20 @@ bool cudnn_convolution(const ConvParams& p, bool filter_pass, const array& in, a
       return false;
     }
     c->chosen = true;
-    debug_line(msg("cuDNN ", pass_name(c->pass), " algorithm ", c->algo, cudnn_find() ? " (timed)" : "",
-                   ", workspace ", c->workspace, plan.crops_input() ? ", cropped input" : "",
-                   plan.temp_output() ? ", temporary output" : ""),
-               p, in, wt);
+    debug_line(
+        msg("cuDNN ", pass_name(c->pass), " algorithm ", c->algo, cudnn_find() ? " (timed)" : "",
+            ", workspace ", c->workspace, plan.crops_input() ? ", cropped input" : "",
+            plan.temp_output() ? ", temporary output" : ""),
+        p, in, wt);
   }
   Scratch workspace(c->workspace);
   cudnnStatus_t status = run_pass(*api, dev->handle, *c, x, w, y, workspace.as<void>());
   if (not_supported(status)) {
     // Nothing ran: this geometry goes to our own kernels from now on.
     c->usable = false;
-    debug_line(msg("own kernels (cuDNN ", pass_name(c->pass), ": ", api->GetErrorString(status),
-                   ")"),
-               p, in, wt);
+    debug_line(
+        msg("own kernels (cuDNN ", pass_name(c->pass), ": ", api->GetErrorString(status), ")"), p,
+        in, wt);
     return false;
   }
   cudnn_check(status, "cudnnConvolution", "conv");
