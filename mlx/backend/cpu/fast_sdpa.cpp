@@ -127,15 +127,23 @@ class Attention {
     for (int64_t j0 = 0; j0 < key_end; j0 += kKeyBlock) {
       int64_t bk = std::min(kKeyBlock, key_end - j0);
       int64_t ldk, ldv;
+      // Keys a causal mask hides from a whole tile of rows are skipped.
+      auto seen = [&](int64_t i, int rows) {
+        return visible_end(buf.rows.data(), i, rows, j0, bk);
+      };
       const Acc* kb = load_block<T>(k_, kv_, b, hkv, j0, bk, D_, false, buf.kb.data(), D_, ldk);
-      block_scores(R, bk, D_, buf.q.data(), D_, kb, ldk, buf.kt.data(), buf.s.data(), kKeyBlock);
+      block_scores(R, bk, D_, buf.q.data(), D_, kb, ldk, buf.kt.data(), buf.s.data(), kKeyBlock,
+                   seen);
       for (int64_t r = 0; r < R; ++r) {
         softmax_block(b, j0, bk, buf.rows[r], buf.s.data() + r * kKeyBlock, buf.m[r], buf.l[r],
                       buf.o.data() + r * buf.dvp, buf.dvp);
       }
       const Acc* vb =
           load_block<T>(v_, vv_, b, hkv, j0, bk, Dv_, true, buf.vb.data(), buf.dvp, ldv);
-      accumulate_pv(R, buf.dvp, bk, buf.s.data(), kKeyBlock, vb, ldv, buf.o.data(), buf.dvp);
+      accumulate_pv(R, buf.dvp, bk, buf.s.data(), kKeyBlock, vb, ldv, buf.o.data(), buf.dvp,
+                    [&](int64_t i, int rows) {
+                      return TileExtent{buf.dvp, 0, seen(i, rows)};
+                    });
     }
 
     for (int64_t r = 0; r < R; ++r) {
@@ -162,14 +170,16 @@ class Attention {
       std::fill_n(s, bk, Acc(0));
       return;
     }
-    for (int64_t j = 0; j < bk; ++j) {
+    // Scores past the row's last visible key are -inf: their probabilities are zeros.
+    int64_t visible = std::clamp<int64_t>(std::min(row.limit + 1, t_kv_) - j0, 0, bk);
+    for (int64_t j = 0; j < visible; ++j) {
       s[j] -= m_new;
     }
-    exp_inplace(s, bk);
+    exp_inplace(s, visible);
+    std::fill(s + visible, s + bk, Acc(0));
     Acc correction = std::exp(m - m_new);
     // Summed up to the row's own last visible key, not the tile's: which rows share a tile must
     // not change how a row's sum is associated.
-    int64_t visible = std::clamp<int64_t>(std::min(row.limit + 1, t_kv_) - j0, 0, bk);
     l = l * correction + detail::lane_sum(s, visible, [](Acc v) { return v; });
     if (correction != Acc(1)) {
       for (int64_t c = 0; c < dvp; ++c) {

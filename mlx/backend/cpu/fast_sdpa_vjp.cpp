@@ -163,11 +163,23 @@ class AttentionVJP {
     Acc* p = buf.p.data();
     const int64_t ldp = buf.ldp;
 
+    // Keys a causal mask hides from a whole tile of rows are skipped: their probabilities and
+    // dS are zeros.
+    const Row* rows = buf.rows.data();
+    auto seen = [rows](int64_t j0, int64_t bk) {
+      return [=](int64_t i, int count) { return visible_end(rows, i, count, j0, bk); };
+    };
+    auto rows_seeing = [rows, R](int64_t j0, int64_t n) {
+      return [=](int64_t i, int /*keys*/) {
+        return TileExtent{n, first_row_seeing(rows, R, j0 + i), R};
+      };
+    };
+
     // 1. Probabilities of the visible keys.
     for (int64_t j0 = 0; j0 < key_end; j0 += kKeyBlock) {
       int64_t bk = std::min(kKeyBlock, key_end - j0), ldk;
       const Acc* kb = load_block<T>(k_, kv_, b, hkv, j0, bk, D_, false, buf.kb.data(), dp_, ldk);
-      block_scores(R, bk, D_, buf.q.data(), dp_, kb, ldk, buf.kt.data(), p + j0, ldp);
+      block_scores(R, bk, D_, buf.q.data(), dp_, kb, ldk, buf.kt.data(), p + j0, ldp, seen(j0, bk));
       for (int64_t r = 0; r < R; ++r) {
         const Row& row = buf.rows[r];
         mask_scores<T>(mask_, mv_, b, row.h, row.t, j0, bk, row.limit, p + r * ldp + j0);
@@ -181,21 +193,30 @@ class AttentionVJP {
     std::fill(buf.dq.begin(), buf.dq.end(), Acc(0));
     for (int64_t j0 = 0; j0 < key_end; j0 += kKeyBlock) {
       int64_t bk = std::min(kKeyBlock, key_end - j0), ldk, ldv;
-      accumulate_pv<true>(bk, dvp_, R, p + j0, ldp, buf.dout.data(), dvp_, dv + j0 * dvp_, dvp_);
+      auto keys_seen = seen(j0, bk);
+      accumulate_pv<true>(bk, dvp_, R, p + j0, ldp, buf.dout.data(), dvp_, dv + j0 * dvp_, dvp_,
+                          rows_seeing(j0, dvp_));
       const Acc* vb = load_block<T>(v_, vv_, b, hkv, j0, bk, Dv_, false, buf.vb.data(), Dv_, ldv);
       Acc* ds = buf.ds.data();
-      block_scores(R, bk, Dv_, buf.dout.data(), dvp_, vb, ldv, buf.kt.data(), ds, kKeyBlock);
+      block_scores(R, bk, Dv_, buf.dout.data(), dvp_, vb, ldv, buf.kt.data(), ds, kKeyBlock,
+                   keys_seen);
       for (int64_t r = 0; r < R; ++r) {
         const Acc* pr = p + r * ldp + j0;
         Acc* dsr = ds + r * kKeyBlock;
         Acc d = buf.drow[r];
-        for (int64_t j = 0; j < bk; ++j) {
+        int64_t visible = visible_end(rows, r, 1, j0, bk);
+        for (int64_t j = 0; j < visible; ++j) {
           dsr[j] = pr[j] * (dsr[j] - d);
         }
+        std::fill(dsr + visible, dsr + bk, Acc(0));
       }
       const Acc* kb = load_block<T>(k_, kv_, b, hkv, j0, bk, D_, true, buf.kb.data(), dp_, ldk);
-      accumulate_pv(R, dp_, bk, ds, kKeyBlock, kb, ldk, buf.dq.data(), dp_);
-      accumulate_pv<true>(bk, dp_, R, ds, kKeyBlock, buf.q.data(), dp_, dk + j0 * dp_, dp_);
+      accumulate_pv(R, dp_, bk, ds, kKeyBlock, kb, ldk, buf.dq.data(), dp_,
+                    [&](int64_t i, int count) {
+                      return TileExtent{dp_, 0, keys_seen(i, count)};
+                    });
+      accumulate_pv<true>(bk, dp_, R, ds, kKeyBlock, buf.q.data(), dp_, dk + j0 * dp_, dp_,
+                          rows_seeing(j0, dp_));
     }
 
     for (int64_t r = 0; r < R; ++r) {
@@ -243,10 +264,13 @@ class AttentionVJP {
       std::fill_n(s, n, Acc(0));
       return;
     }
-    for (int64_t j = 0; j < n; ++j) {
+    // Scores past the row's last visible key are -inf: their probabilities are zeros.
+    int64_t visible = std::clamp<int64_t>(std::min(row.limit + 1, t_kv_), 0, n);
+    for (int64_t j = 0; j < visible; ++j) {
       s[j] -= m;
     }
-    exp_inplace(s, n);
+    exp_inplace(s, visible);
+    std::fill(s + visible, s + n, Acc(0));
     Acc p_sink = sinks_ ? std::exp(sink - m) : Acc(0);
     Acc inv = Acc(1) / (p_sink + lane_sum(s, n, [](Acc v) { return v; }));
     for (int64_t j = 0; j < n; ++j) {
