@@ -213,6 +213,40 @@ void accumulate_pv(int64_t M, int64_t N, int64_t K, const Acc* P, int64_t ldp, c
   }
 }
 
+// Kt[d * ldt + j] = K[j * ldk + d] for j < N, d < D: float32 in 8 x 8 blocks through registers
+// (element by element, every store of a key's row goes to another cache line), the rest
+// element by element.
+template <typename Acc>
+void transpose_keys(int64_t N, int64_t D, const Acc* K, int64_t ldk, Acc* Kt, int64_t ldt) {
+  constexpr int W = simd::kWidth;
+  int64_t j0 = 0;
+  if constexpr (std::is_same_v<Acc, float>) {
+    for (; j0 + W <= N && D >= W; j0 += W) {
+      int64_t d0 = 0;
+      for (; d0 + W <= D; d0 += W) {
+        simd::VecF r[W];
+        for (int i = 0; i < W; ++i) {
+          r[i] = simd::load(K + (j0 + i) * ldk + d0);
+        }
+        simd::transpose8(r);
+        for (int i = 0; i < W; ++i) {
+          simd::store(Kt + (d0 + i) * ldt + j0, r[i]);
+        }
+      }
+      for (; d0 < D; ++d0) {
+        for (int64_t j = j0; j < j0 + W; ++j) {
+          Kt[d0 * ldt + j] = K[j * ldk + d0];
+        }
+      }
+    }
+  }
+  for (int64_t j = j0; j < N; ++j) {
+    for (int64_t d = 0; d < D; ++d) {
+      Kt[d * ldt + j] = K[j * ldk + d];
+    }
+  }
+}
+
 // S[M x N] = Q[M x D] @ K[N x D]^T as outer products against K's transpose (Kt: D rows of
 // padded(N), filled here). A dot product per score ends in a horizontal sum, which costs as
 // much as the products when D is short: the main job's attention (D = 32, forward and
@@ -222,11 +256,7 @@ template <typename Acc, typename KeyEnd>
 void qk_scores_outer(int64_t M, int64_t N, int64_t D, const Acc* Q, int64_t ldq, const Acc* K,
                      int64_t ldk, Acc* Kt, Acc* S, int64_t lds, KeyEnd key_end) {
   const int64_t np = padded<Acc>(N);
-  for (int64_t j = 0; j < N; ++j) {
-    for (int64_t d = 0; d < D; ++d) {
-      Kt[d * np + j] = K[j * ldk + d];
-    }
-  }
+  transpose_keys(N, D, K, ldk, Kt, np);
   for (int64_t d = 0; d < D; ++d) {
     std::fill(Kt + d * np + N, Kt + (d + 1) * np, Acc(0));
   }
