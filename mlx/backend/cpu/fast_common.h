@@ -77,6 +77,19 @@ void load_row(const T* src, int64_t stride, int64_t n, Acc* dst) {
   }
 }
 
+// The row src[i * stride], i < n, as Acc values: src itself when it already is (Acc elements
+// at unit stride), else a converted copy in buf.
+template <typename Acc, typename T>
+const Acc* acc_row(const T* src, int64_t stride, int64_t n, Acc* buf) {
+  if constexpr (std::is_same_v<T, Acc>) {
+    if (stride == 1) {
+      return src;
+    }
+  }
+  load_row(src, stride, n, buf);
+  return buf;
+}
+
 // The rows of the last axis of arrays of one shape as a layout for cpu::for_each_row: the
 // leading dimensions (merged where contiguous in all of them) followed by the last one.
 template <size_t N>

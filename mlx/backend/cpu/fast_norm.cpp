@@ -1,5 +1,6 @@
-// Fused RMS and layer norms: each row of the last axis is read once into a float buffer, its
-// statistics come from that buffer, and the normalized row is written straight out.
+// Fused RMS and layer norms: each row of the last axis is read as floats (in place when it is
+// float32 at unit stride, else through a float buffer), its statistics come from those, and the
+// normalized row is written straight out.
 #include <cmath>
 #include <vector>
 
@@ -14,8 +15,8 @@ namespace {
 using namespace cpu;
 using namespace detail;
 
-// Calls norm(row_in, row_out) for every row, row_in a float copy of x's row; rows split
-// across threads.
+// Calls norm(row_in, row_out) for every row, row_in x's row as Acc values (in place when it
+// is, else a float copy); rows split across threads.
 template <typename T, typename Norm>
 void for_each_norm_row(const array& x, array& out, Norm norm) {
   using Acc = AccType<T>;
@@ -34,8 +35,7 @@ void for_each_norm_row(const array& x, array& out, Norm norm) {
     std::vector<Acc> row(d);
     int64_t r = r0;
     for_each_row(layout, r0, r1, [&](const std::array<int64_t, 1>& off) {
-      load_row(src + off[0], stride, d, row.data());
-      norm(row.data(), dst + r * d);
+      norm(acc_row(src + off[0], stride, d, row.data()), dst + r * d);
       ++r;
     });
   });

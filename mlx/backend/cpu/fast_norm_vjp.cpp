@@ -1,7 +1,8 @@
-// Backward passes of the fused norms. Each row of x and of the cotangent is read once into a
-// float buffer, the row's statistics are recomputed from it, and dx's row is written straight
-// out; the weight and bias gradients are summed per part of the rows and the parts added in a
-// fixed order. Nothing of size (rows x D) is allocated besides dx.
+// Backward passes of the fused norms. Each row of x and of the cotangent is read as floats (in
+// place when float32 at unit stride, else through a float buffer), the row's statistics are
+// recomputed from it, and dx's row is written straight out; the weight and bias gradients are
+// summed per part of the rows and the parts added in a fixed order. Nothing of size (rows x D) is
+// allocated besides dx.
 #include <cmath>
 #include <vector>
 
@@ -16,15 +17,15 @@ namespace {
 using namespace cpu;
 using namespace detail;
 
-// Calls grad(x_row, g_row, dx_row, sums) for every row: float copies of the rows of x and of
-// the cotangent g, dx's row, and n_sums accumulators of D entries for the row's part. Returns
-// the accumulators summed over the parts (n_sums x D).
+// Calls grad(x_row, g_row, dx_row, sums) for every row: the rows of x and of the cotangent g as
+// Acc values (in place when they are, else float copies), dx's row, and n_sums accumulators of
+// D entries for the row's part. Returns the accumulators summed over the parts (n_sums x D).
 template <typename T, typename RowGrad>
 std::vector<AccType<T>> for_each_grad_row(const array& x, const array& g, array& dx, int n_sums,
                                           RowGrad grad) {
   using Acc = AccType<T>;
   int64_t d = x.shape(-1);
-  // The cotangent's buffer can hold dx: a row is read completely before it is written.
+  // The cotangent's buffer can hold dx: each element of a row is read before it is written.
   if (g.is_donatable() && g.flags().row_contiguous && g.dtype() == dx.dtype()) {
     dx.copy_shared_buffer(g);
   } else {
@@ -50,9 +51,8 @@ std::vector<AccType<T>> for_each_grad_row(const array& x, const array& g, array&
       int64_t r = rows * p / parts, r1 = rows * (p + 1) / parts;
       Acc* sums = partial.data() + p * n_sums * d;
       for_each_row(layout, r, r1, [&](const std::array<int64_t, 2>& off) {
-        load_row(xs + off[0], sx, d, xrow.data());
-        load_row(gs + off[1], sg, d, grow.data());
-        grad(xrow.data(), grow.data(), dst + r * d, sums);
+        grad(acc_row(xs + off[0], sx, d, xrow.data()), acc_row(gs + off[1], sg, d, grow.data()),
+             dst + r * d, sums);
         ++r;
       });
     }
@@ -92,13 +92,14 @@ void RMSNormVJP::eval_cpu(const std::vector<array>& inputs, std::vector<array>& 
           Acc r = rms_rstd(xr, d, eps);
           Acc c = lane_sum_at<Acc>(d, [&](int64_t i) { return gr[i] * w[i] * xr[i]; });
           Acc k = r * r * r * c / Acc(d);
+          // dx may be g's buffer: only element i is read before element i is written.
+#pragma GCC ivdep
           for (int64_t i = 0; i < d; ++i) {
-            dx[i] = static_cast<T>(r * gr[i] * w[i] - xr[i] * k);
-          }
-          if (has_weight_) {
-            for (int64_t i = 0; i < d; ++i) {
-              dw[i] += gr[i] * xr[i] * r;
+            Acc gi = gr[i];
+            if (has_weight_) {
+              dw[i] += gi * xr[i] * r;
             }
+            dx[i] = static_cast<T>(r * gi * w[i] - xr[i] * k);
           }
         });
     if (has_weight_) {
@@ -124,21 +125,19 @@ void LayerNormVJP::eval_cpu(const std::vector<array>& inputs, std::vector<array>
           Acc s2 =
               lane_sum_at<Acc>(d, [&](int64_t i) { return gr[i] * w[i] * (xr[i] - mean) * r; });
           Acc c1 = s1 / Acc(d), c2 = s2 / Acc(d);
+          Acc* db = acc + (has_weight_ ? d : 0);
+          // dx may be g's buffer: only element i is read before element i is written.
+#pragma GCC ivdep
           for (int64_t i = 0; i < d; ++i) {
+            Acc gi = gr[i];
+            if (has_weight_) {
+              acc[i] += gi * (xr[i] - mean) * r;
+            }
+            if (has_bias_) {
+              db[i] += gi;
+            }
             Acc xhat = (xr[i] - mean) * r;
-            dx[i] = static_cast<T>(r * (gr[i] * w[i] - c1 - xhat * c2));
-          }
-          Acc* db = acc;
-          if (has_weight_) {
-            for (int64_t i = 0; i < d; ++i) {
-              acc[i] += gr[i] * (xr[i] - mean) * r;
-            }
-            db += d;
-          }
-          if (has_bias_) {
-            for (int64_t i = 0; i < d; ++i) {
-              db[i] += gr[i];
-            }
+            dx[i] = static_cast<T>(r * (gi * w[i] - c1 - xhat * c2));
           }
         });
     if (has_weight_) {
