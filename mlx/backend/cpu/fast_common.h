@@ -1,6 +1,7 @@
 // Helpers shared by the fused `fast` CPU kernels.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstdint>
@@ -18,26 +19,54 @@ namespace mlx::core::fast::detail {
 template <typename T>
 using AccType = std::conditional_t<std::is_same_v<T, double>, double, float>;
 
-// Sum of f(i) for i < n over independent lanes, so the compiler can vectorize it without
-// reassociating a single accumulator.
-template <typename Acc, typename F>
-Acc lane_sum_at(int64_t n, F f) {
+// G sums at once: sums[g] is the sum of f(g, i) for i < n[g], over independent lanes (so the
+// compiler can vectorize it without reassociating a single accumulator), then the tail and
+// the lanes added in order. Each sum's additions are those of the one-row form whatever G;
+// the G chains of dependent additions at the end interleave, so rows summed together do not
+// wait for each other's (a row's chain is 16 additions long).
+template <int G, typename Acc, typename F>
+std::array<Acc, G> lane_sums_at(const std::array<int64_t, G>& n, F f) {
   constexpr int kLanes = 16;
-  Acc part[kLanes] = {};
-  int64_t i = 0;
-  for (; i + kLanes <= n; i += kLanes) {
-    for (int l = 0; l < kLanes; ++l) {
-      part[l] += f(i + l);
+  Acc part[G][kLanes] = {};
+  std::array<Acc, G> s{};
+  for (int g = 0; g < G; ++g) {
+    int64_t i = 0;
+    for (; i + kLanes <= n[g]; i += kLanes) {
+      for (int l = 0; l < kLanes; ++l) {
+        part[g][l] += f(g, i + l);
+      }
+    }
+    for (; i < n[g]; ++i) {
+      s[g] += f(g, i);
     }
   }
-  Acc s = 0;
-  for (; i < n; ++i) {
-    s += f(i);
-  }
   for (int l = 0; l < kLanes; ++l) {
-    s += part[l];
+    for (int g = 0; g < G; ++g) {
+      s[g] += part[g][l];
+    }
   }
   return s;
+}
+
+// Sum of f(i) for i < n (lane_sums_at of one row).
+template <typename Acc, typename F>
+Acc lane_sum_at(int64_t n, F f) {
+  return lane_sums_at<1, Acc>({n}, [&f](int, int64_t i) { return f(i); })[0];
+}
+
+// lane_sum_at(n[r], x + r * ld) of rows r < count, written to sums[r]: four rows at a time.
+template <typename Acc>
+void lane_sum_rows(const Acc* x, int64_t ld, const int64_t* n, int64_t count, Acc* sums) {
+  constexpr int G = 4;
+  int64_t r = 0;
+  for (; r + G <= count; r += G) {
+    auto s = lane_sums_at<G, Acc>({n[r], n[r + 1], n[r + 2], n[r + 3]},
+                                  [&](int g, int64_t i) { return x[(r + g) * ld + i]; });
+    std::copy(s.begin(), s.end(), sums + r);
+  }
+  for (; r < count; ++r) {
+    sums[r] = lane_sum_at<Acc>(n[r], [&](int64_t i) { return x[r * ld + i]; });
+  }
 }
 
 // Sum of f(x[i]).

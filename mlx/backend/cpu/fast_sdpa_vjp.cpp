@@ -106,8 +106,10 @@ class AttentionVJP {
 
   struct Buffers {
     int64_t ldp;  // row stride of the probabilities
-    // Per tile row: scaled queries, output cotangents, dQ, probabilities, rowsum(dO * O).
-    std::vector<Acc> q, dout, dq, p, drow;
+    // Per tile row: scaled queries, output cotangents, dQ, probabilities, rowsum(dO * O), the
+    // sink's and the keys' unnormalized probabilities summed.
+    std::vector<Acc> q, dout, dq, p, drow, p_sink, p_sum;
+    std::vector<int64_t> n_keys;  // per tile row: the keys summed
     // Per key block: dP then dS, keys and values, and the transpose of keys or values.
     std::vector<Acc> ds, kb, vb, kt;
     std::vector<Acc> dk, dv;  // per key (when not accumulating in the outputs)
@@ -119,6 +121,9 @@ class AttentionVJP {
       dq.resize(r * a.dp_);
       p.resize(r * ldp);
       drow.resize(r);
+      p_sink.resize(r);
+      p_sum.resize(r);
+      n_keys.resize(r);
       ds.resize(r * kKeyBlock);
       kb.assign(kKeyBlock * a.dp_, Acc(0));
       vb.resize(kKeyBlock * a.Dv_);
@@ -186,7 +191,15 @@ class AttentionVJP {
       }
     }
     for (int64_t r = 0; r < R; ++r) {
-      softmax_row(b, buf.rows[r], p + r * ldp, key_end, buf.drow[r], sink_grad);
+      buf.p_sink[r] = exponentials(buf.rows[r], p + r * ldp, key_end);
+    }
+    std::fill_n(buf.n_keys.begin(), R, key_end);
+    lane_sum_rows(p, ldp, buf.n_keys.data(), R, buf.p_sum.data());
+    for (int64_t r = 0; r < R; ++r) {
+      if (!buf.rows[r].dead) {
+        normalize(b, buf.rows[r], p + r * ldp, key_end, buf.p_sink[r], buf.p_sum[r], buf.drow[r],
+                  sink_grad);
+      }
     }
 
     // 2. Gradients, one block of keys at a time.
@@ -254,15 +267,16 @@ class AttentionVJP {
     return key_end;
   }
 
-  // Turns one row of masked scores s[0, n) into probabilities (the sink, when there is one,
-  // joins the normalization) and adds the sink's gradient -P_sink * rowsum(dO * O).
-  void softmax_row(int64_t b, Row& row, Acc* s, int64_t n, Acc drow, Acc* sink_grad) {
+  // Turns one row of masked scores s[0, n) into exponentials relative to the row's maximum (a
+  // sink, when there is one, included); returns the sink's. A row that sees nothing is dead:
+  // zeros.
+  Acc exponentials(Row& row, Acc* s, int64_t n) {
     Acc sink = sinks_ ? static_cast<Acc>(sinks_->data<T>()[row.h * sinks_->strides()[0]]) : kNegInf;
     Acc m = std::max(sink, static_cast<Acc>(cpu::row_max(s, n).value));
     row.dead = m == kNegInf;
     if (row.dead) {
       std::fill_n(s, n, Acc(0));
-      return;
+      return 0;
     }
     // Scores past the row's last visible key are -inf: their probabilities are zeros.
     int64_t visible = std::clamp<int64_t>(std::min(row.limit + 1, t_kv_), 0, n);
@@ -271,8 +285,14 @@ class AttentionVJP {
     }
     exp_inplace(s, visible);
     std::fill(s + visible, s + n, Acc(0));
-    Acc p_sink = sinks_ ? std::exp(sink - m) : Acc(0);
-    Acc inv = Acc(1) / (p_sink + lane_sum(s, n, [](Acc v) { return v; }));
+    return sinks_ ? std::exp(sink - m) : Acc(0);
+  }
+
+  // Divides a row's exponentials s[0, n) by their sum with the sink's, p_sink + sum, and adds
+  // the sink's gradient -P_sink * rowsum(dO * O).
+  void normalize(int64_t b, const Row& row, Acc* s, int64_t n, Acc p_sink, Acc sum, Acc drow,
+                 Acc* sink_grad) {
+    Acc inv = Acc(1) / (p_sink + sum);
     for (int64_t j = 0; j < n; ++j) {
       s[j] *= inv;
     }
