@@ -75,21 +75,45 @@ Acc lane_sum(const Acc* x, int64_t n, F f) {
   return lane_sum_at<Acc>(n, [x, &f](int64_t i) { return f(x[i]); });
 }
 
-// 1 / sqrt(mean(row^2) + eps).
-template <typename Acc>
-Acc rms_rstd(const Acc* row, int64_t d, Acc eps) {
-  Acc ms = lane_sum(row, d, [](Acc v) { return v * v; }) / Acc(d);
-  return Acc(1) / std::sqrt(ms + eps);
+// Rows normalized together: their sums' chains of dependent additions interleave (see
+// lane_sums_at), each row's arithmetic unchanged.
+inline constexpr int kRowGroup = 4;
+
+// 1 / sqrt(mean(row^2) + eps) of G rows.
+template <int G, typename Acc>
+std::array<Acc, G> rms_rstd(const std::array<const Acc*, G>& rows, int64_t d, Acc eps) {
+  std::array<int64_t, G> n;
+  n.fill(d);
+  auto ss = lane_sums_at<G, Acc>(n, [&](int g, int64_t i) { return rows[g][i] * rows[g][i]; });
+  std::array<Acc, G> rstd;
+  for (int g = 0; g < G; ++g) {
+    rstd[g] = Acc(1) / std::sqrt(ss[g] / Acc(d) + eps);
+  }
+  return rstd;
 }
 
-// The mean of a row and 1 / sqrt(variance + eps). Summing deviations from the first element
+// The mean and 1 / sqrt(variance + eps) of G rows. Summing deviations from the first element
 // keeps the mean accurate when it is large relative to the spread.
-template <typename Acc>
-std::pair<Acc, Acc> mean_rstd(const Acc* row, int64_t d, Acc eps) {
-  Acc shift = row[0];
-  Acc mean = shift + lane_sum(row, d, [shift](Acc v) { return v - shift; }) / Acc(d);
-  Acc var = lane_sum(row, d, [mean](Acc v) { return (v - mean) * (v - mean); }) / Acc(d);
-  return {mean, Acc(1) / std::sqrt(var + eps)};
+template <int G, typename Acc>
+std::array<std::pair<Acc, Acc>, G> mean_rstd(const std::array<const Acc*, G>& rows, int64_t d,
+                                             Acc eps) {
+  std::array<int64_t, G> n;
+  n.fill(d);
+  std::array<Acc, G> shift, mean;
+  for (int g = 0; g < G; ++g) {
+    shift[g] = rows[g][0];
+  }
+  auto dev = lane_sums_at<G, Acc>(n, [&](int g, int64_t i) { return rows[g][i] - shift[g]; });
+  for (int g = 0; g < G; ++g) {
+    mean[g] = shift[g] + dev[g] / Acc(d);
+  }
+  auto sq = lane_sums_at<G, Acc>(
+      n, [&](int g, int64_t i) { return (rows[g][i] - mean[g]) * (rows[g][i] - mean[g]); });
+  std::array<std::pair<Acc, Acc>, G> stats;
+  for (int g = 0; g < G; ++g) {
+    stats[g] = {mean[g], Acc(1) / std::sqrt(sq[g] / Acc(d) + eps)};
+  }
+  return stats;
 }
 
 // dst[i] = src[i * stride] converted to Acc.
@@ -117,6 +141,26 @@ const Acc* acc_row(const T* src, int64_t stride, int64_t n, Acc* buf) {
   }
   load_row(src, stride, n, buf);
   return buf;
+}
+
+// for_each_row in groups: fn.template operator()<K>(offsets, r) with the offsets of the K rows
+// from row r on; K = G while G rows remain, then 1.
+template <int G, size_t N, typename F>
+void for_each_row_group(const Layout<N>& layout, int64_t r0, int64_t r1, F&& fn) {
+  std::array<std::array<int64_t, N>, G> offsets;
+  int k = 0;
+  int64_t r = r0;
+  cpu::for_each_row(layout, r0, r1, [&](const std::array<int64_t, N>& off) {
+    offsets[k++] = off;
+    if (k == G) {
+      fn.template operator()<G>(offsets, r);
+      r += G;
+      k = 0;
+    }
+  });
+  for (int i = 0; i < k; ++i) {
+    fn.template operator()<1>(std::array<std::array<int64_t, N>, 1>{offsets[i]}, r + i);
+  }
 }
 
 // The rows of the last axis of arrays of one shape as a layout for cpu::for_each_row: the
