@@ -69,12 +69,6 @@ void lane_sum_rows(const Acc* x, int64_t ld, const int64_t* n, int64_t count, Ac
   }
 }
 
-// Sum of f(x[i]).
-template <typename Acc, typename F>
-Acc lane_sum(const Acc* x, int64_t n, F f) {
-  return lane_sum_at<Acc>(n, [x, &f](int64_t i) { return f(x[i]); });
-}
-
 // Rows normalized together: their sums' chains of dependent additions interleave (see
 // lane_sums_at), each row's arithmetic unchanged.
 inline constexpr int kRowGroup = 4;
