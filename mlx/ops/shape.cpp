@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <limits>
 #include <numeric>
+#include <optional>
+#include <typeinfo>
 
 #include "mlx/ops/creation.h"
 #include "mlx/ops/elementwise.h"
@@ -376,6 +378,43 @@ array slice_update(const array& src, const array& update, Shape start, Shape sto
   return slice_update(src, update, std::move(start), std::move(stop), std::move(strides), s);
 }
 
+namespace {
+
+// Arrays concatenated along their last axis that are all reshapes merging the same trailing
+// dimensions Q of their sources (unevaluated Reshape nodes, as the derivative of splitting a
+// fused projection into heads makes) equal those sources stacked before Q, then merged: the
+// merge of a stacked result is a view. Otherwise each reshape of a transposed source (the
+// attention gradients in head-major order) would be copied once to merge it and again to
+// concatenate it. Returns nothing when the arrays are not of that form.
+std::optional<array> concatenate_reshaped(const std::vector<array>& arrays, int ax,
+                                          StreamOrDevice s) {
+  if (ax != arrays[0].ndim() - 1 || detail::in_shapeless_tracing()) {
+    return std::nullopt;
+  }
+  std::vector<array> stacked;
+  for (const array& a : arrays) {
+    // Only unscheduled nodes: an evaluation may be detaching any other's inputs.
+    if (a.status() != array::Status::unscheduled || !a.has_primitive() ||
+        typeid(a.primitive()) != typeid(Reshape) || a.dtype() != arrays[0].dtype()) {
+      return std::nullopt;
+    }
+    const array& src = a.inputs()[0];
+    const array& first = arrays[0].inputs()[0];  // a Reshape: checked first
+    if (src.ndim() < ax + 2 ||
+        !std::equal(a.shape().begin(), a.shape().begin() + ax, src.shape().begin()) ||
+        !std::equal(src.shape().begin() + ax, src.shape().end(), first.shape().begin() + ax,
+                    first.shape().end())) {
+      return std::nullopt;
+    }
+    stacked.push_back(expand_dims(src, ax, s));
+  }
+  Shape shape = arrays[0].shape();
+  shape[ax] *= static_cast<int32_t>(arrays.size());
+  return reshape(concatenate(std::move(stacked), ax, s), std::move(shape), s);
+}
+
+}  // namespace
+
 array concatenate(std::vector<array> arrays, int axis, StreamOrDevice s) {
   if (arrays.empty()) {
     throw std::invalid_argument("[concatenate] No arrays provided for concatenation.");
@@ -404,6 +443,9 @@ array concatenate(std::vector<array> arrays, int axis, StreamOrDevice s) {
   }
   if (arrays.size() == 1) {
     return arrays[0];
+  }
+  if (auto merged = concatenate_reshaped(arrays, ax, s)) {
+    return *merged;
   }
   Shape shape = first;
   shape[ax] = checked_dim(total, "concatenate");

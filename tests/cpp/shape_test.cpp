@@ -603,6 +603,35 @@ TEST(ShapeConcatenate, OverloadsAndEdgeCases) {
   expect_values(concatenate(pieces, 0), {3000, 7}, expected);
 }
 
+// Reshapes that merge the same trailing dimensions of transposed sources (the gradients of a
+// fused projection split into heads) are concatenated as their stacked sources, merged after:
+// one copy per piece instead of two, the same values.
+TEST(ShapeConcatenate, ReshapedPiecesStackTheirSources) {
+  std::vector<array> pieces;
+  std::vector<array> copies;
+  for (int i = 0; i < 3; ++i) {
+    array heads = transpose(iota({2, 3, 4, 5}) + 100.0f * i, {0, 2, 1, 3});  // (2, 4, 3, 5)
+    pieces.push_back(reshape(heads, {2, 4, 15}));
+    copies.push_back(reshape(contiguous(heads), {2, 4, 15}));
+    eval(copies.back());
+  }
+  array out = concatenate(pieces, -1);
+  ASSERT_TRUE(out.has_primitive());
+  EXPECT_EQ(std::string(out.primitive().name()), "Reshape");
+  EXPECT_EQ(std::string(out.inputs()[0].primitive().name()), "Concatenate");
+  expect_equal(out, host(concatenate(copies, -1)));
+  // Other axes, or pieces merging different dimensions, concatenate as they are.
+  array other =
+      concatenate({reshape(iota({2, 3, 4}), {6, 4}), reshape(iota({3, 2, 4}), {6, 4})}, 0);
+  EXPECT_EQ(std::string(other.primitive().name()), "Concatenate");
+  array mixed =
+      concatenate({reshape(iota({2, 3, 4}), {2, 12}), reshape(iota({2, 4, 3}), {2, 12})}, 1);
+  EXPECT_EQ(std::string(mixed.primitive().name()), "Concatenate");
+  expect_equal(mixed, host(concatenate({contiguous(reshape(iota({2, 3, 4}), {2, 12})),
+                                        contiguous(reshape(iota({2, 4, 3}), {2, 12}))},
+                                       1)));
+}
+
 TEST(ShapeConcatenate, Errors) {
   array a = iota({2, 3});
   EXPECT_THROW(concatenate(std::vector<array>{}, 0), std::invalid_argument);

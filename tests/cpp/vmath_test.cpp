@@ -369,4 +369,22 @@ TEST(VMathVec, SelectCompareMinMax) {
   EXPECT_EQ(r[1], 15.0f);
 }
 
+TEST(VMathVec, Transpose8) {
+  constexpr int W = simd::kWidth;
+  simd::VecF rows[W];
+  for (int i = 0; i < W; ++i) {
+    float row[W];
+    for (int j = 0; j < W; ++j)
+      row[j] = static_cast<float>(10 * i + j);
+    rows[i] = simd::load(row);
+  }
+  simd::transpose8(rows);
+  for (int i = 0; i < W; ++i) {
+    float row[W];
+    simd::store(row, rows[i]);
+    for (int j = 0; j < W; ++j)
+      EXPECT_EQ(row[j], static_cast<float>(10 * j + i)) << i << ", " << j;
+  }
+}
+
 }  // namespace

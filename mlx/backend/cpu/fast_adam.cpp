@@ -41,6 +41,10 @@ void AdamUpdate::eval_cpu(const std::vector<array>& inputs, std::vector<array>& 
             one_minus_b2 = A(1.0 - beta2_), eps = A(eps_);
     const A decay = A(1) - lr * A(weight_decay_), inv_c1 = A(1) / c1, inv_c2 = A(1) / c2;
     parallel_for(n, kParallelBytes / (4 * sizeof(T)), [&](int64_t b, int64_t e) {
+      // An output may share its input's buffer: element i is read before it is written, so the
+      // loop vectorizes (with -fno-math-errno for std::sqrt, see CMakeLists.txt); the compiler's
+      // overlap check would otherwise send donated buffers to scalar code.
+#pragma GCC ivdep
       for (int64_t i = b; i < e; ++i) {
         const A gi = cast_value<A>(g[i]);
         const A mi = b1 * cast_value<A>(m[i]) + one_minus_b1 * gi;

@@ -1,7 +1,8 @@
-// Backward passes of the fused norms. Each row of x and of the cotangent is read once into a
-// float buffer, the row's statistics are recomputed from it, and dx's row is written straight
-// out; the weight and bias gradients are summed per part of the rows and the parts added in a
-// fixed order. Nothing of size (rows x D) is allocated besides dx.
+// Backward passes of the fused norms. Each row of x and of the cotangent is read as floats (in
+// place when float32 at unit stride, else through a float buffer), the row's statistics are
+// recomputed from it, and dx's row is written straight out; the weight and bias gradients are
+// summed per part of the rows and the parts added in a fixed order. Nothing of size (rows x D) is
+// allocated besides dx.
 #include <cmath>
 #include <vector>
 
@@ -16,15 +17,17 @@ namespace {
 using namespace cpu;
 using namespace detail;
 
-// Calls grad(x_row, g_row, dx_row, sums) for every row: float copies of the rows of x and of
-// the cotangent g, dx's row, and n_sums accumulators of D entries for the row's part. Returns
-// the accumulators summed over the parts (n_sums x D).
+// Calls grad.template operator()<K>(x_rows, g_rows, dx_rows, sums) for every group of K rows
+// (kRowGroup, then 1): the rows of x and of the cotangent g as Acc values (in place when they
+// are, else float copies), dx's rows, and n_sums accumulators of D entries for the rows' part
+// (added to row after row, in order). Returns the accumulators summed over the parts
+// (n_sums x D).
 template <typename T, typename RowGrad>
 std::vector<AccType<T>> for_each_grad_row(const array& x, const array& g, array& dx, int n_sums,
                                           RowGrad grad) {
   using Acc = AccType<T>;
   int64_t d = x.shape(-1);
-  // The cotangent's buffer can hold dx: a row is read completely before it is written.
+  // The cotangent's buffer can hold dx: each element of a row is read before it is written.
   if (g.is_donatable() && g.flags().row_contiguous && g.dtype() == dx.dtype()) {
     dx.copy_shared_buffer(g);
   } else {
@@ -45,16 +48,21 @@ std::vector<AccType<T>> for_each_grad_row(const array& x, const array& g, array&
                                       std::min<int64_t>(rows, num_threads()));
   std::vector<Acc> partial(parts * n_sums * d, Acc(0));
   parallel_for(parts, 1, [&](int64_t p0, int64_t p1) {
-    std::vector<Acc> xrow(d), grow(d);
+    std::vector<Acc> xbuf(kRowGroup * d), gbuf(kRowGroup * d);
     for (int64_t p = p0; p < p1; ++p) {
-      int64_t r = rows * p / parts, r1 = rows * (p + 1) / parts;
       Acc* sums = partial.data() + p * n_sums * d;
-      for_each_row(layout, r, r1, [&](const std::array<int64_t, 2>& off) {
-        load_row(xs + off[0], sx, d, xrow.data());
-        load_row(gs + off[1], sg, d, grow.data());
-        grad(xrow.data(), grow.data(), dst + r * d, sums);
-        ++r;
-      });
+      for_each_row_group<kRowGroup>(
+          layout, rows * p / parts, rows * (p + 1) / parts,
+          [&]<int K>(const std::array<std::array<int64_t, 2>, K>& off, int64_t r) {
+            std::array<const Acc*, K> xr, gr;
+            std::array<T*, K> dxr;
+            for (int k = 0; k < K; ++k) {
+              xr[k] = acc_row(xs + off[k][0], sx, d, xbuf.data() + k * d);
+              gr[k] = acc_row(gs + off[k][1], sg, d, gbuf.data() + k * d);
+              dxr[k] = dst + (r + k) * d;
+            }
+            grad.template operator()<K>(xr, gr, dxr, sums);
+          });
     }
   });
   for (int64_t p = 0; p < parts; ++p) {
@@ -88,16 +96,26 @@ void RMSNormVJP::eval_cpu(const std::vector<array>& inputs, std::vector<array>& 
     Acc eps = eps_;
     int n_sums = has_weight_ ? 1 : 0;
     auto sums = for_each_grad_row<T>(
-        x, inputs.back(), outputs[0], n_sums, [&](const Acc* xr, const Acc* gr, T* dx, Acc* dw) {
-          Acc r = rms_rstd(xr, d, eps);
-          Acc c = lane_sum_at<Acc>(d, [&](int64_t i) { return gr[i] * w[i] * xr[i]; });
-          Acc k = r * r * r * c / Acc(d);
-          for (int64_t i = 0; i < d; ++i) {
-            dx[i] = static_cast<T>(r * gr[i] * w[i] - xr[i] * k);
-          }
-          if (has_weight_) {
+        x, inputs.back(), outputs[0], n_sums,
+        [&]<int K>(const std::array<const Acc*, K>& xr, const std::array<const Acc*, K>& gr,
+                   const std::array<T*, K>& dx, Acc* dw) {
+          auto rstd = rms_rstd<K>(xr, d, eps);
+          std::array<int64_t, K> n;
+          n.fill(d);
+          auto c =
+              lane_sums_at<K, Acc>(n, [&](int j, int64_t i) { return gr[j][i] * w[i] * xr[j][i]; });
+          for (int j = 0; j < K; ++j) {
+            const Acc r = rstd[j], k = r * r * r * c[j] / Acc(d);
+            const Acc *xj = xr[j], *gj = gr[j];
+            T* dxj = dx[j];
+        // dx may be g's buffer: only element i is read before element i is written.
+#pragma GCC ivdep
             for (int64_t i = 0; i < d; ++i) {
-              dw[i] += gr[i] * xr[i] * r;
+              Acc gi = gj[i];
+              if (has_weight_) {
+                dw[i] += gi * xj[i] * r;
+              }
+              dxj[i] = static_cast<T>(r * gi * w[i] - xj[i] * k);
             }
           }
         });
@@ -118,26 +136,34 @@ void LayerNormVJP::eval_cpu(const std::vector<array>& inputs, std::vector<array>
     Acc eps = eps_;
     int n_sums = has_weight_ + has_bias_;
     auto sums = for_each_grad_row<T>(
-        x, inputs.back(), outputs[0], n_sums, [&](const Acc* xr, const Acc* gr, T* dx, Acc* acc) {
-          auto [mean, r] = mean_rstd(xr, d, eps);
-          Acc s1 = lane_sum_at<Acc>(d, [&](int64_t i) { return gr[i] * w[i]; });
-          Acc s2 =
-              lane_sum_at<Acc>(d, [&](int64_t i) { return gr[i] * w[i] * (xr[i] - mean) * r; });
-          Acc c1 = s1 / Acc(d), c2 = s2 / Acc(d);
-          for (int64_t i = 0; i < d; ++i) {
-            Acc xhat = (xr[i] - mean) * r;
-            dx[i] = static_cast<T>(r * (gr[i] * w[i] - c1 - xhat * c2));
-          }
-          Acc* db = acc;
-          if (has_weight_) {
+        x, inputs.back(), outputs[0], n_sums,
+        [&]<int K>(const std::array<const Acc*, K>& xr, const std::array<const Acc*, K>& gr,
+                   const std::array<T*, K>& dx, Acc* acc) {
+          auto stats = mean_rstd<K>(xr, d, eps);
+          std::array<int64_t, K> n;
+          n.fill(d);
+          auto s1 = lane_sums_at<K, Acc>(n, [&](int j, int64_t i) { return gr[j][i] * w[i]; });
+          auto s2 = lane_sums_at<K, Acc>(n, [&](int j, int64_t i) {
+            return gr[j][i] * w[i] * (xr[j][i] - stats[j].first) * stats[j].second;
+          });
+          Acc* db = acc + (has_weight_ ? d : 0);
+          for (int j = 0; j < K; ++j) {
+            const auto [mean, r] = stats[j];
+            const Acc c1 = s1[j] / Acc(d), c2 = s2[j] / Acc(d);
+            const Acc *xj = xr[j], *gj = gr[j];
+            T* dxj = dx[j];
+        // dx may be g's buffer: only element i is read before element i is written.
+#pragma GCC ivdep
             for (int64_t i = 0; i < d; ++i) {
-              acc[i] += gr[i] * (xr[i] - mean) * r;
-            }
-            db += d;
-          }
-          if (has_bias_) {
-            for (int64_t i = 0; i < d; ++i) {
-              db[i] += gr[i];
+              Acc gi = gj[i];
+              if (has_weight_) {
+                acc[i] += gi * (xj[i] - mean) * r;
+              }
+              if (has_bias_) {
+                db[i] += gi;
+              }
+              Acc xhat = (xj[i] - mean) * r;
+              dxj[i] = static_cast<T>(r * (gi * w[i] - c1 - xhat * c2));
             }
           }
         });

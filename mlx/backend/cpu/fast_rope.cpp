@@ -51,8 +51,8 @@ void angle_tables(const std::vector<int64_t>& offsets, int64_t T,
 // Rotates one row: pairs (i, i + half), or (2i, 2i + 1) when traditional; features past
 // 2 * half are copied. kUnit: the input's element stride is 1 (else `stride`).
 template <bool kTraditional, bool kUnit, typename T, typename Acc>
-void rotate_row(const T* x, int64_t stride, T* out, int64_t d, int64_t half, const Acc* c,
-                const Acc* s) {
+void rotate_row(const T* __restrict x, int64_t stride, T* __restrict out, int64_t d, int64_t half,
+                const Acc* __restrict c, const Acc* __restrict s) {
   const int64_t st = kUnit ? 1 : stride;
   constexpr int64_t i1 = kTraditional ? 2 : 1;  // step between consecutive first elements
   const int64_t gap = kTraditional ? 1 : half;  // distance from a first element to its partner
@@ -108,21 +108,33 @@ void RoPE::eval_cpu(const std::vector<array>& inputs, array& out) {
     const T_* src = x.data<T_>();
     T_* dst = out.data<T_>();
     bool per_batch = offsets.size() > 1;
-    auto rotate =
-        traditional_
-            ? (stride == 1 ? rotate_row<true, true, T_, Acc> : rotate_row<true, false, T_, Acc>)
-            : (stride == 1 ? rotate_row<false, true, T_, Acc> : rotate_row<false, false, T_, Acc>);
     int64_t grain = std::max<int64_t>(1, kParallelBytes / (d * sizeof(T_)));
-    parallel_for(rows, grain, [&](int64_t r0, int64_t r1) {
-      int64_t r = r0;
-      for_each_row(layout, r0, r1, [&](const std::array<int64_t, 1>& off) {
-        int64_t pos = (per_batch ? (r / rows_per_batch) * T : 0) + r % T;
-        const Acc* c = cos_t.data() + pos * half;
-        const Acc* s = sin_t.data() + pos * half;
-        rotate(src + off[0], stride, dst + r * d, d, half, c, s);
-        ++r;
+    // The row's table entry follows the rows (no division per row: rows are short).
+    auto run = [&]<bool kTraditional, bool kUnit>() {
+      parallel_for(rows, grain, [&](int64_t r0, int64_t r1) {
+        int64_t r = r0, t = r0 % T, in_batch = r0 % rows_per_batch;
+        int64_t batch_pos = per_batch ? (r0 / rows_per_batch) * T : 0;
+        for_each_row(layout, r0, r1, [&](const std::array<int64_t, 1>& off) {
+          const Acc* c = cos_t.data() + (batch_pos + t) * half;
+          const Acc* s = sin_t.data() + (batch_pos + t) * half;
+          rotate_row<kTraditional, kUnit>(src + off[0], stride, dst + r * d, d, half, c, s);
+          ++r;
+          if (++t == T) {
+            t = 0;
+          }
+          if (++in_batch == rows_per_batch) {
+            in_batch = 0;
+            batch_pos += per_batch ? T : 0;
+          }
+        });
       });
-    });
+    };
+    if (traditional_) {
+      stride == 1 ? run.template operator()<true, true>() : run.template operator()<true, false>();
+    } else {
+      stride == 1 ? run.template operator()<false, true>()
+                  : run.template operator()<false, false>();
+    }
   });
 }
 

@@ -77,7 +77,9 @@ class Attention {
 
   struct Buffers {
     int64_t dvp;
-    std::vector<Acc> q, s, o, kb, kt, vb, m, l;
+    // Per row: running max and sum, and the sum of the block's probabilities.
+    std::vector<Acc> q, s, o, kb, kt, vb, m, l, block_sum;
+    std::vector<int64_t> visible;  // per row: the block's keys it sees
     std::vector<Row> rows;
     explicit Buffers(const Attention& a) : dvp(padded<Acc>(a.Dv_)) {
       int64_t r = a.group_ * a.q_tile_;
@@ -89,6 +91,8 @@ class Attention {
       vb.assign(kKeyBlock * dvp, Acc(0));
       m.resize(r);
       l.resize(r);
+      block_sum.resize(r);
+      visible.resize(r);
       rows.resize(r);
     }
   };
@@ -127,15 +131,29 @@ class Attention {
     for (int64_t j0 = 0; j0 < key_end; j0 += kKeyBlock) {
       int64_t bk = std::min(kKeyBlock, key_end - j0);
       int64_t ldk, ldv;
+      // Keys a causal mask hides from a whole tile of rows are skipped.
+      auto seen = [&](int64_t i, int rows) {
+        return visible_end(buf.rows.data(), i, rows, j0, bk);
+      };
       const Acc* kb = load_block<T>(k_, kv_, b, hkv, j0, bk, D_, false, buf.kb.data(), D_, ldk);
-      block_scores(R, bk, D_, buf.q.data(), D_, kb, ldk, buf.kt.data(), buf.s.data(), kKeyBlock);
+      block_scores(R, bk, D_, buf.q.data(), D_, kb, ldk, buf.kt.data(), buf.s.data(), kKeyBlock,
+                   seen);
       for (int64_t r = 0; r < R; ++r) {
         softmax_block(b, j0, bk, buf.rows[r], buf.s.data() + r * kKeyBlock, buf.m[r], buf.l[r],
-                      buf.o.data() + r * buf.dvp, buf.dvp);
+                      buf.visible[r], buf.o.data() + r * buf.dvp, buf.dvp);
+      }
+      // Summed up to each row's own last visible key, not the tile's: which rows share a tile
+      // must not change how a row's sum is associated.
+      lane_sum_rows(buf.s.data(), kKeyBlock, buf.visible.data(), R, buf.block_sum.data());
+      for (int64_t r = 0; r < R; ++r) {
+        buf.l[r] += buf.block_sum[r];
       }
       const Acc* vb =
           load_block<T>(v_, vv_, b, hkv, j0, bk, Dv_, true, buf.vb.data(), buf.dvp, ldv);
-      accumulate_pv(R, buf.dvp, bk, buf.s.data(), kKeyBlock, vb, ldv, buf.o.data(), buf.dvp);
+      accumulate_pv(R, buf.dvp, bk, buf.s.data(), kKeyBlock, vb, ldv, buf.o.data(), buf.dvp,
+                    [&](int64_t i, int rows) {
+                      return TileExtent{buf.dvp, 0, seen(i, rows)};
+                    });
     }
 
     for (int64_t r = 0; r < R; ++r) {
@@ -152,25 +170,27 @@ class Attention {
   }
 
   // Masks one row of block scores s[0, bk), turns them into probabilities relative to the
-  // updated running max m, and rescales the row's sum l and output o accordingly.
+  // updated running max m, and rescales the row's sum l and output o accordingly; the
+  // probabilities s[0, visible) are to be added to l.
   void softmax_block(int64_t b, int64_t j0, int64_t bk, const Row& row, Acc* s, Acc& m, Acc& l,
-                     Acc* o, int64_t dvp) {
+                     int64_t& visible, Acc* o, int64_t dvp) {
     constexpr Acc kNegInf = -std::numeric_limits<Acc>::infinity();
     mask_scores<T>(mask_, mv_, b, row.h, row.t, j0, bk, row.limit, s);
     Acc m_new = std::max(m, static_cast<Acc>(cpu::row_max(s, bk).value));
     if (m_new == kNegInf) {  // nothing visible yet
       std::fill_n(s, bk, Acc(0));
+      visible = 0;
       return;
     }
-    for (int64_t j = 0; j < bk; ++j) {
+    // Scores past the row's last visible key are -inf: their probabilities are zeros.
+    visible = std::clamp<int64_t>(std::min(row.limit + 1, t_kv_) - j0, 0, bk);
+    for (int64_t j = 0; j < visible; ++j) {
       s[j] -= m_new;
     }
-    exp_inplace(s, bk);
+    exp_inplace(s, visible);
+    std::fill(s + visible, s + bk, Acc(0));
     Acc correction = std::exp(m - m_new);
-    // Summed up to the row's own last visible key, not the tile's: which rows share a tile must
-    // not change how a row's sum is associated.
-    int64_t visible = std::clamp<int64_t>(std::min(row.limit + 1, t_kv_) - j0, 0, bk);
-    l = l * correction + detail::lane_sum(s, visible, [](Acc v) { return v; });
+    l *= correction;
     if (correction != Acc(1)) {
       for (int64_t c = 0; c < dvp; ++c) {
         o[c] *= correction;

@@ -59,17 +59,20 @@ inline void tile_qk(int64_t D, const float* Q, int64_t ldq, const float* K, int6
   }
 }
 
-// S[M x N] = Q[M x D] @ K[N x D]^T.
-inline void qk_scores(int64_t M, int64_t N, int64_t D, const float* Q, int64_t ldq, const float* K,
-                      int64_t ldk, float* S, int64_t lds) {
+// S[M x N] = Q[M x D] @ K[N x D]^T, for rows [i, i + rows) only the keys before
+// key_end(i, rows) (the others are left as they are).
+template <typename KeyEnd>
+void qk_scores(int64_t M, int64_t N, int64_t D, const float* Q, int64_t ldq, const float* K,
+               int64_t ldk, float* S, int64_t lds, KeyEnd key_end) {
   constexpr int kRows = 2, kKeys = 4;
   int64_t i = 0;
   auto keys = [&]<int MR>(int64_t i) {
+    int64_t n = std::min(N, key_end(i, MR));
     int64_t j = 0;
-    for (; j + kKeys <= N; j += kKeys) {
+    for (; j + kKeys <= n; j += kKeys) {
       tile_qk<MR, kKeys>(D, Q + i * ldq, ldq, K + j * ldk, ldk, S + i * lds + j, lds);
     }
-    for (; j < N; ++j) {
+    for (; j < n; ++j) {
       tile_qk<MR, 1>(D, Q + i * ldq, ldq, K + j * ldk, ldk, S + i * lds + j, lds);
     }
   };
@@ -81,10 +84,11 @@ inline void qk_scores(int64_t M, int64_t N, int64_t D, const float* Q, int64_t l
   }
 }
 
-inline void qk_scores(int64_t M, int64_t N, int64_t D, const double* Q, int64_t ldq,
-                      const double* K, int64_t ldk, double* S, int64_t lds) {
+template <typename KeyEnd>
+void qk_scores(int64_t M, int64_t N, int64_t D, const double* Q, int64_t ldq, const double* K,
+               int64_t ldk, double* S, int64_t lds, KeyEnd key_end) {
   for (int64_t i = 0; i < M; ++i) {
-    for (int64_t j = 0; j < N; ++j) {
+    for (int64_t j = 0, n = std::min(N, key_end(i, 1)); j < n; ++j) {
       double acc = 0;
       for (int64_t d = 0; d < D; ++d) {
         acc += Q[i * ldq + d] * K[j * ldk + d];
@@ -94,11 +98,11 @@ inline void qk_scores(int64_t M, int64_t N, int64_t D, const double* Q, int64_t 
   }
 }
 
-// C[MR x NC] += A[MR x K] @ B[K x NC]; all row-major, or A stored transposed (TransA: element
-// (r, k) at A[k * lda + r]).
+// C[MR x NC] += A[MR x K] @ B[K x NC] over the terms k in [k0, K); all row-major, or A stored
+// transposed (TransA: element (r, k) at A[k * lda + r]).
 template <typename Acc, int MR, int NC, bool TransA = false>
-inline void tile_pv(int64_t K, const Acc* A, int64_t lda, const Acc* B, int64_t ldb, Acc* C,
-                    int64_t ldc) {
+inline void tile_pv(int64_t k0, int64_t K, const Acc* A, int64_t lda, const Acc* B, int64_t ldb,
+                    Acc* C, int64_t ldc) {
   if constexpr (std::is_same_v<Acc, float>) {
     // Accumulators in vector registers: MR rows x NC / 8 vectors. The k order is the same for
     // every MR, so a row's result does not depend on which rows share its tile: a prompt
@@ -112,7 +116,7 @@ inline void tile_pv(int64_t K, const Acc* A, int64_t lda, const Acc* B, int64_t 
         acc[r][v] = simd::load(C + r * ldc + v * simd::kWidth);
       }
     }
-    for (int64_t k = 0; k < K; ++k) {
+    for (int64_t k = k0; k < K; ++k) {
       simd::VecF b[NV];
 #pragma GCC unroll 4
       for (int v = 0; v < NV; ++v) {
@@ -135,7 +139,7 @@ inline void tile_pv(int64_t K, const Acc* A, int64_t lda, const Acc* B, int64_t 
       }
     }
   } else {
-    for (int64_t k = 0; k < K; ++k) {
+    for (int64_t k = k0; k < K; ++k) {
       for (int r = 0; r < MR; ++r) {
         Acc a = A[TransA ? k * lda + r : r * lda + k];
         for (int c = 0; c < NC; ++c) {
@@ -155,18 +159,32 @@ inline int64_t padded(int64_t n) {
   return (n + kLanes<Acc> - 1) / kLanes<Acc> * kLanes<Acc>;
 }
 
+// What a tile of output rows needs of a product: its columns [0, n_end) and its terms
+// [k_begin, k_end). The rest are products with zeros, such as the probabilities of keys that a
+// causal mask hides from every row of the tile, and are skipped: adding them changes no bit.
+struct TileExtent {
+  int64_t n_end, k_begin, k_end;
+};
+
 // O[M x N] += P[M x K] @ V[K x N] with N a multiple of kLanes; TransP: P stored transposed
-// (element (i, k) at P[k * ldp + i]), as the backward's P^T dO and dS^T Q read it.
-template <bool TransP = false, typename Acc>
+// (element (i, k) at P[k * ldp + i]), as the backward's P^T dO and dS^T Q read it. extent(i,
+// rows) says what output rows [i, i + rows) need (TileExtent); the other columns are left as
+// they are.
+template <bool TransP = false, typename Acc, typename Extent>
 void accumulate_pv(int64_t M, int64_t N, int64_t K, const Acc* P, int64_t ldp, const Acc* V,
-                   int64_t ldv, Acc* O, int64_t ldo) {
+                   int64_t ldv, Acc* O, int64_t ldo, Extent extent) {
   constexpr int kRows = 6;
   constexpr int kWide = 2 * kLanes<Acc>;
   constexpr int kNarrow = kLanes<Acc>;
   auto rows = [&]<int NC>(int64_t j) {
     auto run = [&]<int MR>(int64_t i) {
-      tile_pv<Acc, MR, NC, TransP>(K, P + (TransP ? i : i * ldp), ldp, V + j, ldv, O + i * ldo + j,
-                                   ldo);
+      TileExtent e = extent(i, MR);
+      int64_t k_end = std::min(e.k_end, K);
+      if (j >= e.n_end || e.k_begin >= k_end) {
+        return;
+      }
+      tile_pv<Acc, MR, NC, TransP>(e.k_begin, k_end, P + (TransP ? i : i * ldp), ldp, V + j, ldv,
+                                   O + i * ldo + j, ldo);
     };
     int64_t i = 0;
     for (; i + kRows <= M; i += kRows) {
@@ -195,26 +213,59 @@ void accumulate_pv(int64_t M, int64_t N, int64_t K, const Acc* P, int64_t ldp, c
   }
 }
 
+// Kt[d * ldt + j] = K[j * ldk + d] for j < N, d < D: float32 in 8 x 8 blocks through registers
+// (element by element, every store of a key's row goes to another cache line), the rest
+// element by element.
+template <typename Acc>
+void transpose_keys(int64_t N, int64_t D, const Acc* K, int64_t ldk, Acc* Kt, int64_t ldt) {
+  constexpr int W = simd::kWidth;
+  int64_t j0 = 0;
+  if constexpr (std::is_same_v<Acc, float>) {
+    for (; j0 + W <= N && D >= W; j0 += W) {
+      int64_t d0 = 0;
+      for (; d0 + W <= D; d0 += W) {
+        simd::VecF r[W];
+        for (int i = 0; i < W; ++i) {
+          r[i] = simd::load(K + (j0 + i) * ldk + d0);
+        }
+        simd::transpose8(r);
+        for (int i = 0; i < W; ++i) {
+          simd::store(Kt + (d0 + i) * ldt + j0, r[i]);
+        }
+      }
+      for (; d0 < D; ++d0) {
+        for (int64_t j = j0; j < j0 + W; ++j) {
+          Kt[d0 * ldt + j] = K[j * ldk + d0];
+        }
+      }
+    }
+  }
+  for (int64_t j = j0; j < N; ++j) {
+    for (int64_t d = 0; d < D; ++d) {
+      Kt[d * ldt + j] = K[j * ldk + d];
+    }
+  }
+}
+
 // S[M x N] = Q[M x D] @ K[N x D]^T as outer products against K's transpose (Kt: D rows of
 // padded(N), filled here). A dot product per score ends in a horizontal sum, which costs as
 // much as the products when D is short: the main job's attention (D = 32, forward and
-// backward) took 36 ms per step with dot products, 33 ms with this. S needs padded(N) columns.
-template <typename Acc>
+// backward) took 36 ms per step with dot products, 33 ms with this. S needs padded(N) columns;
+// the keys of rows [i, i + rows) from key_end(i, rows) on are zeros.
+template <typename Acc, typename KeyEnd>
 void qk_scores_outer(int64_t M, int64_t N, int64_t D, const Acc* Q, int64_t ldq, const Acc* K,
-                     int64_t ldk, Acc* Kt, Acc* S, int64_t lds) {
+                     int64_t ldk, Acc* Kt, Acc* S, int64_t lds, KeyEnd key_end) {
   const int64_t np = padded<Acc>(N);
-  for (int64_t j = 0; j < N; ++j) {
-    for (int64_t d = 0; d < D; ++d) {
-      Kt[d * np + j] = K[j * ldk + d];
-    }
-  }
+  transpose_keys(N, D, K, ldk, Kt, np);
   for (int64_t d = 0; d < D; ++d) {
     std::fill(Kt + d * np + N, Kt + (d + 1) * np, Acc(0));
   }
   for (int64_t r = 0; r < M; ++r) {
     std::fill_n(S + r * lds, np, Acc(0));
   }
-  accumulate_pv(M, np, D, Q, ldq, Kt, np, S, lds);
+  accumulate_pv(M, np, D, Q, ldq, Kt, np, S, lds, [&](int64_t i, int rows) {
+    return TileExtent{key_end(i, rows), 0, D};
+  });
 }
 
 // The scores of a tile of query rows against a block of keys: outer products for short heads
@@ -222,14 +273,15 @@ void qk_scores_outer(int64_t M, int64_t N, int64_t D, const Acc* Q, int64_t ldq,
 // otherwise, where the transpose of K would cost a decode step (one row) as much as its
 // scores. The choice depends on D alone, never on the tile's rows, so a row's scores have the
 // same bits whichever rows share its tile. Kt: scratch of D x padded(N); S needs padded(N)
-// columns.
-template <typename Acc>
+// columns. key_end(i, rows): the keys that rows [i, i + rows) see end there (a causal mask);
+// their scores past it are not computed and hold no particular value.
+template <typename Acc, typename KeyEnd>
 void block_scores(int64_t M, int64_t N, int64_t D, const Acc* Q, int64_t ldq, const Acc* K,
-                  int64_t ldk, Acc* Kt, Acc* S, int64_t lds) {
+                  int64_t ldk, Acc* Kt, Acc* S, int64_t lds, KeyEnd key_end) {
   if (D < 64) {
-    qk_scores_outer(M, N, D, Q, ldq, K, ldk, Kt, S, lds);
+    qk_scores_outer(M, N, D, Q, ldq, K, ldk, Kt, S, lds, key_end);
   } else {
-    qk_scores(M, N, D, Q, ldq, K, ldk, S, lds);
+    qk_scores(M, N, D, Q, ldq, K, ldk, S, lds, key_end);
   }
 }
 
@@ -265,6 +317,27 @@ const Acc* load_block(const array& x, const View4& xv, int64_t b, int64_t h, int
   }
   ld = ld_buf;
   return buf;
+}
+
+// Of keys [j0, j0 + n), the end (relative to j0) of those that rows [i, i + count) see; a
+// row's `limit` is its last visible key.
+template <typename Row>
+int64_t visible_end(const Row* rows, int64_t i, int count, int64_t j0, int64_t n) {
+  int64_t last = rows[i].limit;
+  for (int r = 1; r < count; ++r) {
+    last = std::max(last, rows[i + r].limit);
+  }
+  return std::clamp<int64_t>(last + 1 - j0, 0, n);
+}
+
+// The first of rows [0, R) that sees `key` or a later key: the rows before it see none of them.
+template <typename Row>
+int64_t first_row_seeing(const Row* rows, int64_t R, int64_t key) {
+  int64_t r = 0;
+  while (r < R && rows[r].limit < key) {
+    ++r;
+  }
+  return r;
 }
 
 // Masks the scores s[0, n) of query (b, h, t) against keys [j0, j0 + n): a boolean mask (false

@@ -106,8 +106,10 @@ class AttentionVJP {
 
   struct Buffers {
     int64_t ldp;  // row stride of the probabilities
-    // Per tile row: scaled queries, output cotangents, dQ, probabilities, rowsum(dO * O).
-    std::vector<Acc> q, dout, dq, p, drow;
+    // Per tile row: scaled queries, output cotangents, dQ, probabilities, rowsum(dO * O), the
+    // sink's and the keys' unnormalized probabilities summed.
+    std::vector<Acc> q, dout, dq, p, drow, p_sink, p_sum;
+    std::vector<int64_t> n_keys;  // per tile row: the keys summed
     // Per key block: dP then dS, keys and values, and the transpose of keys or values.
     std::vector<Acc> ds, kb, vb, kt;
     std::vector<Acc> dk, dv;  // per key (when not accumulating in the outputs)
@@ -119,6 +121,9 @@ class AttentionVJP {
       dq.resize(r * a.dp_);
       p.resize(r * ldp);
       drow.resize(r);
+      p_sink.resize(r);
+      p_sum.resize(r);
+      n_keys.resize(r);
       ds.resize(r * kKeyBlock);
       kb.assign(kKeyBlock * a.dp_, Acc(0));
       vb.resize(kKeyBlock * a.Dv_);
@@ -163,39 +168,68 @@ class AttentionVJP {
     Acc* p = buf.p.data();
     const int64_t ldp = buf.ldp;
 
+    // Keys a causal mask hides from a whole tile of rows are skipped: their probabilities and
+    // dS are zeros.
+    const Row* rows = buf.rows.data();
+    auto seen = [rows](int64_t j0, int64_t bk) {
+      return [=](int64_t i, int count) { return visible_end(rows, i, count, j0, bk); };
+    };
+    auto rows_seeing = [rows, R](int64_t j0, int64_t n) {
+      return [=](int64_t i, int /*keys*/) {
+        return TileExtent{n, first_row_seeing(rows, R, j0 + i), R};
+      };
+    };
+
     // 1. Probabilities of the visible keys.
     for (int64_t j0 = 0; j0 < key_end; j0 += kKeyBlock) {
       int64_t bk = std::min(kKeyBlock, key_end - j0), ldk;
       const Acc* kb = load_block<T>(k_, kv_, b, hkv, j0, bk, D_, false, buf.kb.data(), dp_, ldk);
-      block_scores(R, bk, D_, buf.q.data(), dp_, kb, ldk, buf.kt.data(), p + j0, ldp);
+      block_scores(R, bk, D_, buf.q.data(), dp_, kb, ldk, buf.kt.data(), p + j0, ldp, seen(j0, bk));
       for (int64_t r = 0; r < R; ++r) {
         const Row& row = buf.rows[r];
         mask_scores<T>(mask_, mv_, b, row.h, row.t, j0, bk, row.limit, p + r * ldp + j0);
       }
     }
     for (int64_t r = 0; r < R; ++r) {
-      softmax_row(b, buf.rows[r], p + r * ldp, key_end, buf.drow[r], sink_grad);
+      buf.p_sink[r] = exponentials(buf.rows[r], p + r * ldp, key_end);
+    }
+    std::fill_n(buf.n_keys.begin(), R, key_end);
+    lane_sum_rows(p, ldp, buf.n_keys.data(), R, buf.p_sum.data());
+    for (int64_t r = 0; r < R; ++r) {
+      if (!buf.rows[r].dead) {
+        normalize(b, buf.rows[r], p + r * ldp, key_end, buf.p_sink[r], buf.p_sum[r], buf.drow[r],
+                  sink_grad);
+      }
     }
 
     // 2. Gradients, one block of keys at a time.
     std::fill(buf.dq.begin(), buf.dq.end(), Acc(0));
     for (int64_t j0 = 0; j0 < key_end; j0 += kKeyBlock) {
       int64_t bk = std::min(kKeyBlock, key_end - j0), ldk, ldv;
-      accumulate_pv<true>(bk, dvp_, R, p + j0, ldp, buf.dout.data(), dvp_, dv + j0 * dvp_, dvp_);
+      auto keys_seen = seen(j0, bk);
+      accumulate_pv<true>(bk, dvp_, R, p + j0, ldp, buf.dout.data(), dvp_, dv + j0 * dvp_, dvp_,
+                          rows_seeing(j0, dvp_));
       const Acc* vb = load_block<T>(v_, vv_, b, hkv, j0, bk, Dv_, false, buf.vb.data(), Dv_, ldv);
       Acc* ds = buf.ds.data();
-      block_scores(R, bk, Dv_, buf.dout.data(), dvp_, vb, ldv, buf.kt.data(), ds, kKeyBlock);
+      block_scores(R, bk, Dv_, buf.dout.data(), dvp_, vb, ldv, buf.kt.data(), ds, kKeyBlock,
+                   keys_seen);
       for (int64_t r = 0; r < R; ++r) {
         const Acc* pr = p + r * ldp + j0;
         Acc* dsr = ds + r * kKeyBlock;
         Acc d = buf.drow[r];
-        for (int64_t j = 0; j < bk; ++j) {
+        int64_t visible = visible_end(rows, r, 1, j0, bk);
+        for (int64_t j = 0; j < visible; ++j) {
           dsr[j] = pr[j] * (dsr[j] - d);
         }
+        std::fill(dsr + visible, dsr + bk, Acc(0));
       }
       const Acc* kb = load_block<T>(k_, kv_, b, hkv, j0, bk, D_, true, buf.kb.data(), dp_, ldk);
-      accumulate_pv(R, dp_, bk, ds, kKeyBlock, kb, ldk, buf.dq.data(), dp_);
-      accumulate_pv<true>(bk, dp_, R, ds, kKeyBlock, buf.q.data(), dp_, dk + j0 * dp_, dp_);
+      accumulate_pv(R, dp_, bk, ds, kKeyBlock, kb, ldk, buf.dq.data(), dp_,
+                    [&](int64_t i, int count) {
+                      return TileExtent{dp_, 0, keys_seen(i, count)};
+                    });
+      accumulate_pv<true>(bk, dp_, R, ds, kKeyBlock, buf.q.data(), dp_, dk + j0 * dp_, dp_,
+                          rows_seeing(j0, dp_));
     }
 
     for (int64_t r = 0; r < R; ++r) {
@@ -233,22 +267,32 @@ class AttentionVJP {
     return key_end;
   }
 
-  // Turns one row of masked scores s[0, n) into probabilities (the sink, when there is one,
-  // joins the normalization) and adds the sink's gradient -P_sink * rowsum(dO * O).
-  void softmax_row(int64_t b, Row& row, Acc* s, int64_t n, Acc drow, Acc* sink_grad) {
+  // Turns one row of masked scores s[0, n) into exponentials relative to the row's maximum (a
+  // sink, when there is one, included); returns the sink's. A row that sees nothing is dead:
+  // zeros.
+  Acc exponentials(Row& row, Acc* s, int64_t n) {
     Acc sink = sinks_ ? static_cast<Acc>(sinks_->data<T>()[row.h * sinks_->strides()[0]]) : kNegInf;
     Acc m = std::max(sink, static_cast<Acc>(cpu::row_max(s, n).value));
     row.dead = m == kNegInf;
     if (row.dead) {
       std::fill_n(s, n, Acc(0));
-      return;
+      return 0;
     }
-    for (int64_t j = 0; j < n; ++j) {
+    // Scores past the row's last visible key are -inf: their probabilities are zeros.
+    int64_t visible = std::clamp<int64_t>(std::min(row.limit + 1, t_kv_), 0, n);
+    for (int64_t j = 0; j < visible; ++j) {
       s[j] -= m;
     }
-    exp_inplace(s, n);
-    Acc p_sink = sinks_ ? std::exp(sink - m) : Acc(0);
-    Acc inv = Acc(1) / (p_sink + lane_sum(s, n, [](Acc v) { return v; }));
+    exp_inplace(s, visible);
+    std::fill(s + visible, s + n, Acc(0));
+    return sinks_ ? std::exp(sink - m) : Acc(0);
+  }
+
+  // Divides a row's exponentials s[0, n) by their sum with the sink's, p_sink + sum, and adds
+  // the sink's gradient -P_sink * rowsum(dO * O).
+  void normalize(int64_t b, const Row& row, Acc* s, int64_t n, Acc p_sink, Acc sum, Acc drow,
+                 Acc* sink_grad) {
+    Acc inv = Acc(1) / (p_sink + sum);
     for (int64_t j = 0; j < n; ++j) {
       s[j] *= inv;
     }

@@ -147,6 +147,27 @@ inline float hmax(VecF a) {
   return any(is_nan(a)) ? std::numeric_limits<float>::quiet_NaN() : _mm_cvtss_f32(s);
 }
 
+// Transposes the 8 x 8 matrix whose rows are r[0..7].
+inline void transpose8(VecF r[kWidth]) {
+  __m256 t[8], u[8];
+  for (int i = 0; i < 8; i += 2) {
+    t[i] = _mm256_unpacklo_ps(r[i].v, r[i + 1].v);
+    t[i + 1] = _mm256_unpackhi_ps(r[i].v, r[i + 1].v);
+  }
+  for (int i = 0; i < 8; i += 4) {
+    for (int k = 0; k < 2; ++k) {
+      u[i + k] = _mm256_shuffle_ps(t[i + k], t[i + k + 2], _MM_SHUFFLE(1, 0, 1, 0));
+      u[i + k + 2] = _mm256_shuffle_ps(t[i + k], t[i + k + 2], _MM_SHUFFLE(3, 2, 3, 2));
+    }
+  }
+  // u[0..3]: rows 0-3 of columns (0, 4), (2, 6), (1, 5), (3, 7) in the low / high halves.
+  constexpr int kOrder[4] = {0, 2, 1, 3};
+  for (int c = 0; c < 4; ++c) {
+    r[c] = _mm256_permute2f128_ps(u[kOrder[c]], u[kOrder[c] + 4], 0x20);
+    r[c + 4] = _mm256_permute2f128_ps(u[kOrder[c]], u[kOrder[c] + 4], 0x31);
+  }
+}
+
 namespace detail {
 
 inline VecI as_int(VecF a) { return _mm256_castps_si256(a.v); }
@@ -359,6 +380,12 @@ inline VecF select(MaskF m, VecF a, VecF b) {
     if (m.m[i])
       b.v[i] = a.v[i];
   return b;
+}
+
+inline void transpose8(VecF r[kWidth]) {
+  for (int i = 0; i < kWidth; ++i)
+    for (int j = i + 1; j < kWidth; ++j)
+      std::swap(r[i].v[j], r[j].v[i]);
 }
 
 // Same pairwise order as the AVX2 path so both give identical sums.
