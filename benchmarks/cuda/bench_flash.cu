@@ -125,12 +125,20 @@ bool check(const Case& c, std::mt19937& rng) {
   DeviceBuffer<float> lse(rows), delta(rows), dq(nq);
   CHECK(cudaMemset(dq.ptr, 0, nq * sizeof(float)));
   const AttentionShape shape{c.b, c.hq, c.hq / c.hkv, c.t_q, c.t_kv, c.causal};
-  CHECK((launch_forward<T, D, true>(q.ptr, k.ptr, v.ptr, o.ptr, nullptr, shape, float(scale), 0)));
-  CHECK(
-      (launch_forward<T, D, false>(q.ptr, k.ptr, v.ptr, nullptr, lse.ptr, shape, float(scale), 0)));
-  row_dots<T, D><<<256, 256>>>(o.ptr, g.ptr, delta.ptr, int64_t(rows));
-  CHECK((launch_backward<T, D>(q.ptr, k.ptr, v.ptr, g.ptr, lse.ptr, delta.ptr, dq.ptr, dk.ptr,
-                               dv.ptr, shape, float(scale), 0)));
+  auto heads_q = [&](auto* p) { return dense_heads(p, c.hq, c.t_q, D); };
+  auto heads_kv = [&](auto* p) { return dense_heads(p, c.hkv, c.t_kv, D); };
+  const Heads<const T> hq_in = heads_q(static_cast<const T*>(q.ptr)),
+                       hg_in = heads_q(static_cast<const T*>(g.ptr)),
+                       ho_in = heads_q(static_cast<const T*>(o.ptr)),
+                       hk_in = heads_kv(static_cast<const T*>(k.ptr)),
+                       hv_in = heads_kv(static_cast<const T*>(v.ptr));
+  CHECK((launch_forward<T, D, true>(hq_in, hk_in, hv_in, heads_q(o.ptr), nullptr, shape,
+                                    float(scale), 0)));
+  CHECK((launch_forward<T, D, false>(hq_in, hk_in, hv_in, Heads<T>{}, lse.ptr, shape,
+                                     float(scale), 0)));
+  row_dots<T, D><<<256, 256>>>(ho_in, hg_in, delta.ptr, c.hq, c.t_q, int64_t(rows));
+  CHECK((launch_backward<T, D>(hq_in, hk_in, hv_in, hg_in, lse.ptr, delta.ptr, heads_q(dq.ptr),
+                               heads_kv(dk.ptr), heads_kv(dv.ptr), shape, float(scale), 0)));
   CHECK(cudaDeviceSynchronize());
   double m_o, m_dq, m_dk, m_dv;
   const double e_o = max_error(o.download(), ro, &m_o), e_dq = max_error(dq.download(), rdq, &m_dq);
@@ -157,15 +165,21 @@ void bench(int b, int h, int t, bool causal) {
   DeviceBuffer<float> lse(rows), delta(rows), dq(n);
   const AttentionShape shape{b, h, 1, t, t, causal};
   const float scale = 1.f / std::sqrt(float(D));
+  auto heads = [&](auto* p) { return dense_heads(p, h, t, D); };
+  const Heads<const T> hq = heads(static_cast<const T*>(q.ptr)),
+                       hk = heads(static_cast<const T*>(k.ptr)),
+                       hv = heads(static_cast<const T*>(v.ptr)),
+                       hg = heads(static_cast<const T*>(g.ptr)),
+                       ho = heads(static_cast<const T*>(o.ptr));
   auto fwd = [&] {
-    CHECK((launch_forward<T, D, true>(q.ptr, k.ptr, v.ptr, o.ptr, nullptr, shape, scale, 0)));
+    CHECK((launch_forward<T, D, true>(hq, hk, hv, heads(o.ptr), nullptr, shape, scale, 0)));
   };
   auto bwd = [&] {
-    CHECK((launch_forward<T, D, false>(q.ptr, k.ptr, v.ptr, nullptr, lse.ptr, shape, scale, 0)));
-    row_dots<T, D><<<1024, 256>>>(o.ptr, g.ptr, delta.ptr, int64_t(rows));
+    CHECK((launch_forward<T, D, false>(hq, hk, hv, Heads<T>{}, lse.ptr, shape, scale, 0)));
+    row_dots<T, D><<<1024, 256>>>(ho, hg, delta.ptr, h, t, int64_t(rows));
     CHECK(cudaMemsetAsync(dq.ptr, 0, n * sizeof(float)));
-    CHECK((launch_backward<T, D>(q.ptr, k.ptr, v.ptr, g.ptr, lse.ptr, delta.ptr, dq.ptr, dk.ptr,
-                                 dv.ptr, shape, scale, 0)));
+    CHECK((launch_backward<T, D>(hq, hk, hv, hg, lse.ptr, delta.ptr, heads(dq.ptr), heads(dk.ptr),
+                                 heads(dv.ptr), shape, scale, 0)));
   };
   auto time = [&](auto f) {
     for (int i = 0; i < 3; ++i)

@@ -593,6 +593,49 @@ def test_fused_attention_backward_kernel(dtype, d, tq, tk):
             assert err < tol, (name, causal, err)
 
 
+@pytest.mark.parametrize("dtype", [mx.float16, mx.bfloat16])
+@pytest.mark.parametrize("layout", ["one_projection", "grouped", "unaligned"])
+def test_fused_attention_on_time_major_views(dtype, layout):
+    """Attention layers pass q, k, v as time-major views of one projection (B, T, 3C); the GPU
+    kernels read them in place and write the output and the gradients in that order, so the
+    layer's transpose-and-reshape back is a view. Rows the kernels cannot address (not 16-byte
+    aligned) are copied first. Values and gradients against float64."""
+    b, t, heads, d = 2, 70, 4, 64
+    kv_heads = 2 if layout == "grouped" else heads
+    pad = 4 if layout == "unaligned" else 0
+    x = sample((b, t, pad + (heads + 2 * kv_heads) * d), dtype, seed=1, low=-1, high=1)
+    w = sample((b, t, heads * d), mx.float32, seed=2)
+
+    def split(x):
+        cuts = [pad, pad + heads * d, pad + (heads + kv_heads) * d, x.shape[-1]]
+        return [x[..., lo:hi].reshape(b, t, -1, d).transpose(0, 2, 1, 3)
+                for lo, hi in zip(cuts, cuts[1:])]
+
+    def attention(x):
+        q, k, v = split(x)
+        return mx.fast.scaled_dot_product_attention(q, k, v, scale=d**-0.5, mask="causal")
+
+    def loss(x):
+        y = attention(x).transpose(0, 2, 1, 3).reshape(b, t, heads * d)
+        return (y.astype(mx.float32) * w).sum()
+
+    tol = 3e-2 if dtype == mx.bfloat16 else 1e-2
+    want = attention_reference(*split(x), d**-0.5, True)
+    with mx.stream(mx.gpu):
+        y = attention(x)
+        merged = y.transpose(0, 2, 1, 3).reshape(b, t, heads * d) + 1
+        got = mx.grad(loss)(x)
+    np.testing.assert_allclose(np.array(y.astype(mx.float32)), want, rtol=tol, atol=tol)
+    np.testing.assert_allclose(np.array(y).astype(np.float32), want, rtol=tol, atol=tol)
+    np.testing.assert_allclose(np.array(merged.astype(mx.float32)),
+                               want.transpose(0, 2, 1, 3).reshape(b, t, -1) + 1, rtol=tol, atol=tol)
+    with mx.stream(mx.cpu):
+        ref = np.array(mx.grad(loss)(x.astype(mx.float64)))
+    assert got.dtype == dtype and got.shape == x.shape
+    err = np.abs(np.array(got.astype(mx.float32)) - ref).max() / np.abs(ref).max()
+    assert err < tol, err
+
+
 def test_fused_attention_never_stores_the_scores_and_differentiates():
     # (1, 2, 4096, 64) bf16: the scores would be 2 * 4096^2 floats (128 MiB); the fused kernel
     # needs the inputs and the output (4 MiB).

@@ -1,17 +1,33 @@
 // The fused forward pass of scaled_dot_product_attention on the GPU (the kernel is in
 // flash_forward.cuh): float16 / bfloat16, head dims 64, 80, 96 and 128, no mask or a causal
-// one, grouped-query heads. The backward pass asks for each row's log-sum-exp only.
-#include "mlx/backend/cuda/copy.cuh"
+// one, grouped-query heads, operands in any layout whose rows the kernels can address. The
+// backward pass asks for each row's log-sum-exp only.
 #include "mlx/backend/cuda/flash_attention.h"
 #include "mlx/backend/cuda/flash_forward.cuh"
 #include "mlx/backend/cuda/kernel_utils.cuh"
 
 namespace mlx::core::cu {
 
+namespace flash {
+
+void forward_lse(const array& q, const array& k, const array& v, float* lse, float scale,
+                 bool causal) {
+  dispatch(q.dtype(), q.shape(3), [&]<typename T, int D>() {
+    check(launch_forward<T, D, false>(heads_of<const T>(q), heads_of<const T>(k),
+                                      heads_of<const T>(v), Heads<T>{}, lse,
+                                      attention_shape(q, k, causal), scale, stream()),
+          "scaled_dot_product_attention (flash log-sum-exp)");
+  });
+}
+
+}  // namespace flash
+
 void flash_attention(const array& queries, const array& keys, const array& values, array& out,
                      float scale, bool causal) {
-  array q = dense_copy(queries), k = dense_copy(keys), v = dense_copy(values);
-  allocate(out);
+  const Dtype dtype = out.dtype();
+  array q = flash::kernel_operand(queries, dtype), k = flash::kernel_operand(keys, dtype),
+        v = flash::kernel_operand(values, dtype);
+  flash::allocate_in_order_of(out, q);
   if (out.size() == 0) {
     return;
   }
@@ -19,21 +35,12 @@ void flash_attention(const array& queries, const array& keys, const array& value
     MLX_CUDA_CHECK(cudaMemsetAsync(out.gpu_data<char>(), 0, out.nbytes(), stream()));
     return;
   }
-  flash::dispatch(q.dtype(), q.shape(3), [&]<typename T, int D>() {
-    check(flash::launch_forward<T, D, true>(q.gpu_data<T>(), k.gpu_data<T>(), v.gpu_data<T>(),
-                                            out.gpu_data<T>(), nullptr,
-                                            flash::attention_shape(q, k, causal), scale, stream()),
+  flash::dispatch(dtype, q.shape(3), [&]<typename T, int D>() {
+    check(flash::launch_forward<T, D, true>(
+              flash::heads_of<const T>(q), flash::heads_of<const T>(k),
+              flash::heads_of<const T>(v), flash::heads_of<T>(out), nullptr,
+              flash::attention_shape(q, k, causal), scale, stream()),
           "scaled_dot_product_attention (flash)");
-  });
-}
-
-void flash_attention_lse(const array& q, const array& k, const array& v, float* lse, float scale,
-                         bool causal) {
-  flash::dispatch(q.dtype(), q.shape(3), [&]<typename T, int D>() {
-    check(flash::launch_forward<T, D, false>(q.gpu_data<T>(), k.gpu_data<T>(), v.gpu_data<T>(),
-                                             nullptr, lse, flash::attention_shape(q, k, causal),
-                                             scale, stream()),
-          "scaled_dot_product_attention (flash log-sum-exp)");
   });
 }
 

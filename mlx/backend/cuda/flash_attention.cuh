@@ -49,15 +49,34 @@ __device__ __forceinline__ void commit_async() { asm volatile("cp.async.commit_g
 // Waits for this thread's copies; the block still needs a barrier before reading others'.
 __device__ __forceinline__ void wait_async() { asm volatile("cp.async.wait_group 0;\n"); }
 
-// `rows` x D elements from src (row stride D) into dst (row stride kStride), zeros past
-// `valid` rows; the whole block issues the copies.
+// A (B, N, T, D) operand in global memory: strides in elements, each row's D elements
+// contiguous and 16-byte aligned. The kernels take any such layout, so the transposed views
+// an attention layer passes (heads split out of one projection, time-major) need no copy, and
+// they write their results in the axis order the layer reads them back in.
+template <typename T>
+struct Heads {
+  T* data;
+  int64_t batch, head, row;
+  __host__ __device__ T* at(int64_t b, int64_t h, int64_t r) const {
+    return data + b * batch + h * head + r * row;
+  }
+};
+
+// Heads over a dense (B, N, T, D) buffer.
+template <typename T>
+Heads<T> dense_heads(T* data, int heads, int t, int d) {
+  return {data, int64_t(heads) * t * d, int64_t(t) * d, d};
+}
+
+// `rows` x D elements from src (row stride src_stride) into dst (row stride kStride), zeros
+// past `valid` rows; the whole block issues the copies.
 template <typename T, int D>
-__device__ void load_tile_async(T* dst, const T* src, int rows, int valid) {
+__device__ void load_tile_async(T* dst, const T* src, int64_t src_stride, int rows, int valid) {
   constexpr int kPerRow = D / 8;  // 16-byte pieces
   for (int i = threadIdx.x; i < rows * kPerRow; i += blockDim.x) {
     const int r = i / kPerRow, c = i % kPerRow;
     const bool ok = r < valid;
-    copy_async16(dst + r * kStride<D> + c * 8, ok ? src + r * D + c * 8 : src, ok);
+    copy_async16(dst + r * kStride<D> + c * 8, ok ? src + r * src_stride + c * 8 : src, ok);
   }
 }
 

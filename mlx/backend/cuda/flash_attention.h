@@ -6,21 +6,36 @@
 
 namespace mlx::core::cu {
 
-// out (B, N_q, T_q, D) = softmax(scale * q k^T [causal]) v for q (B, N_q, T_q, D) and k, v
-// (B, N_kv, T_kv, D), N_q a multiple of N_kv.
+// out (B, N_q, T_q, D), in q's axis order, = softmax(scale * q k^T [causal]) v for
+// q (B, N_q, T_q, D) and k, v (B, N_kv, T_kv, D), N_q a multiple of N_kv.
 void flash_attention(const array& queries, const array& keys, const array& values, array& out,
                      float scale, bool causal);
 
-// The backward pass (flash_attention_backward.cu): dq, dk, dv of the inputs above given the
-// forward's out and its cotangent d_out. Recomputes each row's log-sum-exp and the
-// probabilities tile by tile, never the [T_q, T_kv] matrix.
+// The backward pass (flash_attention_backward.cu): dq, dk, dv of the inputs above, each in
+// its input's axis order, given the forward's out and its cotangent d_out. Recomputes each
+// row's log-sum-exp and the probabilities tile by tile, never the [T_q, T_kv] matrix.
 void flash_attention_backward(const array& queries, const array& keys, const array& values,
                               const array& out, const array& d_out, array& dq, array& dk, array& dv,
                               float scale, bool causal);
 
+namespace flash {
+
+// `a` itself where the kernels can address its rows in place (the last dimension contiguous,
+// every other stride a multiple of 8 elements, the data 16-byte aligned), else a dense copy of
+// `dtype`. So the time-major views an attention layer passes need no copy.
+array kernel_operand(const array& a, Dtype dtype);
+
+// Gives `out` (B, N, T, D) a device buffer in `like`'s axis order: time-major, (B, T, N, D) in
+// memory, where like's heads lie within its time steps, so that the usual
+// y.transpose(0, 2, 1, 3).reshape(B, T, N * D) of a result (or of a gradient) is a view.
+void allocate_in_order_of(array& out, const array& like);
+
 // For the backward pass: each query row's log2-sum-exp2 of its scores times scale * log2(e),
-// B * N_q * T_q floats at lse, -inf for rows that see no key. q, k and v dense, T_kv > 0.
-void flash_attention_lse(const array& q, const array& k, const array& v, float* lse, float scale,
-                         bool causal);
+// B * N_q * T_q floats at lse, -inf for rows that see no key. q, k and v as kernel_operand
+// returns them, T_kv > 0.
+void forward_lse(const array& q, const array& k, const array& v, float* lse, float scale,
+                 bool causal);
+
+}  // namespace flash
 
 }  // namespace mlx::core::cu

@@ -1,8 +1,7 @@
 // The fused backward pass of scaled_dot_product_attention on the GPU (the kernel is in
 // flash_backward.cuh), for the inputs the forward kernel takes: the row log-sum-exp comes
 // from an output-less forward pass, delta = rowsum(dO * O) from row_dots, and dQ is summed in
-// float32 and converted at the end.
-#include "mlx/backend/cuda/copy.cuh"
+// float32 and converted at the end. Operands and gradients keep their inputs' layouts.
 #include "mlx/backend/cuda/flash_attention.h"
 #include "mlx/backend/cuda/flash_backward.cuh"
 #include "mlx/backend/cuda/kernel_utils.cuh"
@@ -24,11 +23,13 @@ __global__ void float_to(const float* src, T* dst, int64_t n) {
 void flash_attention_backward(const array& queries, const array& keys, const array& values,
                               const array& out, const array& d_out, array& dq, array& dk, array& dv,
                               float scale, bool causal) {
-  array q = dense_copy(queries), k = dense_copy(keys), v = dense_copy(values);
-  array o = dense_copy(out), g = dense_copy(d_out, out.dtype());
-  for (array* a : {&dq, &dk, &dv}) {
-    allocate(*a);
-  }
+  const Dtype dtype = out.dtype();
+  array q = flash::kernel_operand(queries, dtype), k = flash::kernel_operand(keys, dtype),
+        v = flash::kernel_operand(values, dtype);
+  array o = flash::kernel_operand(out, dtype), g = flash::kernel_operand(d_out, dtype);
+  flash::allocate_in_order_of(dq, q);
+  flash::allocate_in_order_of(dk, k);
+  flash::allocate_in_order_of(dv, v);
   const int64_t rows = q.shape(0) * q.shape(1) * q.shape(2);
   if (q.size() == 0 || k.shape(2) == 0) {  // no queries or no keys: every gradient is zero
     for (array* a : {&dq, &dk, &dv}) {
@@ -39,16 +40,21 @@ void flash_attention_backward(const array& queries, const array& keys, const arr
     return;
   }
   Scratch lse(rows * sizeof(float)), delta(rows * sizeof(float));
+  // dq summed in float in dq's layout, so that the conversion is one flat pass.
   Scratch dq_acc(q.size() * sizeof(float));
   MLX_CUDA_CHECK(cudaMemsetAsync(dq_acc.as<void>(), 0, q.size() * sizeof(float), stream()));
-  flash_attention_lse(q, k, v, lse.as<float>(), scale, causal);
-  flash::dispatch(q.dtype(), q.shape(3), [&]<typename T, int D>() {
+  const flash::Heads<float> dq_heads{dq_acc.as<float>(), dq.strides(0), dq.strides(1),
+                                     dq.strides(2)};
+  flash::forward_lse(q, k, v, lse.as<float>(), scale, causal);
+  flash::dispatch(dtype, q.shape(3), [&]<typename T, int D>() {
     flash::row_dots<T, D><<<blocks_for(rows * 32), kThreads, 0, stream()>>>(
-        o.gpu_data<T>(), g.gpu_data<T>(), delta.as<float>(), rows);
-    check(flash::launch_backward<T, D>(q.gpu_data<T>(), k.gpu_data<T>(), v.gpu_data<T>(),
-                                       g.gpu_data<T>(), lse.as<float>(), delta.as<float>(),
-                                       dq_acc.as<float>(), dk.gpu_data<T>(), dv.gpu_data<T>(),
-                                       flash::attention_shape(q, k, causal), scale, stream()),
+        flash::heads_of<const T>(o), flash::heads_of<const T>(g), delta.as<float>(), q.shape(1),
+        q.shape(2), rows);
+    check(flash::launch_backward<T, D>(
+              flash::heads_of<const T>(q), flash::heads_of<const T>(k),
+              flash::heads_of<const T>(v), flash::heads_of<const T>(g), lse.as<float>(),
+              delta.as<float>(), dq_heads, flash::heads_of<T>(dk), flash::heads_of<T>(dv),
+              flash::attention_shape(q, k, causal), scale, stream()),
           "scaled_dot_product_attention vjp (flash)");
     float_to<T><<<blocks_for(q.size()), kThreads, 0, stream()>>>(dq_acc.as<float>(),
                                                                  dq.gpu_data<T>(), q.size());

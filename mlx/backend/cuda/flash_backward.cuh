@@ -23,12 +23,13 @@ constexpr size_t backward_shared_bytes() {
          + sizeof(float) * 4 * kRows;                             // lse and delta, twice
 }
 
-// dq is float32 and zeroed by the caller; dk and dv are written whole.
+// dq is float32 and zeroed by the caller; dk and dv are written whole. lse and delta are
+// dense, a float per query row.
 template <typename T, int D>
 __global__ void __launch_bounds__(kBlockThreads)
-    flash_backward(const T* q, const T* k, const T* v, const T* d_out, const float* lse,
-                   const float* delta, float* dq, T* dk, T* dv, AttentionShape shape, float scale,
-                   float scale_log2) {
+    flash_backward(Heads<const T> q, Heads<const T> k, Heads<const T> v, Heads<const T> d_out,
+                   const float* lse, const float* delta, Heads<float> dq, Heads<T> dk, Heads<T> dv,
+                   AttentionShape shape, float scale, float scale_log2) {
   extern __shared__ __align__(128) unsigned char smem[];
   constexpr int S = kStride<D>;
   T* s_k = reinterpret_cast<T*>(smem);
@@ -41,9 +42,9 @@ __global__ void __launch_bounds__(kBlockThreads)
 
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int t_q = shape.t_q, t_kv = shape.t_kv, group = shape.group;
-  const int64_t kv_bh = blockIdx.x;  // batch * kv_heads + kv_head
   const int kv_heads = shape.heads / group;
-  const int64_t first_bh = (kv_bh / kv_heads) * shape.heads + (kv_bh % kv_heads) * group;
+  const int64_t b = blockIdx.x / kv_heads, kv_h = blockIdx.x % kv_heads;
+  const int64_t first_h = kv_h * group;  // the group's first query head
   const int k0 = blockIdx.y * kKeys;
   const int shift = t_kv - t_q;  // query row i sees keys up to i + shift (causal)
   // The first query tile that sees a key of this block.
@@ -51,22 +52,24 @@ __global__ void __launch_bounds__(kBlockThreads)
   const int tiles_per_head = q_first < t_q ? (t_q - q_first + kRows - 1) / kRows : 0;
   const int tiles = group * tiles_per_head;
 
-  // Tile `i` (head first_bh + i / tiles_per_head) into buffer i % 2.
+  // Tile `i` (head first_h + i / tiles_per_head) into buffer i % 2.
   auto load_query_tile = [&](int i) {
-    const int64_t bh = first_bh + i / tiles_per_head;
+    const int64_t h = first_h + i / tiles_per_head;
     const int q0 = q_first + (i % tiles_per_head) * kRows;
-    const int b = i % 2;
-    load_tile_async<T, D>(s_q + b * kRows * S, q + (bh * t_q + q0) * D, kRows, t_q - q0);
-    load_tile_async<T, D>(s_do + b * kRows * S, d_out + (bh * t_q + q0) * D, kRows, t_q - q0);
+    const int buf = i % 2;
+    load_tile_async<T, D>(s_q + buf * kRows * S, q.at(b, h, q0), q.row, kRows, t_q - q0);
+    load_tile_async<T, D>(s_do + buf * kRows * S, d_out.at(b, h, q0), d_out.row, kRows,
+                          t_q - q0);
     const int r = threadIdx.x % kRows;
     const bool ok = q0 + r < t_q;
     const float* src = threadIdx.x < kRows ? lse : delta;
     float* dst = threadIdx.x < kRows ? s_lse : s_delta;
-    copy_async4(dst + b * kRows + r, ok ? src + bh * t_q + q0 + r : src, ok);
+    copy_async4(dst + buf * kRows + r, ok ? src + (b * shape.heads + h) * t_q + q0 + r : src,
+                ok);
   };
 
-  load_tile_async<T, D>(s_k, k + (kv_bh * t_kv + k0) * D, kKeys, t_kv - k0);
-  load_tile_async<T, D>(s_v, v + (kv_bh * t_kv + k0) * D, kKeys, t_kv - k0);
+  load_tile_async<T, D>(s_k, k.at(b, kv_h, k0), k.row, kKeys, t_kv - k0);
+  load_tile_async<T, D>(s_v, v.at(b, kv_h, k0), v.row, kKeys, t_kv - k0);
   if (tiles > 0) {
     load_query_tile(0);
   }
@@ -86,7 +89,7 @@ __global__ void __launch_bounds__(kBlockThreads)
       load_query_tile(i + 1);
     }
     commit_async();
-    const int64_t bh = first_bh + i / tiles_per_head;
+    const int64_t head = first_h + i / tiles_per_head;
     const int q0 = q_first + (i % tiles_per_head) * kRows;
     const T* qt = s_q + (i % 2) * kRows * S;
     const T* dot = s_do + (i % 2) * kRows * S;
@@ -147,7 +150,7 @@ __global__ void __launch_bounds__(kBlockThreads)
       if (row >= t_q) {
         continue;
       }
-      float* dst = dq + (bh * t_q + row) * D + col;
+      float* dst = dq.at(b, head, row) + col;
       for (int n = 0; n < D / 8; ++n) {
         const float x = scale * dq_acc[n][2 * h], y = scale * dq_acc[n][2 * h + 1];
 #if __CUDA_ARCH__ >= 900
@@ -166,25 +169,31 @@ __global__ void __launch_bounds__(kBlockThreads)
     if (key >= t_kv) {
       continue;
     }
-    const int64_t at = (kv_bh * t_kv + key) * D + col;
+    T* dk_row = dk.at(b, kv_h, key) + col;
+    T* dv_row = dv.at(b, kv_h, key) + col;
     for (int n = 0; n < D / 8; ++n) {
-      *reinterpret_cast<uint32_t*>(dk + at + n * 8) =
+      *reinterpret_cast<uint32_t*>(dk_row + n * 8) =
           pack<T>(scale * dk_acc[n][2 * h], scale * dk_acc[n][2 * h + 1]);
-      *reinterpret_cast<uint32_t*>(dv + at + n * 8) =
+      *reinterpret_cast<uint32_t*>(dv_row + n * 8) =
           pack<T>(dv_acc[n][2 * h], dv_acc[n][2 * h + 1]);
     }
   }
 }
 
-// delta[r] = sum over d of d_out[r, d] * out[r, d], a warp per row.
+// delta[r] = sum over d of d_out[r, d] * out[r, d] for the rows r = (b * heads + h) * t + i of
+// (B, heads, t, D) operands, a warp per row.
 template <typename T, int D>
-__global__ void row_dots(const T* out, const T* d_out, float* delta, int64_t rows) {
+__global__ void row_dots(Heads<const T> out, Heads<const T> d_out, float* delta, int heads, int t,
+                         int64_t rows) {
   const int lane = threadIdx.x % 32;
   for (int64_t r = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) / 32; r < rows;
        r += int64_t(gridDim.x) * blockDim.x / 32) {
+    const int64_t bh = r / t, b = bh / heads, h = bh % heads, i = r % t;
+    const T* o_row = out.at(b, h, i);
+    const T* g_row = d_out.at(b, h, i);
     float s = 0.f;
     for (int d = lane; d < D; d += 32) {
-      s += static_cast<float>(out[r * D + d]) * static_cast<float>(d_out[r * D + d]);
+      s += static_cast<float>(o_row[d]) * static_cast<float>(g_row[d]);
     }
     for (int m = 16; m > 0; m /= 2) {
       s += __shfl_xor_sync(0xffffffffu, s, m);
@@ -196,11 +205,12 @@ __global__ void row_dots(const T* out, const T* d_out, float* delta, int64_t row
 }
 
 // The backward kernel for inputs as launch_forward's, given lse (from launch_forward without
-// output) and delta (row_dots); dq_acc zeroed, B * N_q * T_q * D floats. Returns the launch's
+// output) and delta (row_dots); dq_acc zeroed, float, shaped like q. Returns the launch's
 // error, if any.
 template <typename T, int D>
-cudaError_t launch_backward(const T* q, const T* k, const T* v, const T* d_out, const float* lse,
-                            const float* delta, float* dq_acc, T* dk, T* dv,
+cudaError_t launch_backward(Heads<const T> q, Heads<const T> k, Heads<const T> v,
+                            Heads<const T> d_out, const float* lse, const float* delta,
+                            Heads<float> dq_acc, Heads<T> dk, Heads<T> dv,
                             const AttentionShape& shape, float scale, cudaStream_t stream) {
   constexpr size_t smem = backward_shared_bytes<D>();
   auto kernel = flash_backward<T, D>;

@@ -29,6 +29,14 @@ AttentionShape attention_shape(const Array& q, const Array& k, bool causal) {
           causal};
 }
 
+// The kernels' view of an array (B, N, T, D) whose rows they can address (see Heads): T is
+// const for inputs, so that reading does not mark the host copy stale.
+template <typename T, typename Array>
+Heads<T> heads_of(Array& a) {
+  return {a.template gpu_data<std::remove_const_t<T>>(), a.strides(0), a.strides(1),
+          a.strides(2)};
+}
+
 template <int D>
 constexpr size_t forward_shared_bytes() {
   return sizeof(uint16_t) * (kRows + 4 * kKeys) * kStride<D>;  // Q, then K and V twice
@@ -39,8 +47,8 @@ constexpr size_t forward_shared_bytes() {
 // no key.
 template <typename T, int D, bool kWithOutput>
 __global__ void __launch_bounds__(kBlockThreads)
-    flash_forward(const T* q, const T* k, const T* v, T* out, float* lse, AttentionShape shape,
-                  float scale_log2) {
+    flash_forward(Heads<const T> q, Heads<const T> k, Heads<const T> v, Heads<T> out, float* lse,
+                  AttentionShape shape, float scale_log2) {
   extern __shared__ __align__(128) unsigned char smem[];
   constexpr int S = kStride<D>;
   T* s_q = reinterpret_cast<T*>(smem);
@@ -50,19 +58,18 @@ __global__ void __launch_bounds__(kBlockThreads)
   const int t_q = shape.t_q, t_kv = shape.t_kv;
 
   const int64_t bh = blockIdx.x;  // batch * heads + head
-  const int64_t kv_bh =
-      (bh / shape.heads) * (shape.heads / shape.group) + (bh % shape.heads) / shape.group;
+  const int64_t b = bh / shape.heads, h = bh % shape.heads, kv_h = h / shape.group;
   const int q0 = (gridDim.y - 1 - blockIdx.y) * kRows;  // the longest causal tiles first
-  const T* kb = k + kv_bh * t_kv * D;
-  const T* vb = v + kv_bh * t_kv * D;
+  const T* kb = k.at(b, kv_h, 0);
+  const T* vb = v.at(b, kv_h, 0);
   const int shift = t_kv - t_q;
   const int k_end = shape.causal ? max(0, min(t_kv, q0 + kRows + shift)) : t_kv;
   const int tiles = (k_end + kKeys - 1) / kKeys;
 
-  load_tile_async<T, D>(s_q, q + (bh * t_q + q0) * D, kRows, t_q - q0);
+  load_tile_async<T, D>(s_q, q.at(b, h, q0), q.row, kRows, t_q - q0);
   if (tiles > 0) {
-    load_tile_async<T, D>(s_k, kb, kKeys, t_kv);
-    load_tile_async<T, D>(s_v, vb, kKeys, t_kv);
+    load_tile_async<T, D>(s_k, kb, k.row, kKeys, t_kv);
+    load_tile_async<T, D>(s_v, vb, v.row, kKeys, t_kv);
   }
   commit_async();
 
@@ -85,9 +92,9 @@ __global__ void __launch_bounds__(kBlockThreads)
     const int k0 = j * kKeys;
     if (j + 1 < tiles) {
       const int next = (j + 1) % 2;
-      load_tile_async<T, D>(s_k + next * kKeys * S, kb + int64_t(k0 + kKeys) * D, kKeys,
+      load_tile_async<T, D>(s_k + next * kKeys * S, kb + (k0 + kKeys) * k.row, k.row, kKeys,
                             t_kv - k0 - kKeys);
-      load_tile_async<T, D>(s_v + next * kKeys * S, vb + int64_t(k0 + kKeys) * D, kKeys,
+      load_tile_async<T, D>(s_v + next * kKeys * S, vb + (k0 + kKeys) * v.row, v.row, kKeys,
                             t_kv - k0 - kKeys);
     }
     commit_async();
@@ -184,18 +191,19 @@ __global__ void __launch_bounds__(kBlockThreads)
       const int r = i / kPerRow, c = i % kPerRow;
       const int row = q0 + warp * 16 + r;
       if (row < t_q) {
-        reinterpret_cast<uint4*>(out + (bh * t_q + row) * D)[c] =
+        reinterpret_cast<uint4*>(out.at(b, h, row))[c] =
             *reinterpret_cast<const uint4*>(w_rows + r * S + c * 8);
       }
     }
   }
 }
 
-// q (B, N_q, T_q, D), k and v (B, N_kv, T_kv, D), out like q, all dense; T_kv > 0. Returns
-// the launch's error, if any.
+// q (B, N_q, T_q, D), k and v (B, N_kv, T_kv, D), out like q; T_kv > 0. lse is dense,
+// B * N_q * T_q floats. Returns the launch's error, if any.
 template <typename T, int D, bool kWithOutput>
-cudaError_t launch_forward(const T* q, const T* k, const T* v, T* out, float* lse,
-                           const AttentionShape& shape, float scale, cudaStream_t stream) {
+cudaError_t launch_forward(Heads<const T> q, Heads<const T> k, Heads<const T> v, Heads<T> out,
+                           float* lse, const AttentionShape& shape, float scale,
+                           cudaStream_t stream) {
   constexpr size_t smem = forward_shared_bytes<D>();
   auto kernel = flash_forward<T, D, kWithOutput>;
   if (cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
