@@ -523,6 +523,30 @@ def test_fused_cross_entropy_special_values():
     check(grads(lambda a, b: mx.fast.cross_entropy(a, b), 0), x, t)
 
 
+@pytest.mark.parametrize("dtype", [mx.float32, mx.bfloat16, mx.float16])
+def test_fused_cross_entropy_special_values_in_long_rows(dtype):
+    # Rows of whole 16-byte words take the GPU's vector paths (LM heads): +inf, -inf and NaN
+    # anywhere in them, a row of -inf, hugely negative logits and an out-of-range target give
+    # the CPU's results.
+    n = 4096
+    x = np.random.default_rng(3).uniform(-5, 5, (8, n))
+    x[1, 77] = np.inf
+    x[2, 5] = -np.inf
+    x[3, n - 1] = np.nan
+    x[4, :] = -np.inf
+    x[5, 100:200] = -1e30 if dtype == mx.float32 else -6e4
+    x[6, 0], x[6, 9] = np.inf, np.inf
+    logits = mx.array(x.astype(np.float32)).astype(dtype)
+    t = mx.array([3, 77, 5, 4095, 0, 150, 9, n])
+    check(lambda a, b, stream: mx.fast.cross_entropy(a, b, stream=stream), logits, t)
+    tol = 5e-2 if dtype == mx.bfloat16 else None
+    check(grads(lambda a, b: mx.fast.cross_entropy(a, b), 0), logits, t, rtol=tol, atol=tol)
+    ragged = logits[:, 3:]  # rows that are not whole words: the scalar paths
+    check(lambda a, b, stream: mx.fast.cross_entropy(a, b, stream=stream), ragged, t % (n - 3))
+    check(grads(lambda a, b: mx.fast.cross_entropy(a, b), 0), ragged, t % (n - 3), rtol=tol,
+          atol=tol)
+
+
 def attention_reference(q, k, v, scale, causal):
     """float64 NumPy attention with grouped heads; rows that see no key are zeros."""
     q, k, v = (np.array(t.astype(mx.float32)).astype(np.float64) for t in (q, k, v))
