@@ -10,12 +10,15 @@
 // library needs AVX-512 to run); packing is plain code.
 #include "mlx/backend/cpu/gemm_avx512.h"
 
+#include <dlfcn.h>
 #include <immintrin.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <string>
 #include <string_view>
 
 #include "mlx/backend/cpu/thread_pool.h"
@@ -321,6 +324,31 @@ bool own_gemm_supported() {
   return ok;
 }
 
+// Whether the BLAS that matmul.cpp calls runs OpenBLAS's AVX-512 kernels. OpenBLAS names its
+// kernel set (openblas_get_corename); the symbol is looked up at run time, in the process or in
+// an OpenBLAS already loaded privately (a Python extension's dependencies), so any BLAS links.
+bool blas_runs_avx512() {
+  static const bool yes = [] {
+    using CoreName = const char* (*)();
+    void* symbol = dlsym(RTLD_DEFAULT, "openblas_get_corename");
+    for (const char* lib : {"libopenblas.so.0", "libblas.so.3"}) {
+      if (void* handle = symbol ? nullptr : dlopen(lib, RTLD_LAZY | RTLD_NOLOAD)) {
+        symbol = dlsym(handle, "openblas_get_corename");
+        dlclose(handle);  // NOLOAD took a reference to a library that stays loaded
+      }
+    }
+    if (!symbol) {
+      return false;
+    }
+    std::string core(reinterpret_cast<CoreName>(symbol)());
+    for (char& c : core) {
+      c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    }
+    return core == "skylakex" || core == "cooperlake" || core == "sapphirerapids";
+  }();
+  return yes;
+}
+
 bool use_own_gemm(int64_t M, int64_t N, int64_t K, bool trans_a, bool trans_b) {
   if (!own_gemm_supported()) {
     return false;
@@ -349,6 +377,14 @@ bool use_own_gemm(int64_t M, int64_t N, int64_t K, bool trans_a, bool trans_b) {
   // when it is reused by few rows or columns of C.
   // With the K split (kSplitKMaxOutput), a transposed A of 128 rows or more is ahead too.
   const bool split_k = M * N <= kSplitKMaxOutput && K >= kSplitKMinDepth;
+  if (blas_runs_avx512()) {
+    // OpenBLAS with its AVX-512 kernels (SkylakeX on 2 cores of a Xeon with AVX-512 and AMX),
+    // own / OpenBLAS: the shallow products of training ahead (4096 x 384 x 128 B.T 1.06,
+    // 4096 x 128 x 512 1.12, 512^3 1.09), the weight gradients' split K even (512 x 128 x 4096
+    // A.T 1.02), everything deeper or smaller behind (256^3 0.87, 1024^3 .. 4096^3 0.85-0.92,
+    // 16 / 512 x 4096 x 4096 B.T 0.33 / 0.76, 512 x 11008 x 4096 B.T 0.76).
+    return trans_a ? split_k && M >= 128 && N >= 128 : K <= 512 && M * N >= 512 * 512;
+  }
   const int64_t min_mn = trans_a ? (split_k ? 128 : 256) : trans_b ? 128 : 16;
   return M >= min_mn && N >= min_mn && K >= 16 && M * N * K >= 64 * 64 * 64;
 }

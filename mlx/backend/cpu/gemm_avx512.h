@@ -21,8 +21,9 @@ inline constexpr int kGemmNR = 32;
 
 // Whether C = alpha op(A) op(B) + beta C of this size goes to own_gemm: MLX_CPU_GEMM=own forces
 // it (where the CPU has AVX-512), MLX_CPU_GEMM=blas forbids it, otherwise the measured policy
-// in gemm_avx512.cpp decides (trans_a: A's element (m, k) at a[k * lda + m]; trans_b: B's
-// element (k, n) at b[n * ldb + k]).
+// in gemm_avx512.cpp decides, by shape and by whether OpenBLAS runs AVX-512 kernels itself
+// (trans_a: A's element (m, k) at a[k * lda + m]; trans_b: B's element (k, n) at
+// b[n * ldb + k]).
 bool use_own_gemm(int64_t M, int64_t N, int64_t K, bool trans_a, bool trans_b);
 
 // Whether this CPU runs own_gemm at all (AVX-512 F/DQ/BW/VL).
