@@ -134,8 +134,8 @@ bool check(const Case& c, std::mt19937& rng) {
                        hv_in = heads_kv(static_cast<const T*>(v.ptr));
   CHECK((launch_forward<T, D, true>(hq_in, hk_in, hv_in, heads_q(o.ptr), nullptr, shape,
                                     float(scale), 0)));
-  CHECK((launch_forward<T, D, false>(hq_in, hk_in, hv_in, Heads<T>{}, lse.ptr, shape,
-                                     float(scale), 0)));
+  CHECK((launch_forward<T, D, false>(hq_in, hk_in, hv_in, Heads<T>{}, lse.ptr, shape, float(scale),
+                                     0)));
   row_dots<T, D><<<256, 256>>>(ho_in, hg_in, delta.ptr, c.hq, c.t_q, int64_t(rows));
   CHECK((launch_backward<T, D>(hq_in, hk_in, hv_in, hg_in, lse.ptr, delta.ptr, heads_q(dq.ptr),
                                heads_kv(dk.ptr), heads_kv(dv.ptr), shape, float(scale), 0)));

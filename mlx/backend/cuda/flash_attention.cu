@@ -37,9 +37,9 @@ void flash_attention(const array& queries, const array& keys, const array& value
   }
   flash::dispatch(dtype, q.shape(3), [&]<typename T, int D>() {
     check(flash::launch_forward<T, D, true>(
-              flash::heads_of<const T>(q), flash::heads_of<const T>(k),
-              flash::heads_of<const T>(v), flash::heads_of<T>(out), nullptr,
-              flash::attention_shape(q, k, causal), scale, stream()),
+              flash::heads_of<const T>(q), flash::heads_of<const T>(k), flash::heads_of<const T>(v),
+              flash::heads_of<T>(out), nullptr, flash::attention_shape(q, k, causal), scale,
+              stream()),
           "scaled_dot_product_attention (flash)");
   });
 }

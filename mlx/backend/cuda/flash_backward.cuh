@@ -58,14 +58,12 @@ __global__ void __launch_bounds__(kBlockThreads)
     const int q0 = q_first + (i % tiles_per_head) * kRows;
     const int buf = i % 2;
     load_tile_async<T, D>(s_q + buf * kRows * S, q.at(b, h, q0), q.row, kRows, t_q - q0);
-    load_tile_async<T, D>(s_do + buf * kRows * S, d_out.at(b, h, q0), d_out.row, kRows,
-                          t_q - q0);
+    load_tile_async<T, D>(s_do + buf * kRows * S, d_out.at(b, h, q0), d_out.row, kRows, t_q - q0);
     const int r = threadIdx.x % kRows;
     const bool ok = q0 + r < t_q;
     const float* src = threadIdx.x < kRows ? lse : delta;
     float* dst = threadIdx.x < kRows ? s_lse : s_delta;
-    copy_async4(dst + buf * kRows + r, ok ? src + (b * shape.heads + h) * t_q + q0 + r : src,
-                ok);
+    copy_async4(dst + buf * kRows + r, ok ? src + (b * shape.heads + h) * t_q + q0 + r : src, ok);
   };
 
   load_tile_async<T, D>(s_k, k.at(b, kv_h, k0), k.row, kKeys, t_kv - k0);

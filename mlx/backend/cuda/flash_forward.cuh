@@ -33,8 +33,7 @@ AttentionShape attention_shape(const Array& q, const Array& k, bool causal) {
 // const for inputs, so that reading does not mark the host copy stale.
 template <typename T, typename Array>
 Heads<T> heads_of(Array& a) {
-  return {a.template gpu_data<std::remove_const_t<T>>(), a.strides(0), a.strides(1),
-          a.strides(2)};
+  return {a.template gpu_data<std::remove_const_t<T>>(), a.strides(0), a.strides(1), a.strides(2)};
 }
 
 template <int D>
