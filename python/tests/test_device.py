@@ -24,3 +24,25 @@ def test_ops_take_a_stream_or_device_keyword():
     b = mx.add(mx.array([1]), mx.array([2]), stream=mx.cpu)
     mx.synchronize(s)
     assert a.item() == 3 and b.item() == 3
+
+
+def test_cpu_work_opens_no_cuda_math_library():
+    # cuBLAS(Lt), cuSOLVER, cuFFT and NVRTC open at their first call (about 250 MB of resident
+    # memory and 70 ms): importing mlx and working on the CPU, with or without a GPU, loads none.
+    import os
+    import subprocess
+    import sys
+
+    code = """
+import mlx.core as mx
+mx.set_default_device(mx.cpu)
+a = mx.random.normal((64, 64))
+mx.eval(a @ a, mx.fft.fft(a), mx.linalg.inv(a, stream=mx.cpu), mx.compile(lambda x: mx.exp(x) + 1)(a))
+maps = open("/proc/self/maps").read()
+print(",".join(n for n in ("libcublas", "libcusolver", "libcufft", "libnvrtc") if n in maps))
+"""
+    env = dict(os.environ, MLX_DEFAULT_DEVICE="cpu")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "", out.stdout

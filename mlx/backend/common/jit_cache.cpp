@@ -48,6 +48,8 @@ std::string hex(size_t h) {
 struct Registry {
   std::mutex mutex;
   std::vector<JitCache*> caches;
+  // The last set_fused_kernel_generation, for caches made after it (the GPU's, at first use).
+  std::optional<bool> generation;
 };
 Registry& registry() {
   static auto* r = new Registry();  // leaked, as the caches
@@ -65,6 +67,9 @@ JitCache::JitCache(Toolchain toolchain)
   auto& r = registry();
   std::lock_guard<std::mutex> lock(r.mutex);
   r.caches.push_back(this);
+  if (r.generation) {
+    set_enabled(*r.generation);
+  }
 }
 
 std::vector<JitCache*> JitCache::all() {
@@ -288,7 +293,10 @@ void wait_for_fused_kernels() {
 }
 
 void set_fused_kernel_generation(bool enabled) {
-  for (auto* c : JitCache::all()) {
+  auto& r = registry();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  r.generation = enabled;
+  for (auto* c : r.caches) {
     c->set_enabled(enabled);
   }
 }

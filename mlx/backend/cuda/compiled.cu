@@ -58,6 +58,8 @@ void* load_kernel(const std::string& path, const std::string& name) {
 }
 
 JitCache& cache() {
+  // Made at the first fused GPU region, not at load: its prelude names NVRTC's version, and
+  // opening NVRTC costs a process that never uses the GPU tens of MB.
   static auto* c = new JitCache({
       "cuda", cu::fused_kernel_prelude(), ".cubin",
       [](const std::string& source, const std::string& out) {
@@ -68,8 +70,6 @@ JitCache& cache() {
   });     // leaked: regions may run during static destruction
   return *c;
 }
-// Registered from the start, so that the switches and statistics reach it before first use.
-const bool registered = (cache(), true);
 
 // How each input is read over `shape`, or an empty string when the region takes the op-by-op
 // path (too many inputs or dimensions).

@@ -1,7 +1,6 @@
 #include "mlx/backend/cuda/nvrtc.h"
 
 #ifdef MLX_CUDA_HAS_NVRTC
-#include <dlfcn.h>
 #include <nvrtc.h>
 #include <sys/stat.h>
 
@@ -53,15 +52,15 @@ const std::vector<std::string>& include_options() {
 
 const std::string& nvrtc_toolkit_include() {
   static const std::string dir = [] {
-    std::vector<std::string> candidates;
-    Dl_info info;
-    if (::dladdr(reinterpret_cast<void*>(&nvrtcVersion), &info) && info.dli_fname) {
-      // .../lib/libnvrtc.so: the toolkit's include/, or the pip layouts' nvidia/cu13/include
-      // and (CUDA 12) nvidia/cuda_runtime/include beside nvidia/cuda_nvrtc/lib.
-      const std::string lib = parent(info.dli_fname);
-      candidates.push_back(lib + "/../include");
-      candidates.push_back(lib + "/../../cuda_runtime/include");
+    const std::string nvrtc = nvrtc_library_file();
+    if (nvrtc.empty()) {
+      return std::string();  // nothing to compile with
     }
+    // .../lib/libnvrtc.so: the toolkit's include/, or the pip layouts' nvidia/cu13/include
+    // and (CUDA 12) nvidia/cuda_runtime/include beside nvidia/cuda_nvrtc/lib.
+    const std::string lib = parent(nvrtc);
+    std::vector<std::string> candidates = {lib + "/../include",
+                                           lib + "/../../cuda_runtime/include"};
     for (const char* var : {"CUDA_HOME", "CUDA_PATH"}) {
       if (const char* v = std::getenv(var)) {
         candidates.push_back(std::string(v) + "/include");
@@ -83,7 +82,9 @@ const std::string& nvrtc_toolkit_include() {
 const std::string& nvrtc_fingerprint() {
   static const std::string f = [] {
     int major = 0, minor = 0;
-    nvrtcVersion(&major, &minor);
+    if (!nvrtc_library_file().empty()) {
+      nvrtcVersion(&major, &minor);
+    }
     std::string headers;
     for (auto& h : embedded_headers()) {
       headers += h.name;

@@ -21,9 +21,13 @@ NvrtcResult nvrtc_compile(const std::string& source, const std::string& file, in
                           const std::vector<std::string>& options,
                           const std::vector<std::string>& name_expressions = {});
 
+// The NVRTC library the compiles use, opened on first call (lazy_libraries.cpp), or "" when it
+// does not load.
+std::string nvrtc_library_file();
+
 // The toolkit's include directory whose headers the compiles use (with libcu++), or "" when none
-// was found: the one beside the loaded libnvrtc first (its own version), then $CUDA_HOME,
-// $CUDA_PATH, the build's toolkit and /usr/local/cuda.
+// was found or NVRTC does not load: the one beside libnvrtc first (its own version), then
+// $CUDA_HOME, $CUDA_PATH, the build's toolkit and /usr/local/cuda.
 const std::string& nvrtc_toolkit_include();
 
 // Identifies what a cubin depends on besides its source and options: NVRTC's version and the
