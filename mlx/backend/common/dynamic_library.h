@@ -1,5 +1,6 @@
-// A shared library opened at run time (the MPI and NCCL backends, cuDNN for the CUDA backend's
-// convolutions), and its symbols: what is missing is recorded in `error`, never a crash.
+// A shared library opened at run time (the MPI and NCCL backends, cuDNN and the CUDA toolkit's
+// libraries for the CUDA backend, the BLAS probe of the CPU GEMM policy), and its symbols:
+// what is missing is recorded in `error`, never a crash.
 #pragma once
 
 #include <dlfcn.h>
@@ -16,10 +17,10 @@ struct DynamicLibrary {
   void* handle = nullptr;
   std::string error;  // the first failure, empty when every lookup succeeded
 
-  // Opens the library named by the environment variable `env` when set, else the first of
-  // `names` that loads.
+  // Opens the library named by the environment variable `env` when set (env may be null),
+  // else the first of `names` that loads.
   DynamicLibrary(const char* env, std::vector<std::string> names, int flags) {
-    if (const char* n = std::getenv(env); n != nullptr && *n != '\0') {
+    if (const char* n = env ? std::getenv(env) : nullptr; n != nullptr && *n != '\0') {
       names = {n};
     }
     for (auto& n : names) {

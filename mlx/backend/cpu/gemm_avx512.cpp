@@ -10,7 +10,6 @@
 // library needs AVX-512 to run); packing is plain code.
 #include "mlx/backend/cpu/gemm_avx512.h"
 
-#include <dlfcn.h>
 #include <immintrin.h>
 
 #include <algorithm>
@@ -21,6 +20,7 @@
 #include <string>
 #include <string_view>
 
+#include "mlx/backend/common/dynamic_library.h"
 #include "mlx/backend/cpu/thread_pool.h"
 
 namespace mlx::core::cpu {
@@ -325,22 +325,18 @@ bool own_gemm_supported() {
 }
 
 // Whether the BLAS that matmul.cpp calls runs OpenBLAS's AVX-512 kernels. OpenBLAS names its
-// kernel set (openblas_get_corename); the symbol is looked up at run time, in the process or in
-// an OpenBLAS already loaded privately (a Python extension's dependencies), so any BLAS links.
+// kernel set (openblas_get_corename), looked up in the OpenBLAS this process already loaded
+// (RTLD_NOLOAD: a Python extension's private dependency too), so any BLAS links.
 bool blas_runs_avx512() {
   static const bool yes = [] {
+    DynamicLibrary blas(nullptr, {"libopenblas.so.0", "libblas.so.3"}, RTLD_LAZY | RTLD_NOLOAD);
     using CoreName = const char* (*)();
-    void* symbol = dlsym(RTLD_DEFAULT, "openblas_get_corename");
-    for (const char* lib : {"libopenblas.so.0", "libblas.so.3"}) {
-      if (void* handle = symbol ? nullptr : dlopen(lib, RTLD_LAZY | RTLD_NOLOAD)) {
-        symbol = dlsym(handle, "openblas_get_corename");
-        dlclose(handle);  // NOLOAD took a reference to a library that stays loaded
-      }
-    }
-    if (!symbol) {
+    CoreName core_name = nullptr;
+    blas.sym(core_name, "openblas_get_corename");
+    if (core_name == nullptr) {
       return false;
     }
-    std::string core(reinterpret_cast<CoreName>(symbol)());
+    std::string core(core_name());
     for (char& c : core) {
       c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     }
