@@ -451,8 +451,19 @@ void check_step(Primitive& prim, const std::vector<array>& in, const std::vector
     if (a == 1) {
       Shape out = x;
       out.back() = y.back();
-      need(in[0].shape() == out, "its addend does not have the product's shape");
+      bool fits = in[0].shape().size() == out.size();
+      for (size_t d = 0; fits && d < out.size(); ++d) {
+        fits = in[0].shape(d) == out[d] || in[0].shape(d) == 1;
+      }
+      need(fits, "its addend does not broadcast to the product's shape");
     }
+  } else if (dynamic_cast<MatmulColumnSums*>(&prim)) {
+    need(in.size() == 2 && in[0].shape().size() == 2 && in[1].shape().size() == 2 &&
+             in[0].shape(1) == in[1].shape(0),
+         "its operands' shapes do not multiply");
+    need(dtypes.size() == 2 && in[0].dtype() == dtypes[0] && in[1].dtype() == dtypes[0] &&
+             dtypes[1] == dtypes[0],
+         "its operands differ from the output dtype");
   } else if (auto* q = dynamic_cast<QuantizedProduct*>(&prim)) {
     // x, w, scales, then biases (affine) or an optional global scale (nvfp4, gather only), then
     // lhs and rhs (gather).

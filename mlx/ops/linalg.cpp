@@ -105,11 +105,21 @@ array addmm(array c, array a, array b, const float& alpha, const float& beta, St
   }
   auto ops = matmul_operands(a, b, dtype, "addmm", s);
   // c broadcasts against the product as the user sees it (without the 1-D dimensions).
-  c = broadcast_to(astype(c, dtype, s), ops.out_shape, s);
+  c = astype(c, dtype, s);
+  array full = broadcast_to(c, ops.out_shape, s);
   if (ops.a.shape(-1) == 0) {
-    return multiply(c, array(beta, dtype), s);
+    return multiply(full, array(beta, dtype), s);
   }
-  c = broadcast_to(reshape(c, ops.shape, s), ops.shape, s);
+  // A row of biases stays a (1, ..., 1, N) row: the kernels broadcast it themselves (cuBLASLt's
+  // bias epilogue), and its gradient can be summed within the weight gradient's product.
+  const int32_t n = ops.shape.back();
+  if (int64_t(c.size()) == n && (c.ndim() == 0 ? n == 1 : c.shape().back() == n)) {
+    Shape row(ops.shape.size(), 1);
+    row.back() = n;
+    c = reshape(c, std::move(row), s);
+  } else {
+    c = broadcast_to(reshape(full, ops.shape, s), ops.shape, s);
+  }
   return reshape(array(ops.shape, dtype, std::make_shared<AddMM>(to_stream(s), alpha, beta),
                        {c, ops.a, ops.b}),
                  ops.out_shape, s);

@@ -2,10 +2,26 @@
 
 namespace mlx::core {
 
+namespace {
+
+Shape product_shape(const array& a, const array& b) {
+  Shape shape = a.shape();
+  shape.back() = b.shape().back();
+  return shape;
+}
+
+}  // namespace
+
 std::vector<Shape> Matmul::output_shapes(const std::vector<array>& inputs) {
-  Shape shape = inputs[0].shape();
-  shape.back() = inputs[1].shape().back();
-  return {shape};
+  return {product_shape(inputs[0], inputs[1])};
+}
+
+std::vector<Shape> AddMM::output_shapes(const std::vector<array>& inputs) {
+  return {product_shape(inputs[1], inputs[2])};
+}
+
+std::vector<Shape> MatmulColumnSums::output_shapes(const std::vector<array>& inputs) {
+  return {{inputs[0].shape(0), inputs[1].shape(1)}, {1, inputs[1].shape(1)}};
 }
 
 bool AddMM::is_equivalent(const Primitive& other) const {

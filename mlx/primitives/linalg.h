@@ -20,7 +20,8 @@ class Matmul : public UnaryPrimitive {
   std::vector<Shape> output_shapes(const std::vector<array>& inputs) override;
 };
 
-// out = alpha * (a @ b) + beta * c with inputs {c, a, b}; c has the output's shape.
+// out = alpha * (a @ b) + beta * c with inputs {c, a, b}; c has the output's rank and either
+// its shape or, for a row of biases, the shape (1, ..., 1, N).
 class AddMM : public UnaryPrimitive {
  public:
   AddMM(Stream stream, float alpha, float beta)
@@ -30,15 +31,29 @@ class AddMM : public UnaryPrimitive {
   MLX_DECLARE_TRANSFORM_RULES
   const char* name() const override { return "AddMM"; }
   bool is_equivalent(const Primitive& other) const override;
-  std::vector<Shape> output_shapes(const std::vector<array>& inputs) override {
-    return {inputs[0].shape()};
-  }
+  std::vector<Shape> output_shapes(const std::vector<array>& inputs) override;
   float alpha() const { return alpha_; }
   float beta() const { return beta_; }
 
  private:
   float alpha_;
   float beta_;
+};
+
+// Outputs {l @ r, r summed over its rows (1, N)} for l: (M, K), r: (K, N). With r the
+// cotangent of a Linear layer's output these are its weight and bias gradients, which the GPU
+// computes in one pass over r (cuBLASLt's bias-gradient epilogue).
+class MatmulColumnSums : public Primitive {
+ public:
+  explicit MatmulColumnSums(Stream stream) : Primitive(stream) {}
+  MLX_DECLARE_EVAL
+  MLX_SERIALIZABLE(MatmulColumnSums)
+  MLX_DECLARE_TRANSFORM_RULES
+  const char* name() const override { return "MatmulColumnSums"; }
+  bool is_equivalent(const Primitive& other) const override {
+    return dynamic_cast<const MatmulColumnSums*>(&other) != nullptr;
+  }
+  std::vector<Shape> output_shapes(const std::vector<array>& inputs) override;
 };
 
 }  // namespace mlx::core

@@ -1,5 +1,8 @@
-// Transform rules of the matrix products: Matmul and AddMM. Their inputs arrive broadcast to
-// the output's batch shape (the Broadcast rule sums cotangents back over broadcast axes).
+// Transform rules of the matrix products: Matmul, AddMM and MatmulColumnSums. Operands arrive
+// broadcast to the output's batch shape (the Broadcast rule sums cotangents back over broadcast
+// axes); AddMM's bias row is summed by its own rule, together with the weight's gradient when
+// both are wanted.
+#include <algorithm>
 #include <optional>
 
 #include "mlx/ops.h"
@@ -64,7 +67,8 @@ std::vector<array> AddMM::jvp(const std::vector<array>& primals, const std::vect
   for (size_t k = 0; k < argnums.size(); ++k) {
     int arg = argnums[k];
     if (arg == 0) {
-      acc = tangents[k];
+      // A bias row's tangent broadcasts to the output.
+      acc = broadcast_to(tangents[k], output_shapes(primals)[0], s);
       acc_scale = beta_;
       continue;
     }
@@ -81,13 +85,41 @@ std::vector<array> AddMM::vjp(const std::vector<array>& primals,
                               const std::vector<array>& cotangents, const std::vector<int>& argnums,
                               const std::vector<array>&) {
   StreamOrDevice s = stream();
+  const array& c = primals[0];
   const array& g = cotangents[0];
   Dtype dt = g.dtype();
+  auto wants = [&](int arg) { return std::find(argnums.begin(), argnums.end(), arg) != argnums.end(); };
+  // A Linear layer's bias row and weight: both gradients from one pass over g.
+  std::optional<array> c_grad, b_grad;
+  if (wants(0) && wants(2) && alpha_ == 1.f && beta_ == 1.f && g.ndim() == 2 && c.shape(0) == 1) {
+    auto grads = array::make_arrays({{primals[2].shape()}, {c.shape()}}, {dt, dt},
+                                    std::make_shared<MatmulColumnSums>(to_stream(s)),
+                                    {mT(primals[1], s), g});
+    b_grad = grads[0];
+    c_grad = grads[1];
+  }
   std::optional<array> scaled;  // alpha * g, shared by both operands
   std::vector<array> out;
   for (int arg : argnums) {
     if (arg == 0) {
-      out.push_back(beta_ == 1.f ? g : multiply(g, array(beta_, dt), s));
+      if (!c_grad) {
+        // Summed over the axes that c broadcasts along.
+        std::vector<int> axes;
+        for (int d = 0; d < g.ndim(); ++d) {
+          if (c.shape(d) != g.shape(d)) {
+            axes.push_back(d);
+          }
+        }
+        c_grad = beta_ == 1.f ? g : multiply(g, array(beta_, dt), s);
+        if (!axes.empty()) {
+          c_grad = sum(*c_grad, axes, true, s);
+        }
+      }
+      out.push_back(*c_grad);
+      continue;
+    }
+    if (arg == 2 && b_grad) {
+      out.push_back(*b_grad);
       continue;
     }
     if (!scaled) {
@@ -112,6 +144,51 @@ std::pair<std::vector<array>, std::vector<int>> AddMM::vmap(const std::vector<ar
     a = broadcast_to(expand_dims(a, 0, s), shape, s);
   }
   return {{addmm(c, a, b, alpha_, beta_, s)}, {0}};
+}
+
+// MatmulColumnSums: {l @ r, sum(r, rows)} with inputs {l, r}.
+
+std::vector<array> MatmulColumnSums::jvp(const std::vector<array>& primals,
+                                         const std::vector<array>& tangents,
+                                         const std::vector<int>& argnums) {
+  StreamOrDevice s = stream();
+  std::optional<array> product, sums;
+  for (size_t k = 0; k < argnums.size(); ++k) {
+    array term = argnums[k] == 0 ? matmul(tangents[k], primals[1], s)
+                                 : matmul(primals[0], tangents[k], s);
+    product = product ? add(*product, term, s) : term;
+    if (argnums[k] == 1) {
+      sums = sum(tangents[k], 0, true, s);
+    }
+  }
+  return {*product, sums ? *sums : zeros({1, primals[1].shape(1)}, primals[1].dtype(), s)};
+}
+
+std::vector<array> MatmulColumnSums::vjp(const std::vector<array>& primals,
+                                         const std::vector<array>& cotangents,
+                                         const std::vector<int>& argnums,
+                                         const std::vector<array>&) {
+  StreamOrDevice s = stream();
+  std::vector<array> out;
+  for (int arg : argnums) {
+    array grad = matmul_cotangent(arg, primals[0], primals[1], cotangents[0], s);
+    // Each row of r adds to the sums: their cotangent reaches every row.
+    out.push_back(arg == 1 ? add(grad, cotangents[1], s) : grad);
+  }
+  return out;
+}
+
+std::pair<std::vector<array>, std::vector<int>> MatmulColumnSums::vmap(
+    const std::vector<array>& inputs, const std::vector<int>& axes) {
+  StreamOrDevice s = stream();
+  array l = detail::batch_first(inputs[0], axes[0]);
+  array r = detail::batch_first(inputs[1], axes[1]);
+  array sums = sum(r, -2, true, s);
+  if (axes[1] < 0) {
+    // Every output carries the batch axis: the sums of an unmapped r are broadcast.
+    sums = broadcast_to(expand_dims(sums, 0, s), {l.shape(0), 1, r.shape(-1)}, s);
+  }
+  return {{matmul(l, r, s), sums}, {0, 0}};
 }
 
 }  // namespace mlx::core

@@ -697,6 +697,43 @@ def test_addmm_and_batched_matmul(dtype):
     check(grads(lambda x, y: x @ y, (0, 1)), a, b, rtol=5e-2, atol=5e-2)
 
 
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_linear_bias_epilogues(dtype):
+    # A bias row is added by cuBLASLt's bias epilogue, and its gradient comes with the weight's
+    # from the bias-gradient epilogue (MatmulColumnSums). Rows the epilogue cannot take (a
+    # strided or misaligned bias, beta != 1) are spread to the output's shape first.
+    rt = {mx.float16: 1e-2, mx.bfloat16: 5e-2, mx.float32: 1e-4}.get(dtype)
+    x = sample((3, 37, 24), dtype, 1)
+    w = sample((40, 24), dtype, 2)
+    weights = sample((3, 37, 40), dtype, 3, low=-1, high=1)
+    wide = sample((81,), dtype, 4)
+    biases = {"row": sample((40,), dtype, 5), "(1, N)": sample((1, 40), dtype, 6),
+              "strided": wide[:80:2], "misaligned": wide[1:41]}
+    acc = mx.float64 if dtype == mx.float64 else mx.float32
+
+    def loss_and_grads(alpha, beta):
+        def run(b, x, w, stream):
+            with mx.stream(stream):
+                def f(b, x, w):
+                    y = mx.addmm(b, x, w.T, alpha, beta)
+                    return (y * weights[: y.shape[0], : y.shape[1]]).astype(acc).sum()
+                value, g = mx.value_and_grad(f, (0, 1, 2))(b, x, w)
+                return [value, *g]
+        return run
+
+    for name, b in biases.items():
+        for alpha, beta in [(1.0, 1.0), (0.5, 2.0)]:
+            check(lambda b, x, w, stream: mx.addmm(b, x, w.T, alpha, beta, stream=stream),
+                  b, x, w, rtol=rt, atol=rt)
+            check(loss_and_grads(alpha, beta), b, x, w, rtol=rt and 4 * rt, atol=rt and 4 * rt)
+    # One row, a 1-D input, and no rows at all.
+    b = biases["row"]
+    check(loss_and_grads(1.0, 1.0), b, x[:1, :1], w, rtol=rt and 4 * rt, atol=rt and 4 * rt)
+    check(lambda b, x, w, stream: mx.addmm(b, x, w.T, stream=stream), b, x[0, 0], w,
+          rtol=rt, atol=rt)
+    check(loss_and_grads(1.0, 1.0), b, x[:, :0], w)
+
+
 @pytest.mark.parametrize("dtype", [mx.float32, mx.float16, mx.bfloat16])
 def test_convolutions(dtype):
     rt = {mx.float16: 2e-2, mx.bfloat16: 8e-2}.get(dtype, 1e-4)

@@ -1,11 +1,14 @@
-// Transform rules of the matrix products (Matmul, AddMM), checked through matmul / addmm and
-// their relatives against finite differences and loops.
+// Transform rules of the matrix products (Matmul, AddMM, MatmulColumnSums), checked through
+// matmul / addmm and their relatives against finite differences and loops.
 #include <gtest/gtest.h>
 
 #include <complex>
+#include <functional>
+#include <set>
 
 #include "mlx/mlx.h"
 #include "mlx/primitives/linalg.h"
+#include "mlx/primitives/reduction.h"
 #include "test_utils.h"
 #include "transform_check.h"
 
@@ -206,6 +209,82 @@ TEST(LinalgRules, SecondDerivative) {
     return vjp(addmm_fn(1.5f, 0.5f), {in[0], in[1], in[2]}, {w}).second;
   };
   check_grad(first_addmm, {rand64({3, 2}, 93), rand64({3, 4}, 94), rand64({4, 2}, 95)});
+}
+
+// How many steps of the graph below `outputs` run primitive P (a step may have several outputs).
+template <typename P>
+int count_primitives(const std::vector<array>& outputs) {
+  std::set<const Primitive*> seen;
+  int count = 0;
+  std::function<void(const array&)> visit = [&](const array& x) {
+    if (!x.has_primitive() || !seen.insert(&x.primitive()).second)
+      return;
+    count += dynamic_cast<P*>(&x.primitive()) != nullptr;
+    for (auto& in : x.inputs())
+      visit(in);
+  };
+  for (auto& x : outputs)
+    visit(x);
+  return count;
+}
+
+TEST(LinalgRules, LinearGradientsShareOnePass) {
+  // A bias row's gradient and the weight's come from one MatmulColumnSums over the cotangent,
+  // with no separate reduction; either one alone, or alpha or beta != 1, keeps the plain rules.
+  array c = rand64({2}, 100), a = rand64({2, 3, 4}, 101), b = rand64({4, 2}, 102);
+  array w = rand64({2, 3, 2}, 103);
+  auto grads = [&](float alpha, float beta) {
+    return vjp(addmm_fn(alpha, beta), {c, a, b}, {w}).second;
+  };
+  // c a constant: only the operands' gradients are wanted.
+  auto operand_grads = [&](const std::vector<array>& in) { return one(addmm(c, in[0], in[1])); };
+  auto fused = grads(1.f, 1.f);
+  EXPECT_EQ(count_primitives<MatmulColumnSums>(fused), 1);
+  EXPECT_EQ(count_primitives<Reduce>(fused), 0);
+  EXPECT_EQ(fused[0].shape(), Shape({2}));
+  // Against the composition through matmul and a broadcast add (float64).
+  auto reference = [&](const std::vector<array>& in) {
+    return one(add(matmul(in[1], in[2]), in[0]));
+  };
+  auto expected = vjp(reference, {c, a, b}, {w}).second;
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_TRUE(allclose(fused[i], expected[i], 1e-12, 1e-12).item<bool>()) << "input " << i;
+  }
+  EXPECT_EQ(count_primitives<MatmulColumnSums>(grads(2.f, 1.f)), 0);
+  EXPECT_EQ(count_primitives<MatmulColumnSums>(grads(1.f, 0.5f)), 0);
+  EXPECT_EQ(count_primitives<MatmulColumnSums>(vjp(operand_grads, {a, b}, {w}).second), 0);
+}
+
+TEST(LinalgRules, LinearGradientsThroughTransforms) {
+  // MatmulColumnSums' own rules: derivatives of the fused gradients (vjp and jvp against
+  // finite differences), their vmap, and float32.
+  array w = rand64({5, 2}, 110);
+  auto first = [w](const std::vector<array>& in) {
+    return vjp(addmm_fn(1.f, 1.f), {in[0], in[1], in[2]}, {w}).second;
+  };
+  check_grad(first, {rand64({2}, 111), rand64({5, 4}, 112), rand64({4, 2}, 113)});
+  check_grad(first, {rand64({1, 2}, 114), rand64({5, 4}, 115), rand64({4, 2}, 116)});
+  check_vmap(first, {rand64({3, 2}, 117), rand64({5, 4}, 118), rand64({4, 2}, 119)}, {0, -1, -1});
+  check_vmap(first, {rand64({2}, 120), rand64({3, 5, 4}, 121), rand64({4, 2}, 122)}, {-1, 0, -1});
+  check_vmap(first, {rand64({2}, 123), rand64({5, 4}, 124), rand64({4, 2, 3}, 125)}, {-1, -1, 2});
+  auto f32 = [](const Shape& s, uint32_t seed) { return random_array(s, float32, -1, 1, seed); };
+  check_grad(addmm_fn(1.f, 1.f), {f32({3}, 126), f32({6, 5}, 127), f32({5, 3}, 128)});
+}
+
+TEST(LinalgRules, AddmmKeepsABiasRow) {
+  // A bias row reaches the primitive as (1, N), not spread to the product's shape, and every
+  // other addend (a column, a full matrix, a scalar against N > 1) is spread as before.
+  array a = rand64({3, 4}, 130), b = rand64({4, 2}, 131);
+  auto addend = [&](const array& c) { return addmm(c, a, b).inputs()[0].shape(); };
+  EXPECT_EQ(addend(rand64({2}, 132)), Shape({1, 2}));
+  EXPECT_EQ(addend(rand64({1, 2}, 133)), Shape({1, 2}));
+  EXPECT_EQ(addend(rand64({3, 1}, 134)), Shape({3, 2}));
+  EXPECT_EQ(addend(rand64({}, 135)), Shape({3, 2}));
+  array out = addmm(rand64({2}, 136), rand64({2, 3, 4}, 137), b);
+  EXPECT_EQ(out.shape(), Shape({2, 3, 2}));
+  expect_close(addmm(array({1.0, 2.0}, {2}, float64), array({1.0, 1.0}, {1, 2}, float64),
+                     array({1.0, 0.0, 0.0, 1.0}, {2, 2}, float64)),
+               {2, 3}, {1, 2});
 }
 
 }  // namespace

@@ -220,4 +220,14 @@ void ExpandAxes::eval_gpu(const std::vector<array>& inputs, array& out) {
   Reshape(stream(), out.shape()).eval_gpu(inputs, out);
 }
 
+Strides broadcast_strides(const array& x, const Shape& shape) {
+  Strides strides = x.strides();
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (x.shape(d) != shape[d]) {
+      strides[d] = 0;
+    }
+  }
+  return strides;
+}
+
 }  // namespace mlx::core

@@ -14,5 +14,8 @@ std::optional<Strides> reshape_strides(const array& in, const Shape& new_shape);
 // Reshape and View (dtype reinterpretation) without a copy; false when a copy is needed.
 bool reshape_as_view(const array& in, array& out);
 bool reinterpret_as_view(const array& in, array& out);
+// x's strides when read as broadcast to `shape` (of x's rank): dimensions of size 1 that grow
+// read stride 0.
+Strides broadcast_strides(const array& x, const Shape& shape);
 
 }  // namespace mlx::core

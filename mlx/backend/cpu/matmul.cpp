@@ -19,7 +19,9 @@
 #include "mlx/backend/cpu/scratch.h"
 #include "mlx/backend/cpu/strided.h"
 #include "mlx/backend/cpu/thread_pool.h"
+#include "mlx/backend/common/views.h"
 #include "mlx/primitives/linalg.h"
+#include "mlx/primitives/reduction.h"
 
 namespace mlx::core {
 
@@ -403,18 +405,24 @@ void Matmul::eval_cpu(const std::vector<array>& inputs, array& out) {
 
 void AddMM::eval_cpu(const std::vector<array>& inputs, array& out) {
   const array& c = inputs[0];
-  if (beta_ != 0 && c.is_donatable() && c.flags().row_contiguous && c.dtype() == out.dtype()) {
+  if (beta_ != 0 && c.is_donatable() && c.flags().row_contiguous && c.dtype() == out.dtype() &&
+      c.shape() == out.shape()) {
     out.copy_shared_buffer(c);
   } else {
     out.set_data(allocator::malloc(out.nbytes()));
     if (beta_ != 0) {
-      copy_strided(c, c.strides(), 0, out, out.strides(), 0, out.shape());
+      copy_strided(c, broadcast_strides(c, out.shape()), 0, out, out.strides(), 0, out.shape());
     }
   }
   if (out.size() == 0) {
     return;
   }
   products(inputs[1], inputs[2], out, alpha_, beta_);
+}
+
+void MatmulColumnSums::eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) {
+  Matmul(stream()).eval_cpu(inputs, outputs[0]);
+  Reduce(stream(), Reduce::Sum, {0}).eval_cpu({inputs[1]}, outputs[1]);
 }
 
 }  // namespace mlx::core

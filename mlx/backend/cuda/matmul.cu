@@ -1,8 +1,10 @@
-// Matmul and AddMM on the GPU: floating types through cuBLASLt (row-major products as
-// column-major ones of the transposes; batches as one strided-batched call when their
-// offsets are regular; TF32 for float32 under MLX_ENABLE_TF32), integers through a simple
+// Matmul, AddMM and MatmulColumnSums on the GPU: floating types through cuBLASLt (row-major
+// products as column-major ones of the transposes; batches as one strided-batched call when
+// their offsets are regular; TF32 for float32 under MLX_ENABLE_TF32), integers through a simple
 // kernel. Operands are read in place when their last two dimensions are row- or column-major.
+// A bias row is added, and a Linear layer's bias gradient summed, by cuBLASLt's epilogues.
 #include <map>
+#include <memory>
 #include <mutex>
 #include <tuple>
 
@@ -11,7 +13,9 @@
 #include "mlx/backend/cuda/elementwise_ops.cuh"
 #include "mlx/backend/cuda/gemm.h"
 #include "mlx/backend/cuda/tf32.h"
+#include "mlx/backend/common/views.h"
 #include "mlx/primitives/linalg.h"
+#include "mlx/primitives/reduction.h"
 #include "mlx/utils.h"
 
 namespace mlx::core {
@@ -109,10 +113,20 @@ struct GemmShape {
   // Byte alignment of the A, B and C pointers: views can start anywhere, and cuBLASLt assumes
   // 256-byte aligned operands unless told otherwise.
   uint32_t align_a = 256, align_b = 256, align_c = 256;
+  cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_DEFAULT;
+  uint32_t align_bias = 256;
   auto key() const {
     return std::make_tuple(int(type), ta, tb, m, n, k, lda, ldb, ldc, batch, sa, sb, sc, align_a,
-                           align_b, align_c);
+                           align_b, align_c, int(epilogue), align_bias);
   }
+};
+
+// What cuBLASLt does besides the product: add a bias vector (length m of the column-major
+// product, broadcast over its columns and batches) or write the sums of A over k (the bias
+// gradient), at `bias`.
+struct Epilogue {
+  cublasLtEpilogue_t kind = CUBLASLT_EPILOGUE_DEFAULT;
+  void* bias = nullptr;
 };
 
 uint32_t alignment(const void* p) {
@@ -124,6 +138,9 @@ struct GemmPlan {
   cublasLtMatmulDesc_t desc = nullptr;
   cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
   cublasLtMatmulAlgo_t algo{};
+  bool found = false;  // an epilogue may have no algorithm for this shape
+  // With an epilogue the descriptor holds the bias pointer of the call being issued.
+  std::unique_ptr<std::mutex> call_mutex = std::make_unique<std::mutex>();
 };
 
 cublasLtMatrixLayout_t make_layout(cudaDataType_t type, int64_t rows, int64_t cols, int64_t ld,
@@ -141,7 +158,7 @@ cublasLtMatrixLayout_t make_layout(cudaDataType_t type, int64_t rows, int64_t co
 }
 
 // Plans are cached by shape: a training step asks for the same few products every step.
-const GemmPlan& gemm_plan(const GemmShape& g) {
+const GemmPlan& gemm_plan(const GemmShape& g, void* bias) {
   static std::mutex mutex;
   static std::map<decltype(g.key()), GemmPlan> plans;
   std::lock_guard<std::mutex> lock(mutex);
@@ -164,6 +181,13 @@ const GemmPlan& gemm_plan(const GemmShape& g) {
       cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSA, &opa, sizeof(opa)));
   MLX_CUDA_CHECK(
       cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSB, &opb, sizeof(opb)));
+  if (g.epilogue != CUBLASLT_EPILOGUE_DEFAULT) {
+    // The heuristic reads the bias pointer's alignment from the descriptor.
+    MLX_CUDA_CHECK(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_EPILOGUE,
+                                                  &g.epilogue, sizeof(g.epilogue)));
+    MLX_CUDA_CHECK(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
+                                                  sizeof(bias)));
+  }
   p.a = make_layout(g.type, g.ta ? g.k : g.m, g.ta ? g.m : g.k, g.lda, g.batch, g.sa);
   p.b = make_layout(g.type, g.tb ? g.n : g.k, g.tb ? g.k : g.n, g.ldb, g.batch, g.sb);
   p.c = make_layout(g.type, g.m, g.n, g.ldc, g.batch, g.sc);
@@ -187,15 +211,19 @@ const GemmPlan& gemm_plan(const GemmShape& g) {
       pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &reductions, sizeof(reductions)));
   cublasLtMatmulHeuristicResult_t result{};
   int found = 0;
-  MLX_CUDA_CHECK(cublasLtMatmulAlgoGetHeuristic(device(0).cublaslt(), p.desc, p.a, p.b, p.c, p.c,
-                                                pref, 1, &result, &found));
+  cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(device(0).cublaslt(), p.desc, p.a, p.b,
+                                                         p.c, p.c, pref, 1, &result, &found);
   cublasLtMatmulPreferenceDestroy(pref);
-  if (found == 0) {
+  if (g.epilogue == CUBLASLT_EPILOGUE_DEFAULT || status != CUBLAS_STATUS_NOT_SUPPORTED) {
+    MLX_CUDA_CHECK(status);
+  }
+  if (found == 0 && g.epilogue == CUBLASLT_EPILOGUE_DEFAULT) {
     throw std::runtime_error(
         msg("[matmul] cuBLASLt has no algorithm for ", g.m, "x", g.n, "x", g.k, "."));
   }
+  p.found = found > 0;
   p.algo = result.algo;
-  return plans.emplace(g.key(), p).first->second;
+  return plans.emplace(g.key(), std::move(p)).first->second;
 }
 
 template <typename T>
@@ -251,10 +279,14 @@ void int_products(const array& a, const array& b, array& out) {
   check_launch("matmul");
 }
 
-// out (row-major, holding c when beta != 0) = alpha * a @ b + beta * out.
-void products(const array& a_in, const array& b_in, array& out, float alpha, float beta) {
+// out (row-major, holding c when beta != 0) = alpha * a @ b + beta * out, with the epilogue's
+// bias work on b (cuBLASLt's A). False, with nothing done, when cuBLASLt has no algorithm for
+// that epilogue.
+bool products(const array& a_in, const array& b_in, array& out, float alpha, float beta,
+              Epilogue epilogue = {}) {
   if (!is_floating_point(out.dtype()) && out.dtype() != complex64) {
-    return int_products(a_in, b_in, out);
+    int_products(a_in, b_in, out);
+    return true;
   }
   int nd = a_in.ndim();
   int64_t M = a_in.shape(-2), N = b_in.shape(-1), K = a_in.shape(-1);
@@ -293,7 +325,12 @@ void products(const array& a_in, const array& b_in, array& out, float alpha, flo
   g.align_a = alignment(pa_data);
   g.align_b = alignment(pb_data);
   g.align_c = alignment(c);
-  const GemmPlan& plan = gemm_plan(g);
+  g.epilogue = epilogue.kind;
+  g.align_bias = alignment(epilogue.bias);
+  const GemmPlan& plan = gemm_plan(g, epilogue.bias);
+  if (!plan.found) {
+    return false;
+  }
   size_t ws_bytes = 0;
   void* ws = device(0).cublaslt_workspace(&ws_bytes);
   double alpha_d = alpha, beta_d = beta;
@@ -304,9 +341,16 @@ void products(const array& a_in, const array& b_in, array& out, float alpha, flo
   const void* pb = g.type == CUDA_R_64F   ? static_cast<const void*>(&beta_d)
                    : g.type == CUDA_C_32F ? static_cast<const void*>(&beta_c)
                                           : static_cast<const void*>(&beta);
+  std::unique_lock<std::mutex> lock;
+  if (epilogue.kind != CUBLASLT_EPILOGUE_DEFAULT) {
+    lock = std::unique_lock<std::mutex>(*plan.call_mutex);
+    MLX_CUDA_CHECK(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
+                                                  &epilogue.bias, sizeof(epilogue.bias)));
+  }
   MLX_CUDA_CHECK(cublasLtMatmul(device(0).cublaslt(), plan.desc, pa, pa_data, plan.a, pb_data,
                                 plan.b, pb, c, plan.c, c, plan.c, &plan.algo, ws, ws_bytes,
                                 stream()));
+  return true;
 }
 
 }  // namespace
@@ -333,12 +377,24 @@ void Matmul::eval_gpu(const std::vector<array>& inputs, array& out) {
 
 void AddMM::eval_gpu(const std::vector<array>& inputs, array& out) {
   const array& c = inputs[0];
-  if (beta_ != 0 && c.is_donatable() && c.flags().row_contiguous && c.dtype() == out.dtype()) {
+  const bool empty_product = out.size() == 0 || inputs[1].shape(-1) == 0;
+  const Strides c_strides = broadcast_strides(c, out.shape());
+  if (!empty_product && beta_ == 1 && c.shape() != out.shape() && c.flags().row_contiguous) {
+    // A bias row added by cuBLASLt's epilogue: the product is written once, and c is never
+    // spread to the output's shape.
+    cu::allocate(out);
+    if (products(inputs[1], inputs[2], out, alpha_, 0.0f,
+                 {CUBLASLT_EPILOGUE_BIAS, const_cast<char*>(c.gpu_data<char>())})) {
+      return;
+    }
+    cu::copy_strided(c, c_strides, 0, out, out.strides(), 0, out.shape());
+  } else if (beta_ != 0 && c.is_donatable() && c.flags().row_contiguous &&
+             c.dtype() == out.dtype() && c.shape() == out.shape()) {
     out.copy_shared_buffer(c);
   } else {
     cu::allocate(out);
     if (beta_ != 0) {
-      cu::copy_strided(c, c.strides(), 0, out, out.strides(), 0, out.shape());
+      cu::copy_strided(c, c_strides, 0, out, out.strides(), 0, out.shape());
     }
   }
   if (out.size() == 0) {
@@ -359,6 +415,22 @@ void AddMM::eval_gpu(const std::vector<array>& inputs, array& out) {
     return;
   }
   products(inputs[1], inputs[2], out, alpha_, beta_);
+}
+
+void MatmulColumnSums::eval_gpu(const std::vector<array>& inputs, std::vector<array>& outputs) {
+  const array& l = inputs[0];
+  const array& r = inputs[1];
+  array& product = outputs[0];
+  array& sums = outputs[1];
+  cu::allocate(product);
+  cu::allocate(sums);
+  if (product.size() > 0 && r.shape(0) > 0 && is_floating_point(product.dtype()) &&
+      products(l, r, product, 1.0f, 0.0f,
+               {CUBLASLT_EPILOGUE_BGRADA, sums.gpu_data<char>()})) {
+    return;  // r is cuBLASLt's A, summed over k: its rows
+  }
+  cu::gemm(l, r, product);
+  Reduce(stream(), Reduce::Sum, {0}).eval_gpu({r}, sums);
 }
 
 }  // namespace mlx::core
