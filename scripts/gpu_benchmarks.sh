@@ -8,7 +8,7 @@ out=${OUT:-build/gpu-logs}
 mkdir -p "$out"
 python=$(cat .mlx-python)
 export PYTHONPATH=$PWD/python
-all="bench_gpu tiny_op_latency bench_gpu_fusion bench_gpu_linalg bench_gpu_quantized bench_conv bench_gpt2 memory_scenarios main_job"
+all="bench_gpu tiny_op_latency bench_gpu_fusion bench_gpu_linalg bench_gpu_quantized bench_conv bench_gpt2 gpt2_step_phases memory_scenarios main_job"
 for b in ${BENCHES:-$all}; do
   start=$(date +%s)
   case $b in

@@ -155,3 +155,20 @@ def test_benchmark_runs_at_the_tiny_configuration(tmp_path):
     assert ours["tokens/s"] > 0 and 0 < ours["peak GiB"] < 1
     assert abs(ours["loss"] - math.log(CFG.vocab)) < 1
     assert "torch" not in results["gpt2_compiled"]
+
+
+def test_step_phases_benchmark_runs_at_the_tiny_configuration():
+    """gpt2_step_phases.py end to end (our column; PyTorch's where it is installed): one row per
+    phase, each a positive time, the optimizer's Python build within its update."""
+    import re
+    import subprocess
+    import sys
+
+    cmd = [sys.executable, os.path.join(ROOT, "benchmarks", "gpt2_step_phases.py"), "--tiny",
+           "--calls", "2"]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    rows = dict(re.findall(r"^\| ([^|]+?) \| ([0-9.]+) \|", r.stdout, re.M))
+    for phase in ("step", "forward + backward", "forward", "AdamW update"):
+        assert float(rows[phase]) > 0, r.stdout
+    assert float(rows["AdamW update: Python build"]) <= float(rows["AdamW update"])
