@@ -55,9 +55,7 @@ def tree_map(
     Returns:
         A tree with the structure of ``tree`` holding the values returned by ``fn``.
     """
-    return tree_map_with_path(
-        lambda _, *leaves: fn(*leaves), tree, *rest, is_leaf=is_leaf
-    )
+    return _map(fn, tree, rest, is_leaf, None, False)
 
 
 def tree_map_with_path(
@@ -83,20 +81,21 @@ def tree_map_with_path(
         >>> tree_map_with_path(lambda path, _: path, {"model": [{"w": 0}]})
         {'model': [{'w': 'model.0.w'}]}
     """
+    return _map(fn, tree, rest, is_leaf, path, True)
+
+
+def _map(fn, tree, rest, is_leaf, path, with_paths):
+    # tree_map's and tree_map_with_path's walk; paths are only built when fn takes them (the
+    # string per node was most of an optimizer update's Python time).
     if _is_leaf(tree, is_leaf):
-        return fn(path, tree, *rest)
+        return fn(path, tree, *rest) if with_paths else fn(tree, *rest)
     mapped = []
     for key, child in _children(tree):
-        child_path = f"{path}.{key}" if path is not None else str(key)
-        others = (r[key] for r in rest)
-        mapped.append(
-            (
-                key,
-                tree_map_with_path(
-                    fn, child, *others, is_leaf=is_leaf, path=child_path
-                ),
-            )
-        )
+        child_path = None
+        if with_paths:
+            child_path = f"{path}.{key}" if path is not None else str(key)
+        others = [r[key] for r in rest]
+        mapped.append((key, _map(fn, child, others, is_leaf, child_path, with_paths)))
     return _rebuild(tree, mapped)
 
 
