@@ -152,6 +152,26 @@ def test_shapeless(tmp_path):
         mx.import_function(path)(mx.ones((3,)), mx.ones((3,)))
 
 
+def test_linear_layer_and_its_gradients_round_trip(tmp_path):
+    # A Linear layer's addmm keeps its bias as a (1, N) row, and its weight and bias gradients
+    # come from one MatmulColumnSums step: both survive export, shapeless in the batch.
+    lin = nn.Linear(8, 5)
+    mx.eval(lin.parameters())
+
+    def grads(w, b, x):
+        return mx.grad(lambda w, b: (mx.addmm(b, x, w.T) ** 2).sum(), argnums=(0, 1))(w, b)
+
+    path = str(tmp_path / "g.mlxfn")
+    mx.export_function(path, grads, lin.weight, lin.bias, mx.ones((3, 8)), shapeless=True)
+    f = mx.import_function(path)
+    for rows in (3, 6):
+        x = mx.array(np.linspace(-1, 1, rows * 8, dtype=np.float32).reshape(rows, 8))
+        y = np.array(x) @ np.array(lin.weight).T + np.array(lin.bias)
+        gw, gb = f(lin.weight, lin.bias, x)
+        np.testing.assert_allclose(np.array(gb), 2 * y.sum(0), rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(np.array(gw), 2 * y.T @ np.array(x), rtol=1e-5, atol=1e-5)
+
+
 def test_shapeless_exporter_with_reshape(tmp_path):
     path = str(tmp_path / "r.mlxfn")
 
