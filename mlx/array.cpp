@@ -64,27 +64,19 @@ array::ArrayDesc::~ArrayDesc() {
         pending.push_back(std::move(a.desc_));
         continue;
       }
-      // The last outside handle of a sibling group (an unevaluated multi-output node): the
-      // siblings' references to each other are all that is left, so take the group apart here
+      // The last outside handle of an output group (an unevaluated multi-output node): the
+      // group's references to its outputs are all that is left, so take the group apart here
       // and free its descs through the worklist (array::~array would, but recursively).
-      auto& sib = a.desc_->siblings;
-      const long n = static_cast<long>(sib.size());
-      if (n > 0 && a.desc_.use_count() == n + 1 &&
-          std::all_of(sib.begin(), sib.end(),
-                      [n](const array& s) { return s.desc_.use_count() == n; })) {
-        std::vector<array> group = std::move(sib);
-        sib.clear();
-        for (auto& s : group) {
-          std::vector<array> back = std::move(s.desc_->siblings);
-          s.desc_->siblings.clear();
-          for (auto& b : back) {
-            b.desc_.reset();
-          }
+      if (auto group = a.desc_->group.load(); group && a.desc_.use_count() == 2 &&
+                                               !a.group_held_elsewhere(*group)) {
+        for (auto& o : group->outputs) {
+          o.desc_->group_size.store(0, std::memory_order_release);
+          o.desc_->group.store(nullptr);
         }
-        for (auto& s : group) {
-          pending.push_back(std::move(s.desc_));
+        for (auto& o : group->outputs) {
+          pending.push_back(std::move(o.desc_));
         }
-        pending.push_back(std::move(a.desc_));
+        a.desc_.reset();
         continue;
       }
       a.desc_.reset();
@@ -129,40 +121,49 @@ std::vector<array> array::make_arrays(std::vector<Shape> shapes, const std::vect
   for (size_t i = 0; i < shapes.size(); ++i) {
     outputs.emplace_back(std::move(shapes[i]), dtypes[i], primitive, inputs);
   }
-  for (size_t i = 0; i < outputs.size(); ++i) {
-    auto& desc = *outputs[i].desc_;
-    desc.position = static_cast<uint32_t>(i);
-    for (size_t j = 0; j < outputs.size(); ++j) {
-      if (j != i) {
-        desc.siblings.push_back(outputs[j]);
-      }
+  if (outputs.size() > 1) {
+    auto group = std::make_shared<OutputGroup>();
+    group->outputs = outputs;
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      auto& desc = *outputs[i].desc_;
+      desc.position = static_cast<uint32_t>(i);
+      desc.group.store(group);
+      desc.group_size.store(static_cast<uint32_t>(outputs.size()), std::memory_order_release);
     }
   }
   return outputs;
 }
 
-array::~array() {
-  if (!desc_ || desc_->siblings.empty()) {
-    return;
-  }
-  // Siblings reference each other. When those references are all that is left, break the
-  // cycle so the group is freed.
-  long n = static_cast<long>(desc_->siblings.size());
-  if (desc_.use_count() != n + 1) {
-    return;
-  }
-  for (auto& s : desc_->siblings) {
-    if (s.desc_.use_count() != n) {
-      return;
+bool array::group_held_elsewhere(OutputGroup& group) const {
+  // Every output but this one is held by the group alone, or some output is held from outside
+  // (found from where the last search stopped).
+  const uint32_t n = static_cast<uint32_t>(group.outputs.size());
+  const uint32_t start = group.held_hint.load(std::memory_order_relaxed) % n;
+  for (uint32_t k = 0; k < n; ++k) {
+    const uint32_t i = (start + k) % n;
+    const auto& d = group.outputs[i].desc_;
+    if (d && d != desc_ && d.use_count() > 1) {
+      group.held_hint.store(i, std::memory_order_relaxed);
+      return true;
     }
   }
-  std::vector<array> mine = std::move(desc_->siblings);
-  desc_->siblings.clear();
-  std::vector<std::vector<array>> theirs;
-  theirs.reserve(mine.size());
-  for (auto& s : mine) {
-    theirs.push_back(std::move(s.desc_->siblings));
-    s.desc_->siblings.clear();
+  return false;
+}
+
+array::~array() {
+  if (!desc_ || desc_->group_size.load(std::memory_order_acquire) == 0) {
+    return;
+  }
+  // The outputs of a step reference each other through their group. When the group's
+  // references are all that is left of every output (this handle aside), break the cycle so
+  // the group is freed.
+  auto group = desc_->group.load();
+  if (!group || desc_.use_count() != 2 || group_held_elsewhere(*group)) {
+    return;
+  }
+  for (auto& o : group->outputs) {
+    o.desc_->group_size.store(0, std::memory_order_release);
+    o.desc_->group.store(nullptr);
   }
 }
 
@@ -187,34 +188,24 @@ int64_t array::strides(int dim) const {
 }
 
 std::vector<array> array::outputs() const {
-  std::vector<array> outs;
-  outs.reserve(desc_->siblings.size() + 1);
-  size_t pos = desc_->position;
-  for (size_t i = 0; i < desc_->siblings.size(); ++i) {
-    if (i == pos) {
-      outs.push_back(*this);
+  if (desc_->group_size.load(std::memory_order_acquire) > 1) {
+    if (auto group = desc_->group.load()) {
+      return group->outputs;
     }
-    outs.push_back(desc_->siblings[i]);
   }
-  if (outs.size() == desc_->siblings.size()) {
-    outs.push_back(*this);
-  }
-  return outs;
+  return {*this};
 }
 
 void array::detach() {
-  // The sibling list is left untouched when empty: another thread may be reading it in
-  // ~array (a handle dropped while its node runs on a worker).
-  if (!desc_->siblings.empty()) {
-    for (auto& s : desc_->siblings) {
-      s.desc_->primitive.reset();
-      s.desc_->inputs.clear();
-    }
-    std::vector<array> siblings = std::move(desc_->siblings);
-    desc_->siblings.clear();
-    for (auto& s : siblings) {
-      s.desc_->siblings.clear();
-    }
+  if (desc_->group_size.load(std::memory_order_acquire) > 1) {
+    if (auto group = desc_->group.load()) {
+      for (auto& o : group->outputs) {
+        o.desc_->primitive.reset();
+        o.desc_->inputs.clear();
+        o.desc_->group_size.store(0, std::memory_order_release);
+        o.desc_->group.store(nullptr);
+      }
+    }  // the group, and the outputs nothing else holds, are freed here
   }
   desc_->primitive.reset();
   desc_->inputs.clear();

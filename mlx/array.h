@@ -171,8 +171,8 @@ class array {
   const std::shared_ptr<Primitive>& primitive_ptr() const { return desc_->primitive; }
   std::vector<array>& inputs() { return desc_->inputs; }
   const std::vector<array>& inputs() const { return desc_->inputs; }
-  const std::vector<array>& siblings() const { return desc_->siblings; }
-  std::vector<array>& siblings() { return desc_->siblings; }
+  // Whether this is one of several outputs of an unevaluated step.
+  bool has_siblings() const { return desc_->group_size.load(std::memory_order_acquire) > 1; }
   // This array and its siblings, in output order.
   std::vector<array> outputs() const;
   uint32_t sibling_position() const { return desc_->position; }
@@ -262,6 +262,13 @@ class array {
     void bring_to_host();
   };
 
+  struct OutputGroup {
+    std::vector<array> outputs;
+    // Where ~array last found an output still held from outside: its next check starts there,
+    // so dropping a group's handles in any order costs O(n) overall.
+    std::atomic<uint32_t> held_hint{0};
+  };
+
   struct ArrayDesc {
     Shape shape;
     Strides strides;
@@ -276,7 +283,13 @@ class array {
     size_t data_size = 0;
     Flags flags{};
     std::vector<array> inputs;
-    std::vector<array> siblings;
+    // The outputs of a multi-output step, this one included, in output order: one group shared
+    // by them (null for a single output), so that n outputs hold n references, not n^2. They
+    // keep each other alive through it until the step runs (detach) or nothing else holds any
+    // of them (~array breaks the cycle). group_size (0 without a group) is read first, so that
+    // most arrays never touch the atomic pointer.
+    std::atomic<std::shared_ptr<OutputGroup>> group;
+    std::atomic<uint32_t> group_size{0};
     uint32_t position = 0;
     bool is_tracer = false;
 
@@ -286,6 +299,9 @@ class array {
     // Releases a deep graph without recursion.
     ~ArrayDesc();
   };
+
+  // Whether an output of `group` other than this one is referenced from outside the group.
+  bool group_held_elsewhere(OutputGroup& group) const;
 
   std::shared_ptr<ArrayDesc> desc_;
 };

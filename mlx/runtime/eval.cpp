@@ -51,8 +51,10 @@ std::vector<array> build_tape(const std::vector<array>& outputs) {
           "traced by compile or vmap (e.g. item() or eval inside the function). Pass the "
           "value in as an input, or compute it outside the transformed function.");
     }
-    for (auto& s : a.siblings()) {
-      seen.insert(s.id());
+    if (a.has_siblings()) {
+      for (auto& s : a.outputs()) {
+        seen.insert(s.id());
+      }
     }
     stack.push_back(Frame{a, 0});
   };

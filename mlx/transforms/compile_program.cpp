@@ -19,7 +19,7 @@ namespace {
 // permutations, same-dtype conversions and copies of copies.
 bool is_noop(const array& node, const Program& program, const std::vector<int>& producer,
              int input_value, bool shapeless) {
-  if (node.inputs().size() != 1 || !node.siblings().empty()) {
+  if (node.inputs().size() != 1 || node.has_siblings()) {
     return false;
   }
   const array& in = node.inputs()[0];

@@ -47,8 +47,10 @@ std::vector<array> dependent_tape(const std::vector<array>& outputs, const IdSet
     if (!visited.insert(a.id()).second) {
       return;
     }
-    for (auto& s : a.siblings()) {
-      visited.insert(s.id());
+    if (a.has_siblings()) {
+      for (auto& s : a.outputs()) {
+        visited.insert(s.id());
+      }
     }
     if (!sources.count(a.id()) && a.has_primitive()) {
       stack.push_back(Frame{a, 0, inputs_to_follow(a, walk)});
@@ -73,8 +75,10 @@ std::vector<array> dependent_tape(const std::vector<array>& outputs, const IdSet
       }
       if (depends) {
         dependent.insert(node.id());
-        for (auto& s : node.siblings()) {
-          dependent.insert(s.id());
+        if (node.has_siblings()) {
+          for (auto& s : node.outputs()) {
+            dependent.insert(s.id());
+          }
         }
         tape.push_back(std::move(node));
       }
