@@ -113,14 +113,16 @@ int main(int argc, char** argv) {
     all.insert(all.end(), group->begin(), group->end());
   }
   eval(all);
-  row("ours: per add of 148 independent adds, evaluated", us_per_call(50, [&] {
+  row("ours: per add of 148 independent adds, evaluated",
+      us_per_call(50, [&] {
         std::vector<array> outs;
         for (int i = 0; i < kParams; ++i) {
           outs.push_back(add(params[i], grads[i]));
         }
         eval(outs);
       }) / kParams);
-  row("ours: per AdamUpdate of 148 parameters, evaluated", us_per_call(50, [&] {
+  row("ours: per AdamUpdate of 148 parameters, evaluated",
+      us_per_call(50, [&] {
         std::vector<array> outs;
         for (int i = 0; i < kParams; ++i) {
           auto o = fast::adam_update(params[i], grads[i], ms[i], vs[i], lr, c1, c2, 0.9, 0.999,

@@ -67,8 +67,8 @@ array::ArrayDesc::~ArrayDesc() {
       // The last outside handle of an output group (an unevaluated multi-output node): the
       // group's references to its outputs are all that is left, so take the group apart here
       // and free its descs through the worklist (array::~array would, but recursively).
-      if (auto group = a.desc_->group.load(); group && a.desc_.use_count() == 2 &&
-                                               !a.group_held_elsewhere(*group)) {
+      if (auto group = a.desc_->group.load();
+          group && a.desc_.use_count() == 2 && !a.group_held_elsewhere(*group)) {
         for (auto& o : group->outputs) {
           o.desc_->group_size.store(0, std::memory_order_release);
           o.desc_->group.store(nullptr);

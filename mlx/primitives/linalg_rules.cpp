@@ -88,7 +88,9 @@ std::vector<array> AddMM::vjp(const std::vector<array>& primals,
   const array& c = primals[0];
   const array& g = cotangents[0];
   Dtype dt = g.dtype();
-  auto wants = [&](int arg) { return std::find(argnums.begin(), argnums.end(), arg) != argnums.end(); };
+  auto wants = [&](int arg) {
+    return std::find(argnums.begin(), argnums.end(), arg) != argnums.end();
+  };
   // A Linear layer's bias row and weight: both gradients from one pass over g.
   std::optional<array> c_grad, b_grad;
   if (wants(0) && wants(2) && alpha_ == 1.f && beta_ == 1.f && g.ndim() == 2 && c.shape(0) == 1) {
@@ -154,8 +156,8 @@ std::vector<array> MatmulColumnSums::jvp(const std::vector<array>& primals,
   StreamOrDevice s = stream();
   std::optional<array> product, sums;
   for (size_t k = 0; k < argnums.size(); ++k) {
-    array term = argnums[k] == 0 ? matmul(tangents[k], primals[1], s)
-                                 : matmul(primals[0], tangents[k], s);
+    array term =
+        argnums[k] == 0 ? matmul(tangents[k], primals[1], s) : matmul(primals[0], tangents[k], s);
     product = product ? add(*product, term, s) : term;
     if (argnums[k] == 1) {
       sums = sum(tangents[k], 0, true, s);

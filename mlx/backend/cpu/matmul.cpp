@@ -12,6 +12,7 @@
 #include <optional>
 
 #include "mlx/backend/common/convert.h"
+#include "mlx/backend/common/views.h"
 #include "mlx/backend/cpu/copy.h"
 #include "mlx/backend/cpu/gemm.h"
 #include "mlx/backend/cpu/gemm_avx512.h"
@@ -19,7 +20,6 @@
 #include "mlx/backend/cpu/scratch.h"
 #include "mlx/backend/cpu/strided.h"
 #include "mlx/backend/cpu/thread_pool.h"
-#include "mlx/backend/common/views.h"
 #include "mlx/primitives/linalg.h"
 #include "mlx/primitives/reduction.h"
 

@@ -8,12 +8,12 @@
 #include <mutex>
 #include <tuple>
 
+#include "mlx/backend/common/views.h"
 #include "mlx/backend/cuda/copy.cuh"
 #include "mlx/backend/cuda/elementwise.cuh"
 #include "mlx/backend/cuda/elementwise_ops.cuh"
 #include "mlx/backend/cuda/gemm.h"
 #include "mlx/backend/cuda/tf32.h"
-#include "mlx/backend/common/views.h"
 #include "mlx/primitives/linalg.h"
 #include "mlx/primitives/reduction.h"
 #include "mlx/utils.h"
@@ -425,8 +425,7 @@ void MatmulColumnSums::eval_gpu(const std::vector<array>& inputs, std::vector<ar
   cu::allocate(product);
   cu::allocate(sums);
   if (product.size() > 0 && r.shape(0) > 0 && is_floating_point(product.dtype()) &&
-      products(l, r, product, 1.0f, 0.0f,
-               {CUBLASLT_EPILOGUE_BGRADA, sums.gpu_data<char>()})) {
+      products(l, r, product, 1.0f, 0.0f, {CUBLASLT_EPILOGUE_BGRADA, sums.gpu_data<char>()})) {
     return;  // r is cuBLASLt's A, summed over k: its rows
   }
   cu::gemm(l, r, product);
