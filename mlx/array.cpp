@@ -67,12 +67,8 @@ array::ArrayDesc::~ArrayDesc() {
       // The last outside handle of an output group (an unevaluated multi-output node): the
       // group's references to its outputs are all that is left, so take the group apart here
       // and free its descs through the worklist (array::~array would, but recursively).
-      if (auto group = a.desc_->group.load();
-          group && a.desc_.use_count() == 2 && !a.group_held_elsewhere(*group)) {
-        for (auto& o : group->outputs) {
-          o.desc_->group_size.store(0, std::memory_order_release);
-          o.desc_->group.store(nullptr);
-        }
+      if (auto group = a.orphaned_group()) {
+        ungroup(*group);
         for (auto& o : group->outputs) {
           pending.push_back(std::move(o.desc_));
         }
@@ -128,42 +124,50 @@ std::vector<array> array::make_arrays(std::vector<Shape> shapes, const std::vect
       auto& desc = *outputs[i].desc_;
       desc.position = static_cast<uint32_t>(i);
       desc.group.store(group);
-      desc.group_size.store(static_cast<uint32_t>(outputs.size()), std::memory_order_release);
+      desc.grouped.store(true, std::memory_order_release);
     }
   }
   return outputs;
 }
 
-bool array::group_held_elsewhere(OutputGroup& group) const {
-  // Every output but this one is held by the group alone, or some output is held from outside
-  // (found from where the last search stopped).
-  const uint32_t n = static_cast<uint32_t>(group.outputs.size());
-  const uint32_t start = group.held_hint.load(std::memory_order_relaxed) % n;
+std::shared_ptr<array::OutputGroup> array::orphaned_group() const {
+  if (!desc_ || !desc_->grouped.load(std::memory_order_acquire)) {
+    return nullptr;
+  }
+  auto group = desc_->group.load();
+  // This handle and the group's are this output's only references...
+  if (!group || desc_.use_count() != 2) {
+    return nullptr;
+  }
+  // ...and the group's are every other output's: an output held from outside is searched for
+  // from where the last search found one.
+  const uint32_t n = static_cast<uint32_t>(group->outputs.size());
+  const uint32_t start = group->held_hint.load(std::memory_order_relaxed) % n;
   for (uint32_t k = 0; k < n; ++k) {
     const uint32_t i = (start + k) % n;
-    const auto& d = group.outputs[i].desc_;
+    const auto& d = group->outputs[i].desc_;
     if (d && d != desc_ && d.use_count() > 1) {
-      group.held_hint.store(i, std::memory_order_relaxed);
-      return true;
+      group->held_hint.store(i, std::memory_order_relaxed);
+      return nullptr;
     }
   }
-  return false;
+  return group;
+}
+
+// The outputs forget their group: its references to them are released with it.
+void array::ungroup(OutputGroup& group) {
+  for (auto& o : group.outputs) {
+    o.desc_->grouped.store(false, std::memory_order_release);
+    o.desc_->group.store(nullptr);
+  }
 }
 
 array::~array() {
-  if (!desc_ || desc_->group_size.load(std::memory_order_acquire) == 0) {
-    return;
-  }
   // The outputs of a step reference each other through their group. When the group's
   // references are all that is left of every output (this handle aside), break the cycle so
   // the group is freed.
-  auto group = desc_->group.load();
-  if (!group || desc_.use_count() != 2 || group_held_elsewhere(*group)) {
-    return;
-  }
-  for (auto& o : group->outputs) {
-    o.desc_->group_size.store(0, std::memory_order_release);
-    o.desc_->group.store(nullptr);
+  if (auto group = orphaned_group()) {
+    ungroup(*group);
   }
 }
 
@@ -188,7 +192,7 @@ int64_t array::strides(int dim) const {
 }
 
 std::vector<array> array::outputs() const {
-  if (desc_->group_size.load(std::memory_order_acquire) > 1) {
+  if (desc_->grouped.load(std::memory_order_acquire)) {
     if (auto group = desc_->group.load()) {
       return group->outputs;
     }
@@ -197,14 +201,13 @@ std::vector<array> array::outputs() const {
 }
 
 void array::detach() {
-  if (desc_->group_size.load(std::memory_order_acquire) > 1) {
+  if (desc_->grouped.load(std::memory_order_acquire)) {
     if (auto group = desc_->group.load()) {
       for (auto& o : group->outputs) {
         o.desc_->primitive.reset();
         o.desc_->inputs.clear();
-        o.desc_->group_size.store(0, std::memory_order_release);
-        o.desc_->group.store(nullptr);
       }
+      ungroup(*group);
     }  // the group, and the outputs nothing else holds, are freed here
   }
   desc_->primitive.reset();

@@ -172,7 +172,7 @@ class array {
   std::vector<array>& inputs() { return desc_->inputs; }
   const std::vector<array>& inputs() const { return desc_->inputs; }
   // Whether this is one of several outputs of an unevaluated step.
-  bool has_siblings() const { return desc_->group_size.load(std::memory_order_acquire) > 1; }
+  bool has_siblings() const { return desc_->grouped.load(std::memory_order_acquire); }
   // This array and its siblings, in output order.
   std::vector<array> outputs() const;
   uint32_t sibling_position() const { return desc_->position; }
@@ -286,10 +286,10 @@ class array {
     // The outputs of a multi-output step, this one included, in output order: one group shared
     // by them (null for a single output), so that n outputs hold n references, not n^2. They
     // keep each other alive through it until the step runs (detach) or nothing else holds any
-    // of them (~array breaks the cycle). group_size (0 without a group) is read first, so that
-    // most arrays never touch the atomic pointer.
+    // of them (~array breaks the cycle). `grouped` is read first, so that most arrays never
+    // touch the atomic pointer.
     std::atomic<std::shared_ptr<OutputGroup>> group;
-    std::atomic<uint32_t> group_size{0};
+    std::atomic<bool> grouped{false};
     uint32_t position = 0;
     bool is_tracer = false;
 
@@ -300,8 +300,10 @@ class array {
     ~ArrayDesc();
   };
 
-  // Whether an output of `group` other than this one is referenced from outside the group.
-  bool group_held_elsewhere(OutputGroup& group) const;
+  // This array's output group when this handle is all that references any of its outputs
+  // from outside it (the cycle is then the group's alone), else null.
+  std::shared_ptr<OutputGroup> orphaned_group() const;
+  static void ungroup(OutputGroup& group);
 
   std::shared_ptr<ArrayDesc> desc_;
 };

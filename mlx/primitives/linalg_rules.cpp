@@ -106,16 +106,7 @@ std::vector<array> AddMM::vjp(const std::vector<array>& primals,
     if (arg == 0) {
       if (!c_grad) {
         // Summed over the axes that c broadcasts along.
-        std::vector<int> axes;
-        for (int d = 0; d < g.ndim(); ++d) {
-          if (c.shape(d) != g.shape(d)) {
-            axes.push_back(d);
-          }
-        }
-        c_grad = beta_ == 1.f ? g : multiply(g, array(beta_, dt), s);
-        if (!axes.empty()) {
-          c_grad = sum(*c_grad, axes, true, s);
-        }
+        c_grad = unbroadcast(beta_ == 1.f ? g : multiply(g, array(beta_, dt), s), c, s);
       }
       out.push_back(*c_grad);
       continue;
