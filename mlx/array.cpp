@@ -114,24 +114,31 @@ std::vector<array> array::make_arrays(std::vector<Shape> shapes, const std::vect
                                       const std::vector<array>& inputs) {
   std::vector<array> outputs;
   outputs.reserve(shapes.size());
-  for (size_t i = 0; i < shapes.size(); ++i) {
-    outputs.emplace_back(std::move(shapes[i]), dtypes[i], primitive, inputs);
+  if (shapes.size() == 1) {
+    outputs.emplace_back(std::move(shapes[0]), dtypes[0], primitive, inputs);
+    return outputs;
   }
-  if (outputs.size() > 1) {
-    auto group = std::make_shared<OutputGroup>();
-    group->outputs = outputs;
-    for (size_t i = 0; i < outputs.size(); ++i) {
-      auto& desc = *outputs[i].desc_;
-      desc.position = static_cast<uint32_t>(i);
-      desc.group.store(group);
-      desc.grouped.store(true, std::memory_order_release);
-    }
+  auto group = std::make_shared<OutputGroup>();
+  group->inputs = inputs;
+  const bool tracer =
+      detail::in_tracing() &&
+      std::any_of(inputs.begin(), inputs.end(), [](const array& a) { return a.is_tracer(); });
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    outputs.emplace_back(std::move(shapes[i]), dtypes[i], primitive, std::vector<array>{});
+    outputs.back().desc_->is_tracer = tracer;
+  }
+  group->outputs = outputs;
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    auto& desc = *outputs[i].desc_;
+    desc.position = static_cast<uint32_t>(i);
+    desc.group.store(group);
+    desc.group_view.store(group.get(), std::memory_order_release);
   }
   return outputs;
 }
 
 std::shared_ptr<array::OutputGroup> array::orphaned_group() const {
-  if (!desc_ || !desc_->grouped.load(std::memory_order_acquire)) {
+  if (!desc_ || !desc_->group_view.load(std::memory_order_acquire)) {
     return nullptr;
   }
   auto group = desc_->group.load();
@@ -154,11 +161,16 @@ std::shared_ptr<array::OutputGroup> array::orphaned_group() const {
   return group;
 }
 
-// The outputs forget their group: its references to them are released with it.
+// The outputs forget their group: its references to them are released with it. The first
+// output takes the step's inputs, so that they are released like any node's (without
+// recursion through a deep graph, see ~ArrayDesc).
 void array::ungroup(OutputGroup& group) {
   for (auto& o : group.outputs) {
-    o.desc_->grouped.store(false, std::memory_order_release);
+    o.desc_->group_view.store(nullptr, std::memory_order_release);
     o.desc_->group.store(nullptr);
+  }
+  if (!group.outputs.empty()) {
+    group.outputs[0].desc_->inputs = std::move(group.inputs);
   }
 }
 
@@ -192,7 +204,7 @@ int64_t array::strides(int dim) const {
 }
 
 std::vector<array> array::outputs() const {
-  if (desc_->grouped.load(std::memory_order_acquire)) {
+  if (desc_->group_view.load(std::memory_order_acquire)) {
     if (auto group = desc_->group.load()) {
       return group->outputs;
     }
@@ -201,13 +213,13 @@ std::vector<array> array::outputs() const {
 }
 
 void array::detach() {
-  if (desc_->grouped.load(std::memory_order_acquire)) {
+  if (desc_->group_view.load(std::memory_order_acquire)) {
     if (auto group = desc_->group.load()) {
+      ungroup(*group);
       for (auto& o : group->outputs) {
         o.desc_->primitive.reset();
         o.desc_->inputs.clear();
       }
-      ungroup(*group);
     }  // the group, and the outputs nothing else holds, are freed here
   }
   desc_->primitive.reset();

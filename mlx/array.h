@@ -169,10 +169,13 @@ class array {
   bool has_primitive() const { return desc_->primitive != nullptr; }
   Primitive& primitive() const { return *desc_->primitive; }
   const std::shared_ptr<Primitive>& primitive_ptr() const { return desc_->primitive; }
-  std::vector<array>& inputs() { return desc_->inputs; }
-  const std::vector<array>& inputs() const { return desc_->inputs; }
+  // The outputs of one step share its inputs (held once, by their group).
+  const std::vector<array>& inputs() const {
+    const OutputGroup* g = desc_->group_view.load(std::memory_order_acquire);
+    return g ? g->inputs : desc_->inputs;
+  }
   // Whether this is one of several outputs of an unevaluated step.
-  bool has_siblings() const { return desc_->grouped.load(std::memory_order_acquire); }
+  bool has_siblings() const { return desc_->group_view.load(std::memory_order_acquire) != nullptr; }
   // This array and its siblings, in output order.
   std::vector<array> outputs() const;
   uint32_t sibling_position() const { return desc_->position; }
@@ -264,6 +267,9 @@ class array {
 
   struct OutputGroup {
     std::vector<array> outputs;
+    // The step's inputs, once for all its outputs (n_out x n_in references otherwise, which a
+    // step over many parameters cannot afford).
+    std::vector<array> inputs;
     // Where ~array last found an output still held from outside: its next check starts there,
     // so dropping a group's handles in any order costs O(n) overall.
     std::atomic<uint32_t> held_hint{0};
@@ -282,14 +288,14 @@ class array {
     int64_t offset = 0;  // bytes from the buffer start to the first element
     size_t data_size = 0;
     Flags flags{};
-    std::vector<array> inputs;
+    std::vector<array> inputs;  // a single output's (a group's outputs leave it empty)
     // The outputs of a multi-output step, this one included, in output order: one group shared
     // by them (null for a single output), so that n outputs hold n references, not n^2. They
     // keep each other alive through it until the step runs (detach) or nothing else holds any
-    // of them (~array breaks the cycle). `grouped` is read first, so that most arrays never
-    // touch the atomic pointer.
+    // of them (~array breaks the cycle). `group_view` (the same group, unowned; null when not
+    // grouped) is what readers load, so that most arrays never touch the atomic shared pointer.
     std::atomic<std::shared_ptr<OutputGroup>> group;
-    std::atomic<bool> grouped{false};
+    std::atomic<OutputGroup*> group_view{nullptr};
     uint32_t position = 0;
     bool is_tracer = false;
 

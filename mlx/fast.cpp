@@ -275,19 +275,32 @@ array cross_entropy(const array& logits, const array& targets, StreamOrDevice s)
   return cross_entropy_parts(logits, targets, to_stream(s))[0];
 }
 
-std::vector<array> adam_update(const array& p, const array& g, const array& m, const array& v,
+std::vector<array> adam_update(const std::vector<array>& p, const std::vector<array>& g,
+                               const std::vector<array>& m, const std::vector<array>& v,
                                const array& lr, const array& c1, const array& c2, double beta1,
                                double beta2, double eps, double weight_decay, StreamOrDevice s) {
   constexpr const char* op = "[adam_update]";
-  if (!is_floating_point(p.dtype())) {
-    throw std::invalid_argument(
-        msg(op, " The parameter must be real floating point; got ", p.dtype(), "."));
+  if (p.empty() || g.size() != p.size() || m.size() != p.size() || v.size() != p.size()) {
+    throw std::invalid_argument(msg(op, " Expected as many gradients and moments as parameters (",
+                                    p.size(), "); got ", g.size(), ", ", m.size(), " and ",
+                                    v.size(), "."));
   }
-  for (const array* a : {&g, &m, &v}) {
-    if (a->shape() != p.shape() || a->dtype() != p.dtype()) {
-      throw std::invalid_argument(
-          msg(op, " The gradient and moments must match the parameter (shape ", p.shape(), ", ",
-              p.dtype(), "); got shape ", a->shape(), " and ", a->dtype(), "."));
+  const Dtype dtype = p[0].dtype();
+  if (!is_floating_point(dtype)) {
+    throw std::invalid_argument(
+        msg(op, " The parameter must be real floating point; got ", dtype, "."));
+  }
+  for (size_t i = 0; i < p.size(); ++i) {
+    if (p[i].dtype() != dtype) {
+      throw std::invalid_argument(msg(op, " The parameters of one step must share a dtype; got ",
+                                      dtype, " and ", p[i].dtype(), "."));
+    }
+    for (const array* a : {&g[i], &m[i], &v[i]}) {
+      if (a->shape() != p[i].shape() || a->dtype() != dtype) {
+        throw std::invalid_argument(
+            msg(op, " The gradient and moments must match the parameter (shape ", p[i].shape(),
+                ", ", dtype, "); got shape ", a->shape(), " and ", a->dtype(), "."));
+      }
     }
   }
   for (const array* a : {&lr, &c1, &c2}) {
@@ -298,14 +311,30 @@ std::vector<array> adam_update(const array& p, const array& g, const array& m, c
     }
   }
   Stream st = to_stream(s);
-  Dtype scalar_dtype = accumulation_dtype(p.dtype());
-  std::vector<array> in = {p, g, m, v};
+  Dtype scalar_dtype = accumulation_dtype(dtype);
+  std::vector<array> in;
+  std::vector<Shape> shapes;
+  for (const auto* group : {&p, &g, &m, &v}) {
+    in.insert(in.end(), group->begin(), group->end());
+  }
   for (const array* a : {&lr, &c1, &c2}) {
     in.push_back(astype(reshape(*a, {}, st), scalar_dtype, st));
   }
-  return array::make_arrays({p.shape(), p.shape(), p.shape()}, {p.dtype(), p.dtype(), p.dtype()},
+  for (int kind = 0; kind < 3; ++kind) {
+    for (const array& x : p) {
+      shapes.push_back(x.shape());
+    }
+  }
+  return array::make_arrays(std::move(shapes), std::vector<Dtype>(3 * p.size(), dtype),
                             std::make_shared<AdamUpdate>(st, beta1, beta2, eps, weight_decay),
                             std::move(in));
+}
+
+std::vector<array> adam_update(const array& p, const array& g, const array& m, const array& v,
+                               const array& lr, const array& c1, const array& c2, double beta1,
+                               double beta2, double eps, double weight_decay, StreamOrDevice s) {
+  return adam_update(std::vector<array>{p}, {g}, {m}, {v}, lr, c1, c2, beta1, beta2, eps,
+                     weight_decay, s);
 }
 
 }  // namespace mlx::core::fast

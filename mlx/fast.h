@@ -55,6 +55,13 @@ std::vector<array> adam_update(const array& p, const array& g, const array& m, c
                                const array& lr, const array& c1, const array& c2, double beta1,
                                double beta2, double eps, double weight_decay,
                                StreamOrDevice s = {});
+// The same step for a bucket of parameters of one dtype (any shapes), as one primitive: returns
+// {p'_1..p'_n, m'_1..m'_n, v'_1..v'_n}.
+std::vector<array> adam_update(const std::vector<array>& p, const std::vector<array>& g,
+                               const std::vector<array>& m, const std::vector<array>& v,
+                               const array& lr, const array& c1, const array& c2, double beta1,
+                               double beta2, double eps, double weight_decay,
+                               StreamOrDevice s = {});
 
 // The gated delta rule (Gated DeltaNet) over T steps. q, k: (B, T, Hk, Dk); v: (B, T, Hv, Dv)
 // with Hv a multiple of Hk (value head h reads key head h / (Hv / Hk)); gamma: (B, T, Hv) or

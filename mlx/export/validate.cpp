@@ -263,9 +263,18 @@ void check_step(Primitive& prim, const std::vector<array>& in, const std::vector
     need(vjp ? dtypes[0] == in[0].dtype() : dtypes[0] == float32,
          "its output dtype is not what it computes");
   } else if (dynamic_cast<fast::AdamUpdate*>(&prim)) {
-    need(in.size() == 7u && is_floating_point(in[0].dtype()), "it takes 7 inputs, a float first");
-    same_inputs(0, 4);
-    for (size_t i = 4; i < 7; ++i) {
+    const size_t n = fast::AdamUpdate::parameters(in);
+    need(in.size() >= 7u && in.size() == 4 * n + 3 && is_floating_point(in[0].dtype()) &&
+             dtypes.size() == 3 * n,
+         "it takes 4 inputs per parameter and 3 scalars, a float first");
+    for (size_t i = 0; i < n; ++i) {
+      for (size_t k = 1; k < 4; ++k) {
+        need(in[k * n + i].shape() == in[i].shape() && in[k * n + i].dtype() == in[0].dtype(),
+             "a gradient or moment does not match its parameter");
+      }
+      need(in[i].dtype() == in[0].dtype(), "its parameters do not share a dtype");
+    }
+    for (size_t i = 4 * n; i < 4 * n + 3; ++i) {
       need(in[i].size() == 1 && in[i].dtype() == fast::accumulation_dtype(in[0].dtype()),
            "its scalars are not scalars of its accumulation type");
     }

@@ -80,6 +80,17 @@ bool CrossEntropyVJP::is_equivalent(const Primitive& other) const {
   return dynamic_cast<const CrossEntropyVJP*>(&other) != nullptr;
 }
 
+std::vector<Shape> AdamUpdate::output_shapes(const std::vector<array>& inputs) {
+  const size_t n = parameters(inputs);
+  std::vector<Shape> shapes;
+  for (int kind = 0; kind < 3; ++kind) {
+    for (size_t i = 0; i < n; ++i) {
+      shapes.push_back(inputs[i].shape());
+    }
+  }
+  return shapes;
+}
+
 bool AdamUpdate::is_equivalent(const Primitive& other) const {
   auto* o = dynamic_cast<const AdamUpdate*>(&other);
   return o && o->beta1_ == beta1_ && o->beta2_ == beta2_ && o->eps_ == eps_ &&

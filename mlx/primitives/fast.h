@@ -203,12 +203,14 @@ class CrossEntropyVJP : public UnaryPrimitive {
   MLX_DECLARE_TRANSFORM_RULES
 };
 
-// One Adam / AdamW step of a parameter, fused. Inputs {p, g, m, v} (one shape and floating
-// dtype) and {lr, c1, c2} (scalars in float32, float64 for float64 parameters: the learning
-// rate and the bias corrections 1 - beta^step, 1 when off); outputs {p', m', v'}:
+// One Adam / AdamW step of a bucket of n parameters of one floating dtype, fused. Inputs
+// {p_1..p_n, g_1..g_n, m_1..m_n, v_1..v_n} (g_i, m_i, v_i shaped like p_i) and {lr, c1, c2}
+// (scalars in float32, float64 for float64 parameters: the learning rate and the bias
+// corrections 1 - beta^step, 1 when off); outputs {p'_1..p'_n, m'_1..m'_n, v'_1..v'_n}:
 //   m' = b1 m + (1 - b1) g,  v' = b2 v + (1 - b2) g^2,
 //   p' = p (1 - lr wd) - lr (m' / c1) / (sqrt(v' / c2) + eps).
-// Kernels compute in float32 (double for float64) and round once per output.
+// Kernels compute in float32 (double for float64) and round once per output. A model's whole
+// update is one step: the host schedules one primitive instead of one per parameter.
 class AdamUpdate : public Primitive {
  public:
   AdamUpdate(Stream stream, double beta1, double beta2, double eps, double weight_decay)
@@ -217,9 +219,12 @@ class AdamUpdate : public Primitive {
   MLX_SERIALIZABLE(AdamUpdate, beta1_, beta2_, eps_, weight_decay_)
   const char* name() const override { return "AdamUpdate"; }
   bool is_equivalent(const Primitive& other) const override;
-  std::vector<Shape> output_shapes(const std::vector<array>& inputs) override {
-    return {inputs[0].shape(), inputs[0].shape(), inputs[0].shape()};
-  }
+  // p'_i, m'_i and v'_i take over the buffers of p_i, m_i and v_i (the kernels read an
+  // element's four values before writing its three).
+  bool donates_across_outputs() const override { return true; }
+  std::vector<Shape> output_shapes(const std::vector<array>& inputs) override;
+  // The number of parameters, n, of a step with these inputs.
+  static size_t parameters(const std::vector<array>& inputs) { return (inputs.size() - 3) / 4; }
 
   MLX_DECLARE_TRANSFORM_RULES
  private:

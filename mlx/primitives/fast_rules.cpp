@@ -832,21 +832,30 @@ Rules CrossEntropyVJP::vmap(const std::vector<array>& inputs, const std::vector<
 
 namespace {
 
-// AdamUpdate as ops in float32 (float64 for float64 parameters), {p, g, m, v, lr, c1, c2} ->
-// {p', m', v'}: what its rules differentiate and map.
+// AdamUpdate as ops in float32 (float64 for float64 parameters), {p_i, g_i, m_i, v_i (i < n),
+// lr, c1, c2} -> {p'_i, m'_i, v'_i}: what its rules differentiate and map.
 ArrayFn adam_update_fn(double b1, double b2, double eps, double wd, Stream s) {
   return [=](const std::vector<array>& in) {
-    Dtype t = in[0].dtype(), acc = accumulation_dtype(t);
-    auto up = [&](const array& x) { return astype(x, acc, s); };
-    auto c = [&](double x) { return array(x, acc); };
-    array p = up(in[0]), g = up(in[1]), lr = up(in[4]);
-    array m = add(multiply(c(b1), up(in[2]), s), multiply(c(1.0 - b1), g, s), s);
-    array v = add(multiply(c(b2), up(in[3]), s), multiply(c(1.0 - b2), square(g, s), s), s);
-    array step =
-        divide(divide(m, up(in[5]), s), add(sqrt(divide(v, up(in[6]), s), s), c(eps), s), s);
-    array decayed = multiply(p, subtract(c(1.0), multiply(lr, c(wd), s), s), s);
-    array p_new = subtract(decayed, multiply(lr, step, s), s);
-    return std::vector<array>{astype(p_new, t, s), astype(m, t, s), astype(v, t, s)};
+    const size_t n = AdamUpdate::parameters(in);
+    std::vector<array> ps, ms, vs;
+    for (size_t i = 0; i < n; ++i) {
+      Dtype t = in[i].dtype(), acc = accumulation_dtype(t);
+      auto up = [&](const array& x) { return astype(x, acc, s); };
+      auto c = [&](double x) { return array(x, acc); };
+      array p = up(in[i]), g = up(in[n + i]), lr = up(in[4 * n]);
+      array m = add(multiply(c(b1), up(in[2 * n + i]), s), multiply(c(1.0 - b1), g, s), s);
+      array v =
+          add(multiply(c(b2), up(in[3 * n + i]), s), multiply(c(1.0 - b2), square(g, s), s), s);
+      array step = divide(divide(m, up(in[4 * n + 1]), s),
+                          add(sqrt(divide(v, up(in[4 * n + 2]), s), s), c(eps), s), s);
+      array decayed = multiply(p, subtract(c(1.0), multiply(lr, c(wd), s), s), s);
+      ps.push_back(astype(subtract(decayed, multiply(lr, step, s), s), t, s));
+      ms.push_back(astype(m, t, s));
+      vs.push_back(astype(v, t, s));
+    }
+    ps.insert(ps.end(), ms.begin(), ms.end());
+    ps.insert(ps.end(), vs.begin(), vs.end());
+    return ps;
   };
 }
 
@@ -866,22 +875,23 @@ std::vector<array> AdamUpdate::vjp(const std::vector<array>& primals,
                        cotangents, argnums);
 }
 
-// Elementwise: every input batched along axis 0 (scalars become per-batch scalars, which the
-// kernels do not take, so those go through the composite).
+// Elementwise: every parameter's inputs batched along axis 0 (scalars become per-batch scalars,
+// which the kernels do not take, so those go through the composite).
 Rules AdamUpdate::vmap(const std::vector<array>& inputs, const std::vector<int>& axes) {
   Stream s = stream();
-  bool scalars_mapped = axes[4] >= 0 || axes[5] >= 0 || axes[6] >= 0;
+  const size_t n = parameters(inputs);
+  bool scalars_mapped = axes[4 * n] >= 0 || axes[4 * n + 1] >= 0 || axes[4 * n + 2] >= 0;
   if (scalars_mapped) {
     return composite_vmap(adam_update_fn(beta1_, beta2_, eps_, weight_decay_, s), inputs, axes);
   }
   int bv = batch_size(inputs, axes);
-  std::vector<array> in;
-  for (size_t i = 0; i < 4; ++i) {
-    in.push_back(batch_at(inputs[i], axes[i], bv, 0, s));
+  std::vector<array> in[4];
+  for (size_t i = 0; i < 4 * n; ++i) {
+    in[i / n].push_back(batch_at(inputs[i], axes[i], bv, 0, s));
   }
-  return {adam_update(in[0], in[1], in[2], in[3], inputs[4], inputs[5], inputs[6], beta1_, beta2_,
-                      eps_, weight_decay_, s),
-          {0, 0, 0}};
+  return {adam_update(in[0], in[1], in[2], in[3], inputs[4 * n], inputs[4 * n + 1],
+                      inputs[4 * n + 2], beta1_, beta2_, eps_, weight_decay_, s),
+          std::vector<int>(3 * n, 0)};
 }
 
 }  // namespace mlx::core::fast

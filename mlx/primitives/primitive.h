@@ -47,6 +47,11 @@ class Primitive {
   // then replays it at every call, never folding it into a constant, even when nothing it reads
   // depends on the function's inputs.
   virtual bool has_side_effects() const { return false; }
+  // Whether, with several outputs, its kernels may write an output into the buffer of an input
+  // they no longer need (each output element computed from the input elements it overwrites).
+  // Off by default: another output may still read that input, so eval keeps every input of a
+  // multi-output step referenced while it runs, which makes none of them donatable.
+  virtual bool donates_across_outputs() const { return false; }
   // Output shapes for given input shapes, for shapeless compilation.
   virtual std::vector<Shape> output_shapes(const std::vector<array>& inputs);
   // Export: the class name and the constructor's parameters (MLX_SERIALIZABLE, see

@@ -81,8 +81,14 @@ std::vector<array> build_tape(const std::vector<array>& outputs) {
 // them, and a new claim would give it a wait forward in time (a deadlock across streams).
 void run_node(array& node, bool keep_graph) {
   Primitive& prim = node.primitive();
-  auto& inputs = node.inputs();
+  const auto& inputs = node.inputs();
   std::vector<array> outs = node.outputs();
+  // One more reference to each input keeps them from being donated to one output while
+  // another still reads them (see Primitive::donates_across_outputs).
+  std::vector<array> pinned;
+  if (outs.size() > 1 && !prim.donates_across_outputs()) {
+    pinned = inputs;
+  }
   try {
     for (auto& in : inputs) {
       in.wait(prim.stream());

@@ -6,6 +6,8 @@
 #include <nanobind/stl/variant.h>
 #include <nanobind/stl/vector.h>
 
+#include <algorithm>
+
 #include "mlx/utils.h"
 #include "python/src/bindings.h"
 
@@ -110,6 +112,67 @@ void init_fast(nb::module_& parent) {
       "runs: ``m' = b1 m + (1 - b1) g``, ``v' = b2 v + (1 - b2) g^2``, ``p' = p (1 - lr wd) - "
       "lr (m' / c1) / (sqrt(v' / c2) + eps)`` with the bias corrections ``c1, c2`` (1 for "
       "none). Returns ``(p', m', v')``.");
+  m.def(
+      "_adam_update_many",
+      [](const std::vector<array>& p, const std::vector<array>& g, const std::vector<array>& m,
+         const std::vector<array>& v, const array& lr, const array& c1, const array& c2,
+         double beta1, double beta2, double eps, double weight_decay, StreamOrDevice s) {
+        if (g.size() != p.size() || m.size() != p.size() || v.size() != p.size()) {
+          throw std::invalid_argument(
+              msg("[adam_update] Expected as many gradients and moments as parameters (", p.size(),
+                  "); got ", g.size(), ", ", m.size(), " and ", v.size(), "."));
+        }
+        // The parameters the fused step takes, grouped by dtype (in first-seen order).
+        std::vector<std::pair<Dtype, std::vector<size_t>>> groups;
+        for (size_t i = 0; i < p.size(); ++i) {
+          auto like_p = [&](const array& a) {
+            return a.dtype() == p[i].dtype() && a.shape() == p[i].shape();
+          };
+          const bool fusable =
+              is_floating_point(p[i].dtype()) && like_p(g[i]) && like_p(m[i]) && like_p(v[i]);
+          if (!fusable) {
+            continue;
+          }
+          auto it = std::find_if(groups.begin(), groups.end(),
+                                 [&](const auto& gr) { return gr.first == p[i].dtype(); });
+          if (it == groups.end()) {
+            groups.emplace_back(p[i].dtype(), std::vector<size_t>{});
+            it = std::prev(groups.end());
+          }
+          it->second.push_back(i);
+        }
+        nb::list out[3];
+        for (size_t i = 0; i < p.size(); ++i) {
+          for (auto& o : out) {
+            o.append(nb::none());
+          }
+        }
+        for (const auto& [dtype, members] : groups) {
+          std::vector<array> in[4];
+          for (size_t i : members) {
+            for (int k = 0; k < 4; ++k) {
+              in[k].push_back((k == 0 ? p : k == 1 ? g : k == 2 ? m : v)[i]);
+            }
+          }
+          auto res = fast::adam_update(in[0], in[1], in[2], in[3], lr, c1, c2, beta1, beta2, eps,
+                                       weight_decay, s);
+          for (size_t j = 0; j < members.size(); ++j) {
+            for (int k = 0; k < 3; ++k) {
+              out[k][members[j]] = nb::cast(res[k * members.size() + j]);
+            }
+          }
+        }
+        return nb::make_tuple(out[0], out[1], out[2]);
+      },
+      nb::arg("p"), nb::arg("g"), nb::arg("m"), nb::arg("v"), nb::arg("lr"), nb::arg("c1"),
+      nb::arg("c2"), nb::kw_only(), nb::arg("beta1"), nb::arg("beta2"), nb::arg("eps"),
+      nb::arg("weight_decay") = 0.0, nb::arg("stream") = nb::none(),
+      "_adam_update_many(p, g, m, v, lr, c1, c2, *, beta1, beta2, eps, weight_decay=0.0, "
+      "stream=None)\n\n``_adam_update`` for lists of parameters (any shapes and floating "
+      "dtypes) with their gradients and moments: what mlx.optimizers.Adam and AdamW run for a "
+      "model's update, one fused step per dtype. Returns ``(ps', ms', vs')``, three lists, with "
+      "None where the fused step does not apply (a parameter that is not floating point, or a "
+      "gradient or moment of another shape or dtype): the caller updates those with ops.");
   m.def(
       "gated_delta_update",
       [](const array& q, const array& k, const array& v, const array& gamma, const array& beta,

@@ -1,4 +1,5 @@
-"""mx.fast._adam_update, the fused Adam / AdamW step behind mlx.optimizers.Adam and AdamW."""
+"""mx.fast._adam_update and _adam_update_many, the fused Adam / AdamW step behind
+mlx.optimizers.Adam and AdamW."""
 import mlx.core as mx
 import mlx.optimizers as optim
 import numpy as np
@@ -139,7 +140,7 @@ def test_optimizers_take_the_fused_step_and_match_the_formulas(cls, kwargs):
         mx._kernel_counts(True, True)
         params = opt.apply_gradients(grads, params)
         mx.eval(params, opt.state)
-        assert mx._kernel_counts(False, True).get("AdamUpdate") == 2
+        assert mx._kernel_counts(False, True).get("AdamUpdate") == 1  # both, one bucket
         c1, c2 = ((1 - 0.9**step, 1 - 0.999**step) if kwargs.get("bias_correction")
                   else (1.0, 1.0))
         for k in ref:
@@ -186,3 +187,129 @@ def test_compiled_training_step_uses_it():
         out = step(g)
         mx.eval(out, state)
     np.testing.assert_allclose(np.array(w["w"]), eager_reference(), rtol=1e-6)
+
+
+def test_a_bucket_equals_its_parameters_one_by_one():
+    # Any shapes (0-size, scalar, strided views) in one step, each as _adam_update computes it.
+    rng = np.random.default_rng(4)
+    shapes = [(0,), (), (7, 5), (3, 1000), (1,)]
+    groups = [arrays(rng, s, mx.float32) for s in shapes]
+    groups.append(tuple(a.T for a in arrays(rng, (6, 4), mx.float32)))
+    lr, c1, c2 = mx.array(0.02), mx.array(0.3), mx.array(0.05)
+    kw = dict(beta1=0.8, beta2=0.95, eps=1e-6, weight_decay=0.1)
+    ps, ms, vs = mx.fast._adam_update_many(*(list(k) for k in zip(*groups)), lr, c1, c2, **kw)
+    assert len(ps) == len(ms) == len(vs) == len(groups)
+    for (p, g, m, v), got in zip(groups, zip(ps, ms, vs)):
+        want = mx.fast._adam_update(p, g, m, v, lr, c1, c2, **kw)
+        for a, b in zip(got, want):
+            assert a.shape == p.shape and a.dtype == p.dtype
+            np.testing.assert_array_equal(np.array(a), np.array(b))
+
+
+def test_buckets_group_dtypes_and_leave_what_they_cannot_fuse():
+    one = mx.array(1.0)
+    kw = dict(beta1=0.9, beta2=0.99, eps=1e-8)
+    a, b = mx.zeros((3,)), mx.zeros((2,), dtype=mx.float16)
+    with pytest.raises(ValueError, match="adam_update.*as many"):
+        mx.fast._adam_update_many([a, a], [a], [a, a], [a, a], one, one, one, **kw)
+    # Two dtypes: two fused steps. An integer parameter, or a gradient unlike its parameter,
+    # comes back as None for the caller's ops.
+    i = mx.zeros((3,), dtype=mx.int32)
+    mx._kernel_counts(True, True)
+    ps, ms, vs = mx.fast._adam_update_many([a, b, i, a], [a + 1, b + 1, i, mx.ones((1,))],
+                                           [a, b, i, a], [a, b, i, a], one, one, one, **kw)
+    assert [x is None for x in ps] == [False, False, True, True]
+    assert [x is None for x in ms] == [x is None for x in vs] == [False, False, True, True]
+    mx.eval(ps[:2], ms[:2], vs[:2])
+    assert mx._kernel_counts(False, True).get("AdamUpdate") == 2
+    assert ps[1].dtype == mx.float16 and ms[0].shape == (3,)
+    assert mx.fast._adam_update_many([], [], [], [], one, one, one, **kw) == ([], [], [])
+
+
+def test_bucket_gradients_and_vmap_follow_the_formulas():
+    rng = np.random.default_rng(5)
+    groups = [[a.astype(mx.float64) for a in arrays(rng, s, mx.float32)] for s in [(5,), (2, 3)]]
+    flat = [a for k in range(4) for a in (groups[0][k], groups[1][k])]
+    scalars = [mx.array(0.3, mx.float64), mx.array(0.7, mx.float64), mx.array(0.4, mx.float64)]
+
+    def many(*a):
+        ps, gs, ms, vs = ([a[2 * k], a[2 * k + 1]] for k in range(4))
+        out = mx.fast._adam_update_many(ps, gs, ms, vs, *a[8:], beta1=0.9, beta2=0.99, eps=1e-3,
+                                        weight_decay=0.05)
+        return [x for part in out for x in part]
+
+    def one_by_one(*a):
+        out = [composite(*(a[2 * k + i] for k in range(4)), *a[8:]) for i in range(2)]
+        return [out[i][k] for k in range(3) for i in range(2)]
+
+    def loss(fn):
+        return lambda *a: sum((o * (k + 1)).sum() for k, o in enumerate(fn(*a)))
+
+    argnums = tuple(range(8))
+    got = mx.grad(loss(many), argnums=argnums)(*flat, *scalars)
+    want = mx.grad(loss(one_by_one), argnums=argnums)(*flat, *scalars)
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(np.array(a), np.array(b), rtol=1e-5, atol=1e-6)
+    batched = [mx.stack([x, x * 0.5]) for x in flat]
+    batched[6:] = [mx.abs(x) for x in batched[6:]]
+    mapped = mx.vmap(many, in_axes=(0,) * 8 + (None,) * 3)(*batched, *scalars)
+    for j in range(2):
+        single = many(*(b[j] for b in batched), *scalars)
+        for a, b in zip(mapped, single):
+            np.testing.assert_allclose(np.array(a[j]), np.array(b), rtol=1e-12, atol=1e-12)
+
+
+def test_optimizer_buckets_by_dtype_and_keeps_subclass_rules():
+    rng = np.random.default_rng(6)
+    params = {"a": [mx.array(rng.standard_normal((4,)).astype(np.float32)),
+                    {"b": mx.array(rng.standard_normal((2, 2)).astype(np.float32))}],
+              "c": mx.ones((3,), dtype=mx.bfloat16), "d": mx.ones((5,), dtype=mx.bfloat16)}
+    grads = {"a": [mx.full((4,), 0.5), {"b": mx.full((2, 2), -0.25)}],
+             "c": mx.full((3,), 0.5, dtype=mx.bfloat16), "d": mx.full((5,), 1.0, dtype=mx.bfloat16)}
+    opt = optim.AdamW(learning_rate=0.1, weight_decay=0.1)
+    mx._kernel_counts(True, True)
+    new = opt.apply_gradients(grads, params)
+    mx.eval(new, opt.state)
+    assert mx._kernel_counts(False, True).get("AdamUpdate") == 2  # float32 and bfloat16
+    assert isinstance(new["a"], list) and set(new["a"][1]) == {"b"}
+    single = optim.AdamW(learning_rate=0.1, weight_decay=0.1)
+    for path, g, p in [(("a", 0), grads["a"][0], params["a"][0]), (("c",), grads["c"], params["c"])]:
+        state = {"m": mx.zeros_like(p), "v": mx.zeros_like(p)}
+        single._state["step"] = mx.array(1, mx.uint64)
+        want = single.apply_single(g, p, state)
+        got = new["a"][0] if path[0] == "a" else new["c"]
+        np.testing.assert_array_equal(np.array(got.astype(mx.float32)),
+                                      np.array(want.astype(mx.float32)))
+
+    class Clipped(optim.Adam):  # a subclass's own rule is used, parameter by parameter
+        def apply_single(self, gradient, parameter, state):
+            return super().apply_single(mx.clip(gradient, -0.1, 0.1), parameter, state)
+
+    clipped = Clipped(learning_rate=0.1)
+    out = clipped.apply_gradients({"w": mx.full((3,), 5.0)}, {"w": mx.zeros((3,))})
+    plain = optim.Adam(learning_rate=0.1).apply_gradients({"w": mx.full((3,), 0.1)},
+                                                          {"w": mx.zeros((3,))})
+    np.testing.assert_allclose(np.array(out["w"]), np.array(plain["w"]), rtol=1e-6)
+
+
+@pytest.mark.parametrize("bucket", [False, True])
+def test_an_update_nothing_else_holds_runs_in_place(bucket):
+    # When only the step holds the parameter and moments, p', m' and v' take over their
+    # buffers: the update allocates nothing the size of a parameter.
+    n = 1 << 20
+    p, g, m, v = (mx.full((n,), x) for x in (1.0, 0.5, 0.0, 0.0))
+    one = mx.array(1.0)
+    mx.eval(p, g, m, v, one)
+    mx.synchronize()
+    held = mx.get_active_memory()
+    mx.reset_peak_memory()
+    kw = dict(beta1=0.9, beta2=0.999, eps=1e-8)
+    if bucket:
+        (p,), (m,), (v,) = mx.fast._adam_update_many([p], [g], [m], [v], one, one, one, **kw)
+    else:
+        p, m, v = mx.fast._adam_update(p, g, m, v, one, one, one, **kw)
+    mx.eval(p, m, v)
+    assert mx.get_peak_memory() - held < 4 * n // 2, (mx.get_peak_memory(), held)
+    np.testing.assert_allclose(np.array(m)[:3], [0.05] * 3, rtol=1e-6)
+    np.testing.assert_allclose(np.array(v)[:3], [0.00025] * 3, rtol=1e-6)
+    np.testing.assert_allclose(np.array(p)[:3], [1 - 0.05 / (0.00025**0.5 + 1e-8)] * 3, rtol=1e-5)

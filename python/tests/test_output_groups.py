@@ -74,3 +74,28 @@ def test_outputs_of_many_pieces_are_correct():
     g = mx.grad(lambda x: sum((p * (i + 1)).sum() for i, p in enumerate(mx.split(x, 50, 1))))(
         mx.ones((2, 50)))
     np.testing.assert_array_equal(np.array(g), np.tile(np.arange(1, 51, dtype=np.float32), (2, 1)))
+
+
+def test_steps_whose_outputs_read_the_same_input_never_overwrite_it():
+    # Only the step holds its inputs; one output must not take over a buffer another output's
+    # kernel still reads (divmod's quotient and remainder both read x and y; a norm's backward
+    # reads the cotangent for the input's and the weight's gradients).
+    x = mx.arange(1, 4097, dtype=mx.float32)
+    y = mx.full((4096,), 7.0)
+    q, r = mx.divmod(x * 1, y * 1)  # x * 1, y * 1: evaluated with the step, held by it alone
+    want = np.arange(1, 4097, dtype=np.float32)
+    np.testing.assert_array_equal(np.array(q), want // 7)
+    np.testing.assert_array_equal(np.array(r), want % 7)
+    w = mx.linspace(0.5, 1.5, 64)
+    b = mx.zeros((64,))
+    xs = mx.array(np.random.default_rng(0).standard_normal((32, 64)).astype(np.float32))
+
+    def loss(xs, w, b):
+        return (mx.fast.layer_norm(xs, w, b, 1e-5) * mx.arange(64)).sum()
+
+    got = mx.grad(loss, argnums=(0, 1, 2))(xs, w, b)
+    ref = mx.grad(lambda xs, w, b: (((xs - xs.mean(-1, keepdims=True)) * mx.rsqrt(
+        xs.var(-1, keepdims=True) + 1e-5) * w + b) * mx.arange(64)).sum(), argnums=(0, 1, 2))(
+            xs, w, b)
+    for a, e in zip(got, ref):
+        np.testing.assert_allclose(np.array(a), np.array(e), rtol=1e-4, atol=1e-4)

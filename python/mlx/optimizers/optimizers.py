@@ -98,12 +98,16 @@ class Optimizer:
                 superset of the gradients. In that case the returned python
                 tree will be of the same structure as the gradients.
         """
+        self._advance(gradients)
+        return tree_map(self.apply_single, gradients, parameters, self._state)
+
+    def _advance(self, gradients: dict):
+        # Before an update: the state initialized, the schedules read, the step counted.
         if not self._initialized:
             self.init(gradients)
         for name, schedule in self._schedulers.items():
             self._state[name] = _as_array(schedule(self.step))
         self._state["step"] = self.step + 1
-        return tree_map(self.apply_single, gradients, parameters, self._state)
 
     def apply_single(self, gradient: mx.array, parameter: mx.array, state: dict):
         """Return the updated ``parameter``, updating ``state`` in place."""
@@ -365,13 +369,52 @@ class Adam(Optimizer):
         state["v"] = mx.zeros_like(parameter)
 
     def apply_single(self, gradient: mx.array, parameter: mx.array, state: dict):
-        return self._adam_step(gradient, parameter, state, 0.0)
+        return self._adam_step(gradient, parameter, state, self._decay())
+
+    def _decay(self):
+        # The decoupled weight decay (AdamW's); Adam has none.
+        return 0.0
 
     def apply_gradients(self, gradients: dict, parameters: dict):
         try:  # the first parameter's update makes the bias corrections, the rest share them
-            return super().apply_gradients(gradients, parameters)
+            if type(self).apply_single is not Adam.apply_single:  # a subclass's own rule
+                return super().apply_gradients(gradients, parameters)
+            return self._apply_buckets(gradients, parameters)
         finally:
             self._corrections = None  # holds no array (a tracer under compile) past the update
+
+    def _apply_buckets(self, gradients: dict, parameters: dict):
+        # One fused step per dtype for every parameter whose gradient and moments are like it
+        # (mx.fast._adam_update_many): a model's update is a primitive or two for the host to
+        # schedule, not one per parameter. The others (None there) take _adam_step's ops.
+        self._advance(gradients)
+        gs, ps, states = [], [], []
+
+        def gather(g, p, st):
+            gs.append(g)
+            ps.append(p)
+            states.append(st)
+            return len(gs) - 1
+
+        index = tree_map(gather, gradients, parameters, self._state)
+        b1, b2 = self.betas
+        c1, c2 = self._bias_corrections()
+        new_p, new_m, new_v = mx.fast._adam_update_many(
+            ps, gs, [st["m"] for st in states], [st["v"] for st in states], self.learning_rate,
+            c1, c2, beta1=b1, beta2=b2, eps=self.eps, weight_decay=self._decay())
+        for i, st in enumerate(states):
+            if new_p[i] is None:
+                new_p[i] = self._adam_step(gs[i], ps[i], st, self._decay())
+            else:
+                st["m"], st["v"] = new_m[i], new_v[i]
+        return tree_map(new_p.__getitem__, index)
+
+    @staticmethod
+    def _fusable(gradient, parameter, state):
+        # The fused kernels' inputs: a floating parameter with a gradient and moments like it.
+        like = (parameter.shape, parameter.dtype)
+        return mx.issubdtype(parameter.dtype, mx.floating) and all(
+            (a.shape, a.dtype) == like for a in (gradient, state["m"], state["v"]))
 
     def _bias_corrections(self):
         # (1 - beta1^t, 1 - beta2^t) once per step count: per parameter they were seven scalar
@@ -394,9 +437,7 @@ class Adam(Optimizer):
         b1, b2 = self.betas
         c1, c2 = self._bias_corrections()
         m, v = state["m"], state["v"]
-        like = (parameter.shape, parameter.dtype)
-        if (mx.issubdtype(parameter.dtype, mx.floating)
-                and all((a.shape, a.dtype) == like for a in (gradient, m, v))):
+        if self._fusable(gradient, parameter, state):
             parameter, state["m"], state["v"] = mx.fast._adam_update(
                 parameter, gradient, m, v, self.learning_rate, c1, c2, beta1=b1, beta2=b2,
                 eps=self.eps, weight_decay=weight_decay)
@@ -455,8 +496,8 @@ class AdamW(Adam):
         )
         self.weight_decay = weight_decay
 
-    def apply_single(self, gradient: mx.array, parameter: mx.array, state: dict):
-        return self._adam_step(gradient, parameter, state, self.weight_decay)
+    def _decay(self):
+        return self.weight_decay
 
 
 class Adamax(Adam):
