@@ -1,6 +1,8 @@
 #include "mlx/fast.h"
 
+#include <algorithm>
 #include <cstdlib>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 
@@ -275,15 +277,23 @@ array cross_entropy(const array& logits, const array& targets, StreamOrDevice s)
   return cross_entropy_parts(logits, targets, to_stream(s))[0];
 }
 
-std::vector<array> adam_update(const std::vector<array>& p, const std::vector<array>& g,
-                               const std::vector<array>& m, const std::vector<array>& v,
-                               const array& lr, const array& c1, const array& c2, double beta1,
-                               double beta2, double eps, double weight_decay, StreamOrDevice s) {
-  constexpr const char* op = "[adam_update]";
-  if (p.empty() || g.size() != p.size() || m.size() != p.size() || v.size() != p.size()) {
-    throw std::invalid_argument(msg(op, " Expected as many gradients and moments as parameters (",
-                                    p.size(), "); got ", g.size(), ", ", m.size(), " and ",
-                                    v.size(), "."));
+namespace {
+
+// The checks of a bucketed optimizer step: as many of each list as parameters, one floating
+// dtype, each gradient and state array like its parameter; scalars of size 1.
+void check_bucket(const char* op, const std::vector<array>& p,
+                  std::initializer_list<const std::vector<array>*> like_p,
+                  std::initializer_list<const array*> scalars) {
+  if (p.empty() || std::any_of(like_p.begin(), like_p.end(),
+                               [&](const auto* l) { return l->size() != p.size(); })) {
+    std::ostringstream sizes;
+    for (const auto* l : like_p) {
+      sizes << " " << l->size();
+    }
+    throw std::invalid_argument(msg(op,
+                                    " Expected as many gradients and state arrays as "
+                                    "parameters (",
+                                    p.size(), "); got", sizes.str(), "."));
   }
   const Dtype dtype = p[0].dtype();
   if (!is_floating_point(dtype)) {
@@ -295,39 +305,78 @@ std::vector<array> adam_update(const std::vector<array>& p, const std::vector<ar
       throw std::invalid_argument(msg(op, " The parameters of one step must share a dtype; got ",
                                       dtype, " and ", p[i].dtype(), "."));
     }
-    for (const array* a : {&g[i], &m[i], &v[i]}) {
-      if (a->shape() != p[i].shape() || a->dtype() != dtype) {
+    for (const auto* l : like_p) {
+      const array& a = (*l)[i];
+      if (a.shape() != p[i].shape() || a.dtype() != dtype) {
         throw std::invalid_argument(
-            msg(op, " The gradient and moments must match the parameter (shape ", p[i].shape(),
-                ", ", dtype, "); got shape ", a->shape(), " and ", a->dtype(), "."));
+            msg(op, " The gradient and state must match the parameter (shape ", p[i].shape(), ", ",
+                dtype, "); got shape ", a.shape(), " and ", a.dtype(), "."));
       }
     }
   }
-  for (const array* a : {&lr, &c1, &c2}) {
+  for (const array* a : scalars) {
     if (a->size() != 1) {
       throw std::invalid_argument(
           msg(op, " The learning rate and bias corrections must be scalars; got shape ", a->shape(),
               "."));
     }
   }
-  Stream st = to_stream(s);
-  Dtype scalar_dtype = accumulation_dtype(dtype);
+}
+
+// Inputs {groups..., scalars as 0-d arrays of the accumulation dtype}; n_out outputs shaped
+// like p, per parameter.
+std::vector<array> bucket_step(std::initializer_list<const std::vector<array>*> groups,
+                               std::initializer_list<const array*> scalars, size_t n_out,
+                               std::shared_ptr<Primitive> prim, Stream st) {
+  const std::vector<array>& p = **groups.begin();
+  const Dtype dtype = p[0].dtype(), scalar_dtype = accumulation_dtype(dtype);
   std::vector<array> in;
-  std::vector<Shape> shapes;
-  for (const auto* group : {&p, &g, &m, &v}) {
+  for (const auto* group : groups) {
     in.insert(in.end(), group->begin(), group->end());
   }
-  for (const array* a : {&lr, &c1, &c2}) {
+  for (const array* a : scalars) {
     in.push_back(astype(reshape(*a, {}, st), scalar_dtype, st));
   }
-  for (int kind = 0; kind < 3; ++kind) {
+  std::vector<Shape> shapes;
+  for (size_t kind = 0; kind < n_out; ++kind) {
     for (const array& x : p) {
       shapes.push_back(x.shape());
     }
   }
-  return array::make_arrays(std::move(shapes), std::vector<Dtype>(3 * p.size(), dtype),
-                            std::make_shared<AdamUpdate>(st, beta1, beta2, eps, weight_decay),
-                            std::move(in));
+  return array::make_arrays(std::move(shapes), std::vector<Dtype>(n_out * p.size(), dtype),
+                            std::move(prim), std::move(in));
+}
+
+}  // namespace
+
+std::vector<array> adam_update(const std::vector<array>& p, const std::vector<array>& g,
+                               const std::vector<array>& m, const std::vector<array>& v,
+                               const array& lr, const array& c1, const array& c2, double beta1,
+                               double beta2, double eps, double weight_decay, StreamOrDevice s) {
+  check_bucket("[adam_update]", p, {&g, &m, &v}, {&lr, &c1, &c2});
+  Stream st = to_stream(s);
+  return bucket_step({&p, &g, &m, &v}, {&lr, &c1, &c2}, 3,
+                     std::make_shared<AdamUpdate>(st, beta1, beta2, eps, weight_decay), st);
+}
+
+std::vector<array> sgd_update(const std::vector<array>& p, const std::vector<array>& g,
+                              const std::vector<array>& v, const array& lr, double momentum,
+                              double dampening, double weight_decay, bool nesterov,
+                              StreamOrDevice s) {
+  constexpr const char* op = "[sgd_update]";
+  if (nesterov && (momentum <= 0 || dampening != 0)) {
+    throw std::invalid_argument(
+        msg(op, " Nesterov momentum needs momentum > 0 and no dampening; got momentum ", momentum,
+            " and dampening ", dampening, "."));
+  }
+  Stream st = to_stream(s);
+  auto prim = std::make_shared<SgdUpdate>(st, momentum, dampening, weight_decay, nesterov);
+  if (!prim->has_momentum()) {
+    check_bucket(op, p, {&g}, {&lr});
+    return bucket_step({&p, &g}, {&lr}, 1, std::move(prim), st);
+  }
+  check_bucket(op, p, {&g, &v}, {&lr});
+  return bucket_step({&p, &g, &v}, {&lr}, 2, std::move(prim), st);
 }
 
 std::vector<array> adam_update(const array& p, const array& g, const array& m, const array& v,

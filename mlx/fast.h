@@ -63,6 +63,15 @@ std::vector<array> adam_update(const std::vector<array>& p, const std::vector<ar
                                double beta2, double eps, double weight_decay,
                                StreamOrDevice s = {});
 
+// One fused SGD step (with momentum, dampening, Nesterov and weight decay as
+// mlx.optimizers.SGD) for a bucket of parameters of one floating dtype (any shapes) with their
+// gradients and, when momentum > 0, velocities (ignored otherwise): returns {p'_1..p'_n}, then
+// {v'_1..v'_n} with momentum (the formulas are SgdUpdate's, primitives/fast.h). lr is a scalar.
+std::vector<array> sgd_update(const std::vector<array>& p, const std::vector<array>& g,
+                              const std::vector<array>& v, const array& lr, double momentum,
+                              double dampening, double weight_decay, bool nesterov,
+                              StreamOrDevice s = {});
+
 // The gated delta rule (Gated DeltaNet) over T steps. q, k: (B, T, Hk, Dk); v: (B, T, Hv, Dv)
 // with Hv a multiple of Hk (value head h reads key head h / (Hv / Hk)); gamma: (B, T, Hv) or
 // (B, T, Hv, Dk), decay factors in linear space; beta: (B, T, Hv); state: (B, Hv, Dv, Dk),

@@ -145,6 +145,36 @@ void check_view(Primitive& prim, const std::vector<array>& in, const std::vector
 
 }  // namespace
 
+// A bucketed optimizer step: per_param groups of n arrays (parameters first, the rest like
+// them, one floating dtype), then `scalars` scalars of the accumulation type; outputs
+// out_per_param groups of n in the parameters' dtype.
+void check_optimizer_step(const std::vector<array>& in, const std::vector<Dtype>& dtypes, size_t n,
+                          size_t per_param, size_t scalars, size_t out_per_param,
+                          const StepFail& fail) {
+  auto need = [&](bool ok, const char* why) {
+    if (!ok) {
+      fail(why);
+    }
+  };
+  need(in.size() > scalars && n > 0 && in.size() == per_param * n + scalars &&
+           is_floating_point(in[0].dtype()) && dtypes.size() == out_per_param * n,
+       "it does not take its arrays per parameter and its scalars, a float first");
+  for (size_t i = 0; i < n; ++i) {
+    for (size_t k = 1; k < per_param; ++k) {
+      need(in[k * n + i].shape() == in[i].shape() && in[k * n + i].dtype() == in[0].dtype(),
+           "a gradient or state array does not match its parameter");
+    }
+    need(in[i].dtype() == in[0].dtype(), "its parameters do not share a dtype");
+  }
+  for (size_t i = per_param * n; i < in.size(); ++i) {
+    need(in[i].size() == 1 && in[i].dtype() == fast::accumulation_dtype(in[0].dtype()),
+         "its scalars are not scalars of its accumulation type");
+  }
+  for (Dtype d : dtypes) {
+    need(d == in[0].dtype(), "its output dtype is not what it computes");
+  }
+}
+
 void check_step(Primitive& prim, const std::vector<array>& in, const std::vector<Shape>& shapes,
                 const std::vector<Dtype>& dtypes, const StepFail& fail) {
   auto need = [&](bool ok, const std::string& why) {
@@ -263,24 +293,10 @@ void check_step(Primitive& prim, const std::vector<array>& in, const std::vector
     need(vjp ? dtypes[0] == in[0].dtype() : dtypes[0] == float32,
          "its output dtype is not what it computes");
   } else if (dynamic_cast<fast::AdamUpdate*>(&prim)) {
-    const size_t n = fast::AdamUpdate::parameters(in);
-    need(in.size() >= 7u && in.size() == 4 * n + 3 && is_floating_point(in[0].dtype()) &&
-             dtypes.size() == 3 * n,
-         "it takes 4 inputs per parameter and 3 scalars, a float first");
-    for (size_t i = 0; i < n; ++i) {
-      for (size_t k = 1; k < 4; ++k) {
-        need(in[k * n + i].shape() == in[i].shape() && in[k * n + i].dtype() == in[0].dtype(),
-             "a gradient or moment does not match its parameter");
-      }
-      need(in[i].dtype() == in[0].dtype(), "its parameters do not share a dtype");
-    }
-    for (size_t i = 4 * n; i < 4 * n + 3; ++i) {
-      need(in[i].size() == 1 && in[i].dtype() == fast::accumulation_dtype(in[0].dtype()),
-           "its scalars are not scalars of its accumulation type");
-    }
-    for (Dtype d : dtypes) {
-      need(d == in[0].dtype(), "its output dtype is not what it computes");
-    }
+    check_optimizer_step(in, dtypes, fast::AdamUpdate::parameters(in), 4, 3, 3, fail);
+  } else if (auto* p = dynamic_cast<fast::SgdUpdate*>(&prim)) {
+    check_optimizer_step(in, dtypes, p->parameters(in), p->inputs_per_parameter(), 1,
+                         p->outputs_per_parameter(), fail);
   } else if (auto* p = dynamic_cast<fast::RoPE*>(&prim)) {
     auto [dims, traditional, base, scale, has_freqs, inverse] = p->state();
     need(in.size() == 2u + has_freqs && rank0 >= 1 && dims > 0 && dims % 2 == 0 &&

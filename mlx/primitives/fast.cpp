@@ -91,6 +91,23 @@ std::vector<Shape> AdamUpdate::output_shapes(const std::vector<array>& inputs) {
   return shapes;
 }
 
+std::vector<Shape> SgdUpdate::output_shapes(const std::vector<array>& inputs) {
+  const size_t n = parameters(inputs);
+  std::vector<Shape> shapes;
+  for (size_t kind = 0; kind < outputs_per_parameter(); ++kind) {
+    for (size_t i = 0; i < n; ++i) {
+      shapes.push_back(inputs[i].shape());
+    }
+  }
+  return shapes;
+}
+
+bool SgdUpdate::is_equivalent(const Primitive& other) const {
+  auto* o = dynamic_cast<const SgdUpdate*>(&other);
+  return o && o->momentum_ == momentum_ && o->dampening_ == dampening_ &&
+         o->weight_decay_ == weight_decay_ && o->nesterov_ == nesterov_;
+}
+
 bool AdamUpdate::is_equivalent(const Primitive& other) const {
   auto* o = dynamic_cast<const AdamUpdate*>(&other);
   return o && o->beta1_ == beta1_ && o->beta2_ == beta2_ && o->eps_ == eps_ &&

@@ -235,6 +235,44 @@ class AdamUpdate : public Primitive {
   double weight_decay_;
 };
 
+// One SGD step of a bucket of n parameters of one floating dtype, fused. Inputs {p_1..p_n,
+// g_1..g_n}, then {v_1..v_n} when momentum > 0 (g_i, v_i shaped like p_i), then the learning
+// rate (a scalar in float32, float64 for float64 parameters); outputs {p'_1..p'_n}, then
+// {v'_1..v'_n} with momentum:
+//   g~ = g + wd p,  v' = momentum v + (1 - dampening) g~,
+//   p' = p - lr u,  u = g~ without momentum, g~ + momentum v' with Nesterov, else v'.
+// Kernels compute in float32 (double for float64) and round once per output.
+class SgdUpdate : public Primitive {
+ public:
+  SgdUpdate(Stream stream, double momentum, double dampening, double weight_decay, bool nesterov)
+      : Primitive(stream),
+        momentum_(momentum),
+        dampening_(dampening),
+        weight_decay_(weight_decay),
+        nesterov_(nesterov) {}
+  MLX_DECLARE_EVAL
+  MLX_SERIALIZABLE(SgdUpdate, momentum_, dampening_, weight_decay_, nesterov_)
+  const char* name() const override { return "SgdUpdate"; }
+  bool is_equivalent(const Primitive& other) const override;
+  // p'_i and v'_i take over the buffers of p_i and v_i (read before written, per element).
+  bool donates_across_outputs() const override { return true; }
+  std::vector<Shape> output_shapes(const std::vector<array>& inputs) override;
+  bool has_momentum() const { return momentum_ > 0; }
+  // Arrays per parameter among the inputs (p, g and, with momentum, v) and the outputs.
+  size_t inputs_per_parameter() const { return has_momentum() ? 3 : 2; }
+  size_t outputs_per_parameter() const { return has_momentum() ? 2 : 1; }
+  size_t parameters(const std::vector<array>& inputs) const {
+    return (inputs.size() - 1) / inputs_per_parameter();
+  }
+
+  MLX_DECLARE_TRANSFORM_RULES
+ private:
+  double momentum_;
+  double dampening_;
+  double weight_decay_;
+  bool nesterov_;
+};
+
 // Both outputs of CrossEntropy, and CrossEntropyVJP's output (the cotangent cast to lse's dtype),
 // without the op's argument checks (fast.cpp).
 std::vector<array> cross_entropy_parts(const array& logits, const array& targets, Stream s);

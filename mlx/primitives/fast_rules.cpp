@@ -894,4 +894,70 @@ Rules AdamUpdate::vmap(const std::vector<array>& inputs, const std::vector<int>&
           std::vector<int>(3 * n, 0)};
 }
 
+// ----------------------------------------------------------------------------- sgd update
+
+namespace {
+
+// SgdUpdate as ops in float32 (float64 for float64 parameters), {p_i, g_i, [v_i], lr} ->
+// {p'_i, [v'_i]}: what its rules differentiate and map.
+ArrayFn sgd_update_fn(double mu, double damp, double wd, bool nesterov, Stream s) {
+  const bool momentum = mu > 0;
+  const size_t per = momentum ? 3 : 2;
+  return [=](const std::vector<array>& in) {
+    const size_t n = (in.size() - 1) / per;
+    std::vector<array> ps, vs;
+    for (size_t i = 0; i < n; ++i) {
+      Dtype t = in[i].dtype(), acc = accumulation_dtype(t);
+      auto up = [&](const array& x) { return astype(x, acc, s); };
+      auto c = [&](double x) { return array(x, acc); };
+      array p = up(in[i]), lr = up(in.back());
+      array g = add(up(in[n + i]), multiply(c(wd), p, s), s);
+      array u = g;
+      if (momentum) {
+        array v = add(multiply(c(mu), up(in[2 * n + i]), s), multiply(c(1.0 - damp), g, s), s);
+        u = nesterov ? add(g, multiply(c(mu), v, s), s) : v;
+        vs.push_back(astype(v, t, s));
+      }
+      ps.push_back(astype(subtract(p, multiply(lr, u, s), s), t, s));
+    }
+    ps.insert(ps.end(), vs.begin(), vs.end());
+    return ps;
+  };
+}
+
+}  // namespace
+
+std::vector<array> SgdUpdate::jvp(const std::vector<array>& primals,
+                                  const std::vector<array>& tangents,
+                                  const std::vector<int>& argnums) {
+  return composite_jvp(sgd_update_fn(momentum_, dampening_, weight_decay_, nesterov_, stream()),
+                       primals, tangents, argnums);
+}
+
+std::vector<array> SgdUpdate::vjp(const std::vector<array>& primals,
+                                  const std::vector<array>& cotangents,
+                                  const std::vector<int>& argnums, const std::vector<array>&) {
+  return composite_vjp(sgd_update_fn(momentum_, dampening_, weight_decay_, nesterov_, stream()),
+                       primals, cotangents, argnums);
+}
+
+// Elementwise, as AdamUpdate's: arrays batched along axis 0, a mapped learning rate through
+// the composite.
+Rules SgdUpdate::vmap(const std::vector<array>& inputs, const std::vector<int>& axes) {
+  Stream s = stream();
+  if (axes.back() >= 0) {
+    return composite_vmap(sgd_update_fn(momentum_, dampening_, weight_decay_, nesterov_, s), inputs,
+                          axes);
+  }
+  const size_t n = parameters(inputs);
+  int bv = batch_size(inputs, axes);
+  std::vector<array> in[3];
+  for (size_t i = 0; i + 1 < inputs.size(); ++i) {
+    in[i / n].push_back(batch_at(inputs[i], axes[i], bv, 0, s));
+  }
+  return {sgd_update(in[0], in[1], in[2], inputs.back(), momentum_, dampening_, weight_decay_,
+                     nesterov_, s),
+          std::vector<int>(outputs_per_parameter() * n, 0)};
+}
+
 }  // namespace mlx::core::fast

@@ -37,7 +37,7 @@
   X(QuantizedMatmul) \
   X(GatherMM) X(SegmentedMM) X(Hadamard) X(GatherQMM) \
   X(fast::RMSNormVJP) X(fast::LayerNormVJP) X(fast::ScaledDotProductAttentionVJP) \
-  X(fast::CrossEntropy) X(fast::CrossEntropyVJP) X(fast::AdamUpdate) \
+  X(fast::CrossEntropy) X(fast::CrossEntropyVJP) X(fast::AdamUpdate) X(fast::SgdUpdate) \
   X(distributed::AllReduce) X(distributed::AllGather) X(distributed::ReduceScatter) \
   X(distributed::Send) X(distributed::Recv) \
   X(fast::CustomKernel)

@@ -24,6 +24,69 @@ struct UnavailableKernel {
 
 }  // namespace
 
+namespace {
+
+// A bucketed optimizer step over lists that may mix dtypes and hold what it cannot fuse: the
+// parameters whose state arrays (like_p) match them, grouped by dtype in first-seen order, each
+// group one step(groups) returning n_out lists of outputs back to back. Returns n_out Python
+// lists aligned with p, None where a parameter was left out (and for state a step without it
+// does not return).
+template <typename Step>
+nb::tuple fused_by_dtype(const char* op, const std::vector<array>& p,
+                         std::initializer_list<const std::vector<array>*> like_p, size_t n_out,
+                         Step&& step) {
+  for (const auto* l : like_p) {
+    if (l->size() != p.size()) {
+      throw std::invalid_argument(msg(op,
+                                      " Expected as many gradients and state arrays as "
+                                      "parameters (",
+                                      p.size(), "); got ", l->size(), "."));
+    }
+  }
+  std::vector<std::pair<Dtype, std::vector<size_t>>> groups;
+  for (size_t i = 0; i < p.size(); ++i) {
+    const bool fusable =
+        is_floating_point(p[i].dtype()) &&
+        std::all_of(like_p.begin(), like_p.end(), [&](const std::vector<array>* l) {
+          return (*l)[i].dtype() == p[i].dtype() && (*l)[i].shape() == p[i].shape();
+        });
+    if (!fusable) {
+      continue;
+    }
+    auto it = std::find_if(groups.begin(), groups.end(),
+                           [&](const auto& gr) { return gr.first == p[i].dtype(); });
+    if (it == groups.end()) {
+      it = groups.insert(groups.end(), {p[i].dtype(), {}});
+    }
+    it->second.push_back(i);
+  }
+  std::vector<nb::list> out(3);
+  for (auto& o : out) {
+    for (size_t i = 0; i < p.size(); ++i) {
+      o.append(nb::none());
+    }
+  }
+  for (const auto& [dtype, members] : groups) {
+    std::vector<std::vector<array>> in(like_p.size() + 1);
+    for (size_t i : members) {
+      in[0].push_back(p[i]);
+      size_t k = 1;
+      for (const auto* l : like_p) {
+        in[k++].push_back((*l)[i]);
+      }
+    }
+    auto res = step(in);
+    for (size_t j = 0; j < members.size(); ++j) {
+      for (size_t k = 0; k < n_out; ++k) {
+        out[k][members[j]] = nb::cast(res[k * members.size() + j]);
+      }
+    }
+  }
+  return n_out == 3 ? nb::make_tuple(out[0], out[1], out[2]) : nb::make_tuple(out[0], out[1]);
+}
+
+}  // namespace
+
 void init_fast(nb::module_& parent) {
   nb::module_ m = parent.def_submodule("fast", "Fused operations with dedicated kernels.");
   m.def(
@@ -117,52 +180,10 @@ void init_fast(nb::module_& parent) {
       [](const std::vector<array>& p, const std::vector<array>& g, const std::vector<array>& m,
          const std::vector<array>& v, const array& lr, const array& c1, const array& c2,
          double beta1, double beta2, double eps, double weight_decay, StreamOrDevice s) {
-        if (g.size() != p.size() || m.size() != p.size() || v.size() != p.size()) {
-          throw std::invalid_argument(
-              msg("[adam_update] Expected as many gradients and moments as parameters (", p.size(),
-                  "); got ", g.size(), ", ", m.size(), " and ", v.size(), "."));
-        }
-        // The parameters the fused step takes, grouped by dtype (in first-seen order).
-        std::vector<std::pair<Dtype, std::vector<size_t>>> groups;
-        for (size_t i = 0; i < p.size(); ++i) {
-          auto like_p = [&](const array& a) {
-            return a.dtype() == p[i].dtype() && a.shape() == p[i].shape();
-          };
-          const bool fusable =
-              is_floating_point(p[i].dtype()) && like_p(g[i]) && like_p(m[i]) && like_p(v[i]);
-          if (!fusable) {
-            continue;
-          }
-          auto it = std::find_if(groups.begin(), groups.end(),
-                                 [&](const auto& gr) { return gr.first == p[i].dtype(); });
-          if (it == groups.end()) {
-            groups.emplace_back(p[i].dtype(), std::vector<size_t>{});
-            it = std::prev(groups.end());
-          }
-          it->second.push_back(i);
-        }
-        nb::list out[3];
-        for (size_t i = 0; i < p.size(); ++i) {
-          for (auto& o : out) {
-            o.append(nb::none());
-          }
-        }
-        for (const auto& [dtype, members] : groups) {
-          std::vector<array> in[4];
-          for (size_t i : members) {
-            for (int k = 0; k < 4; ++k) {
-              in[k].push_back((k == 0 ? p : k == 1 ? g : k == 2 ? m : v)[i]);
-            }
-          }
-          auto res = fast::adam_update(in[0], in[1], in[2], in[3], lr, c1, c2, beta1, beta2, eps,
-                                       weight_decay, s);
-          for (size_t j = 0; j < members.size(); ++j) {
-            for (int k = 0; k < 3; ++k) {
-              out[k][members[j]] = nb::cast(res[k * members.size() + j]);
-            }
-          }
-        }
-        return nb::make_tuple(out[0], out[1], out[2]);
+        return fused_by_dtype("[adam_update]", p, {&g, &m, &v}, 3, [&](const auto& in) {
+          return fast::adam_update(in[0], in[1], in[2], in[3], lr, c1, c2, beta1, beta2, eps,
+                                   weight_decay, s);
+        });
       },
       nb::arg("p"), nb::arg("g"), nb::arg("m"), nb::arg("v"), nb::arg("lr"), nb::arg("c1"),
       nb::arg("c2"), nb::kw_only(), nb::arg("beta1"), nb::arg("beta2"), nb::arg("eps"),
@@ -173,6 +194,29 @@ void init_fast(nb::module_& parent) {
       "model's update, one fused step per dtype. Returns ``(ps', ms', vs')``, three lists, with "
       "None where the fused step does not apply (a parameter that is not floating point, or a "
       "gradient or moment of another shape or dtype): the caller updates those with ops.");
+  m.def(
+      "_sgd_update_many",
+      [](const std::vector<array>& p, const std::vector<array>& g, const std::vector<array>& v,
+         const array& lr, double momentum, double dampening, double weight_decay, bool nesterov,
+         StreamOrDevice s) {
+        auto step = [&](const auto& in) {
+          return fast::sgd_update(in[0], in[1], in.size() > 2 ? in[2] : std::vector<array>{}, lr,
+                                  momentum, dampening, weight_decay, nesterov, s);
+        };
+        if (momentum > 0) {
+          return fused_by_dtype("[sgd_update]", p, {&g, &v}, 2, step);
+        }
+        return fused_by_dtype("[sgd_update]", p, {&g}, 1, step);
+      },
+      nb::arg("p"), nb::arg("g"), nb::arg("v"), nb::arg("lr"), nb::kw_only(),
+      nb::arg("momentum") = 0.0, nb::arg("dampening") = 0.0, nb::arg("weight_decay") = 0.0,
+      nb::arg("nesterov") = false, nb::arg("stream") = nb::none(),
+      "_sgd_update_many(p, g, v, lr, *, momentum=0.0, dampening=0.0, weight_decay=0.0, "
+      "nesterov=False, stream=None)\n\nOne fused SGD step (mlx.optimizers.SGD's formulas) for "
+      "lists of parameters with their gradients and velocities (``v`` is not read without "
+      "momentum), one fused step per dtype. Returns ``(ps', vs')``: lists with None where the "
+      "fused step does not apply (the caller's ops update those), ``vs'`` all None without "
+      "momentum.");
   m.def(
       "gated_delta_update",
       [](const array& q, const array& k, const array& v, const array& gamma, const array& beta,

@@ -172,6 +172,32 @@ def test_linear_layer_and_its_gradients_round_trip(tmp_path):
         np.testing.assert_allclose(np.array(gw), 2 * y.T @ np.array(x), rtol=1e-5, atol=1e-5)
 
 
+def test_fused_optimizer_steps_round_trip(tmp_path):
+    # A bucket of parameters of two shapes in one AdamUpdate and one SgdUpdate (with momentum):
+    # exported, imported and run again, the same updates.
+    def steps(p1, p2, g1, g2, m1, m2, v1, v2):
+        lr, c = mx.array(0.1), mx.array(1.0)
+        adam = mx.fast._adam_update_many([p1, p2], [g1, g2], [m1, m2], [v1, v2], lr, c, c,
+                                         beta1=0.9, beta2=0.99, eps=1e-8, weight_decay=0.01)
+        sgd = mx.fast._sgd_update_many([p1, p2], [g1, g2], [m1, m2], lr, momentum=0.9,
+                                       nesterov=True)
+        return [x for part in adam + sgd for x in part]
+
+    rng = np.random.default_rng(0)
+    args = [mx.array(rng.standard_normal(s).astype(np.float32)) for s in [(3, 4), (5,)] * 3]
+    args += [mx.array(rng.random(s).astype(np.float32)) for s in [(3, 4), (5,)]]
+    path = str(tmp_path / "opt.mlxfn")
+    mx.export_function(path, steps, *args)
+    f = mx.import_function(path)
+    mx._kernel_counts(True, True)
+    got = f(*args)
+    mx.eval(got)
+    counts = mx._kernel_counts(False, True)
+    assert counts.get("AdamUpdate") == 1 and counts.get("SgdUpdate") == 1, counts
+    for a, b in zip(got, steps(*args)):
+        np.testing.assert_array_equal(np.array(a), np.array(b))
+
+
 def test_shapeless_exporter_with_reshape(tmp_path):
     path = str(tmp_path / "r.mlxfn")
 

@@ -109,6 +109,26 @@ class Optimizer:
             self._state[name] = _as_array(schedule(self.step))
         self._state["step"] = self.step + 1
 
+    def _apply_fused(self, gradients: dict, parameters: dict, fused: Callable):
+        # An update whose parameters mostly take one fused step per dtype: one walk gathers the
+        # leaves, fused(gradients, parameters, states) returns the new parameters (updating
+        # the states) with None for those it leaves to apply_single, and one walk rebuilds.
+        self._advance(gradients)
+        gs, ps, states = [], [], []
+
+        def gather(g, p, st):
+            gs.append(g)
+            ps.append(p)
+            states.append(st)
+            return len(gs) - 1
+
+        index = tree_map(gather, gradients, parameters, self._state)
+        new = fused(gs, ps, states)
+        for i, p in enumerate(new):
+            if p is None:
+                new[i] = self.apply_single(gs[i], ps[i], states[i])
+        return tree_map(new.__getitem__, index)
+
     def apply_single(self, gradient: mx.array, parameter: mx.array, state: dict):
         """Return the updated ``parameter``, updating ``state`` in place."""
         raise NotImplementedError
@@ -204,6 +224,25 @@ class SGD(Optimizer):
 
     def init_single(self, parameter: mx.array, state: dict):
         state["v"] = mx.zeros_like(parameter)
+
+    def apply_gradients(self, gradients: dict, parameters: dict):
+        if type(self).apply_single is not SGD.apply_single:  # a subclass's own rule
+            return super().apply_gradients(gradients, parameters)
+        return self._apply_fused(gradients, parameters, self._fused_steps)
+
+    def _fused_steps(self, gradients, parameters, states):
+        # One fused step per dtype (mx.fast._sgd_update_many): a model's update is a primitive
+        # or two for the host to schedule instead of a few ops per parameter.
+        momentum = self.momentum > 0
+        new_p, new_v = mx.fast._sgd_update_many(
+            parameters, gradients, [st["v"] for st in states] if momentum else [],
+            self.learning_rate, momentum=self.momentum, dampening=self.dampening,
+            weight_decay=self.weight_decay, nesterov=self.nesterov)
+        if momentum:
+            for st, v in zip(states, new_v):
+                if v is not None:
+                    st["v"] = v
+        return new_p
 
     def apply_single(self, gradient: mx.array, parameter: mx.array, state: dict):
         if self.weight_decay != 0:
@@ -379,35 +418,24 @@ class Adam(Optimizer):
         try:  # the first parameter's update makes the bias corrections, the rest share them
             if type(self).apply_single is not Adam.apply_single:  # a subclass's own rule
                 return super().apply_gradients(gradients, parameters)
-            return self._apply_buckets(gradients, parameters)
+            return self._apply_fused(gradients, parameters, self._fused_steps)
         finally:
             self._corrections = None  # holds no array (a tracer under compile) past the update
 
-    def _apply_buckets(self, gradients: dict, parameters: dict):
+    def _fused_steps(self, gradients, parameters, states):
         # One fused step per dtype for every parameter whose gradient and moments are like it
         # (mx.fast._adam_update_many): a model's update is a primitive or two for the host to
-        # schedule, not one per parameter. The others (None there) take _adam_step's ops.
-        self._advance(gradients)
-        gs, ps, states = [], [], []
-
-        def gather(g, p, st):
-            gs.append(g)
-            ps.append(p)
-            states.append(st)
-            return len(gs) - 1
-
-        index = tree_map(gather, gradients, parameters, self._state)
+        # schedule, not one per parameter.
         b1, b2 = self.betas
         c1, c2 = self._bias_corrections()
         new_p, new_m, new_v = mx.fast._adam_update_many(
-            ps, gs, [st["m"] for st in states], [st["v"] for st in states], self.learning_rate,
-            c1, c2, beta1=b1, beta2=b2, eps=self.eps, weight_decay=self._decay())
-        for i, st in enumerate(states):
-            if new_p[i] is None:
-                new_p[i] = self._adam_step(gs[i], ps[i], st, self._decay())
-            else:
-                st["m"], st["v"] = new_m[i], new_v[i]
-        return tree_map(new_p.__getitem__, index)
+            parameters, gradients, [st["m"] for st in states], [st["v"] for st in states],
+            self.learning_rate, c1, c2, beta1=b1, beta2=b2, eps=self.eps,
+            weight_decay=self._decay())
+        for st, m, v in zip(states, new_m, new_v):
+            if m is not None:
+                st["m"], st["v"] = m, v
+        return new_p
 
     @staticmethod
     def _fusable(gradient, parameter, state):
