@@ -21,6 +21,13 @@ void set_kernel_counting(bool enabled, bool timed = false);
 bool kernel_counting();
 bool kernel_timing();
 void count_kernel(const char* name, double seconds = 0);
+// Counts the way a kernel computed its result ("Convolution:cudnn"), beside its primitive's
+// name, when counting is on: how tests and profiles see which path ran.
+inline void count_path(const char* path) {
+  if (kernel_counting()) {
+    count_kernel(path);
+  }
+}
 // (name, count) pairs sorted by name; `reset` clears them.
 std::vector<std::pair<std::string, KernelCount>> kernel_counts(bool reset);
 

@@ -732,6 +732,13 @@ def test_linear_bias_epilogues(dtype):
     check(lambda b, x, w, stream: mx.addmm(b, x, w.T, stream=stream), b, x[0, 0], w,
           rtol=rt, atol=rt)
     check(loss_and_grads(1.0, 1.0), b, x[:, :0], w)
+    # Each MatmulColumnSums names the way it ran: the epilogue, or a product and a reduction.
+    mx._kernel_counts(True, True)
+    mx.eval(loss_and_grads(1.0, 1.0)(b, x[0], w, mx.gpu))
+    c = mx._kernel_counts(False, True)
+    assert c.get("MatmulColumnSums", 0) >= 1, c
+    assert c["MatmulColumnSums"] == (c.get("MatmulColumnSums:epilogue", 0)
+                                     + c.get("MatmulColumnSums:gemm+reduce", 0)), c
 
 
 @pytest.mark.parametrize("dtype", [mx.float32, mx.float16, mx.bfloat16])

@@ -302,12 +302,6 @@ bool cudnn_find() {
   return on;
 }
 
-void count_path(const char* path) {
-  if (detail::kernel_counting()) {
-    detail::count_kernel(path);
-  }
-}
-
 // Which cuDNN call computes the result: the forward convolution, its data derivative (our
 // transposed convolutions) or its filter derivative (ConvWeightGrad).
 enum class Pass { forward, backward_data, backward_filter };
@@ -686,7 +680,7 @@ bool cudnn_convolution(const ConvParams& p, bool filter_pass, const array& in, a
     copy_strided(*temp, temp->strides(), window->in_y, out, out.strides(), window->in_ours,
                  window->shape);
   }
-  count_path(filter_pass ? "ConvWeightGrad:cudnn" : "Convolution:cudnn");
+  detail::count_path(filter_pass ? "ConvWeightGrad:cudnn" : "Convolution:cudnn");
   return true;
 }
 
@@ -711,10 +705,10 @@ void ConvWeightGrad::eval_gpu(const std::vector<array>& inputs, array& out) {
   dispatch_float<DeviceTypes>(out.dtype(), "ConvWeightGrad", [&]<typename T>() {
     if (g.Cg == 1 && g.Og == 1) {
       depthwise_weight_grad<T>(g, in, cot, out);
-      count_path("ConvWeightGrad:direct");
+      detail::count_path("ConvWeightGrad:direct");
     } else {
       im2col_weight_grad<T>(g, in, cot, out);
-      count_path("ConvWeightGrad:im2col");
+      detail::count_path("ConvWeightGrad:im2col");
     }
   });
 }
@@ -740,10 +734,10 @@ void Convolution::eval_gpu(const std::vector<array>& inputs, array& out) {
       direct_kernel<T><<<blocks_for(total), kThreads, 0, cu::stream()>>>(
           in.gpu_data<T>(), wt.gpu_data<T>(), out.gpu_data<T>(), g);
       check_launch("conv");
-      count_path("Convolution:direct");
+      detail::count_path("Convolution:direct");
     } else {
       im2col_conv<T>(g, in, wt, out);
-      count_path("Convolution:im2col");
+      detail::count_path("Convolution:im2col");
     }
   });
 }

@@ -16,6 +16,7 @@
 #include "mlx/backend/cuda/tf32.h"
 #include "mlx/primitives/linalg.h"
 #include "mlx/primitives/reduction.h"
+#include "mlx/runtime/kernel_counter.h"
 #include "mlx/utils.h"
 
 namespace mlx::core {
@@ -426,8 +427,10 @@ void MatmulColumnSums::eval_gpu(const std::vector<array>& inputs, std::vector<ar
   cu::allocate(sums);
   if (product.size() > 0 && r.shape(0) > 0 && is_floating_point(product.dtype()) &&
       products(l, r, product, 1.0f, 0.0f, {CUBLASLT_EPILOGUE_BGRADA, sums.gpu_data<char>()})) {
+    detail::count_path("MatmulColumnSums:epilogue");
     return;  // r is cuBLASLt's A, summed over k: its rows
   }
+  detail::count_path("MatmulColumnSums:gemm+reduce");
   cu::gemm(l, r, product);
   Reduce(stream(), Reduce::Sum, {0}).eval_gpu({r}, sums);
 }
