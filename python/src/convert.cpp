@@ -48,18 +48,20 @@ std::optional<array> scalar_to_array(nb::handle obj, std::optional<Dtype> dtype)
   if (nb::isinstance<nb::bool_>(obj)) {
     return array(nb::cast<bool>(obj), dtype.value_or(bool_));
   }
+  // Converted here, on the host, to the dtype asked for: an AsType node would cost a kernel
+  // (and on the GPU a copy of the scalar to the device) for each `x * 0.5` on bfloat16 data.
   if (nb::isinstance<nb::int_>(obj)) {
     int64_t v = int_value(obj);
-    return astype(array(v, int64), dtype.value_or(int_dtype(v)));
+    return array(v, dtype.value_or(int_dtype(v)));
   }
   if (nb::isinstance<nb::float_>(obj)) {
     double v = nb::cast<double>(obj);
     Dtype t = dtype.value_or(float32);
-    return t == float64 ? array(v, float64) : astype(array(static_cast<float>(v)), t);
+    return t == float64 ? array(v, float64) : array(static_cast<float>(v), t);
   }
   if (PyComplex_Check(obj.ptr())) {
     std::complex<float> v(PyComplex_RealAsDouble(obj.ptr()), PyComplex_ImagAsDouble(obj.ptr()));
-    return astype(array(v), dtype.value_or(complex64));
+    return array(v, dtype.value_or(complex64));
   }
   return std::nullopt;
 }
@@ -136,25 +138,24 @@ array list_to_array(nb::handle obj, std::optional<Dtype> dtype) {
   if (info.any_complex) {
     std::vector<std::complex<float>> v;
     flatten_list(obj, v);
-    return astype(array(v.data(), info.shape, complex64), dtype.value_or(complex64));
+    return array(v.data(), info.shape, dtype.value_or(complex64));
   }
   if (info.any_float) {
     std::vector<double> v;
     flatten_list(obj, v);
-    Dtype t = dtype.value_or(float32);
-    return astype(array(v.data(), info.shape, float64), t);
+    return array(v.data(), info.shape, dtype.value_or(float32));
   }
   if (info.any_int) {
     std::vector<int64_t> v;
     flatten_list(obj, v);
     Dtype natural = std::max(int_dtype(info.min_int), int_dtype(info.max_int),
                              [](Dtype a, Dtype b) { return a.size < b.size; });
-    return astype(array(v.data(), info.shape, int64), dtype.value_or(natural));
+    return array(v.data(), info.shape, dtype.value_or(natural));
   }
   std::vector<uint8_t> v;
   flatten_list(obj, v);
-  Dtype t = dtype.value_or(info.any_bool ? bool_ : float32);
-  return astype(astype(array(v.data(), info.shape, uint8), bool_), t);
+  // The leaves are bools (0 or 1), or there are none.
+  return array(v.data(), info.shape, dtype.value_or(info.any_bool ? bool_ : float32));
 }
 
 // An array viewing the memory of a foreign host array, with its strides. The memory is marked

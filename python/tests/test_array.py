@@ -63,6 +63,36 @@ def test_weak_python_scalars_keep_the_array_dtype():
     assert (i * 1.5).dtype == mx.float32
 
 
+def test_python_scalars_are_converted_on_the_host():
+    # A scalar operand becomes a constant of the array's dtype, not a cast node: `x * 0.5` on
+    # bfloat16 data runs one kernel. The values are the cast's (int8 wraps 300 to 44).
+    b = mx.array([1.5, -2.0], mx.bfloat16)
+    i = mx.array([1, 2], mx.int8)
+    u = mx.array([1, 2], mx.uint8)
+    h = mx.array([1.0], mx.float16)
+    mx.eval(b, i, u, h)
+    mx._kernel_counts(True, True)
+    out = [b * 0.5, 3 - b, i + 300, u + (-1), b + 1, h * 1e6]
+    mx.eval(out)
+    counts = mx._kernel_counts(False, True)
+    assert "AsType" not in counts, counts
+    np.testing.assert_array_equal(np.array(out[0].astype(mx.float32)), [0.75, -1.0])
+    np.testing.assert_array_equal(np.array(out[1].astype(mx.float32)), [1.5, 5.0])
+    assert out[2].dtype == mx.int8 and out[2].tolist() == [45, 46]
+    assert out[3].dtype == mx.uint8 and out[3].tolist() == [0, 1]
+    assert out[4].dtype == mx.bfloat16 and out[4].astype(mx.float32).tolist() == [2.5, -1.0]
+    assert out[5].tolist() == [float("inf")]
+    # Lists too: mx.array(list, dtype) is a constant, with the cast's values.
+    mx._kernel_counts(True, True)
+    made = [mx.array([1.5, 2.7], mx.int32), mx.array([300], mx.int8), mx.array([True], mx.float16),
+            mx.array([1.0, 2.5]), mx.array([[1, 2]], mx.bfloat16), mx.array([1 + 2j])]
+    mx.eval(made)
+    assert mx._kernel_counts(False, True) == {}
+    assert [m.tolist() for m in made[:3]] == [[1, 2], [44], [1.0]]
+    assert [m.dtype for m in made] == [mx.int32, mx.int8, mx.float16, mx.float32, mx.bfloat16,
+                                       mx.complex64]
+
+
 @pytest.mark.parametrize("op", ["__add__", "__sub__", "__mul__", "__truediv__", "__floordiv__",
                                 "__mod__", "__pow__", "__lt__", "__ge__", "__eq__", "__ne__"])
 def test_operators_match_numpy(op, rng):
