@@ -1,5 +1,6 @@
 #include "mlx/transforms/graph.h"
 
+#include "mlx/ops/creation.h"
 #include "mlx/primitives/transform.h"
 
 namespace mlx::core::detail {
@@ -85,6 +86,15 @@ std::vector<array> dependent_tape(const std::vector<array>& outputs, const IdSet
     }
   }
   return tape;
+}
+
+array trace_source(const array& x) {
+  if (x.is_tracer() || !x.is_available()) {
+    return copy(x);
+  }
+  array alias(x.shape(), x.dtype(), nullptr, {});
+  alias.copy_shared_buffer(x);
+  return alias;
 }
 
 }  // namespace mlx::core::detail

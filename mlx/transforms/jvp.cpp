@@ -32,7 +32,7 @@ std::pair<std::vector<array>, std::vector<array>> jvp(const ArrayFn& fun,
     if (!is_inexact(primals[i].dtype())) {
       continue;  // integer inputs are constants
     }
-    traced[i] = copy(primals[i]);
+    traced[i] = detail::trace_source(primals[i]);
     traced[i].set_tracer(true);
     sources.insert(traced[i].id());
     tangent_of.emplace(traced[i].id(), astype(tangents[i], primals[i].dtype()));

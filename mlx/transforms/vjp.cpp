@@ -48,7 +48,7 @@ std::pair<std::vector<array>, std::vector<array>> vjp(const ArrayFn& fun,
   std::vector<array> traced = primals;
   IdSet sources;
   for (int i : argnums) {
-    traced[i] = copy(primals[i]);
+    traced[i] = trace_source(primals[i]);
     traced[i].set_tracer(true);
     sources.insert(traced[i].id());
   }

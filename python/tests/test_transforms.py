@@ -484,3 +484,26 @@ def test_eval_trees_ignores_other_leaves():
     z = x * 2
     mx.async_eval({"z": z}, 5)
     assert z.item() == 6
+
+
+def test_gradients_of_evaluated_inputs_add_no_copy_nodes():
+    # An evaluated input is traced through an alias of its buffer, not a Copy node per
+    # parameter; an input passed twice still gets its two gradients, and gradients of
+    # gradients still reach the outer input.
+    x = mx.array([1.0, 2.0, 3.0])
+    y = mx.array([0.5, -1.0, 2.0])
+    mx.eval(x, y)
+    mx._kernel_counts(True, True)
+    value, grads = mx.value_and_grad(lambda a, b: (a * a * b).sum(), argnums=(0, 1))(x, y)
+    mx.eval(value, grads)
+    counts = mx._kernel_counts(False, True)
+    assert "Copy" not in counts, counts
+    np.testing.assert_allclose(np.array(grads[0]), 2 * np.array(x) * np.array(y))
+    np.testing.assert_allclose(np.array(grads[1]), np.array(x) ** 2)
+    same = mx.grad(lambda a, b: (a * b * b).sum(), argnums=(0, 1))(x, x)
+    np.testing.assert_allclose(np.array(same[0]), np.array(x) ** 2)
+    np.testing.assert_allclose(np.array(same[1]), 2 * np.array(x) ** 2)
+    second = mx.grad(lambda a: mx.grad(lambda b: (b ** 3).sum())(a).sum())(x)
+    np.testing.assert_allclose(np.array(second), 6 * np.array(x))
+    tangent = mx.jvp(lambda a: a * a, [x], [mx.ones_like(x)])[1][0]
+    np.testing.assert_allclose(np.array(tangent), 2 * np.array(x))
