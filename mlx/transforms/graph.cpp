@@ -89,10 +89,11 @@ std::vector<array> dependent_tape(const std::vector<array>& outputs, const IdSet
 }
 
 array trace_source(const array& x) {
-  if (x.is_tracer() || !x.is_available()) {
+  if (x.is_tracer() || x.status() != array::Status::available) {
     return copy(x);
   }
   array alias(x.shape(), x.dtype(), nullptr, {});
+  alias.attach_event(x.event());  // device work still producing x is waited for through it
   alias.copy_shared_buffer(x);
   return alias;
 }

@@ -26,9 +26,9 @@ std::vector<array> dependent_tape(const std::vector<array>& outputs, const IdSet
 
 // A differentiation source standing for x: the same value under its own identity (x may be
 // passed twice). An evaluated x that no enclosing transform traces is aliased: a leaf sharing
-// its buffer, with nothing to evaluate (a Copy node per parameter cost each training step a
-// node's host time on the GPU). Otherwise a Copy node, which keeps an enclosing transform's
-// path back to x.
+// its buffer and its event (the GPU may still be writing it), with nothing to evaluate (a Copy node
+// per parameter cost each training step a node's host time on the GPU). Otherwise a Copy node,
+// which keeps an enclosing transform's path back to x.
 array trace_source(const array& x);
 
 }  // namespace mlx::core::detail

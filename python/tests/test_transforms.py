@@ -507,3 +507,9 @@ def test_gradients_of_evaluated_inputs_add_no_copy_nodes():
     np.testing.assert_allclose(np.array(second), 6 * np.array(x))
     tangent = mx.jvp(lambda a: a * a, [x], [mx.ones_like(x)])[1][0]
     np.testing.assert_allclose(np.array(tangent), 2 * np.array(x))
+    # An input still being computed (aliased with its event, or copied once it is scheduled).
+    for _ in range(20):
+        z = x * 2
+        mx.async_eval(z)
+        g = mx.grad(lambda a: (a * a).sum())(z)
+        np.testing.assert_allclose(np.array(g), 4 * np.array(x))
