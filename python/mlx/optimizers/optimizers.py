@@ -109,10 +109,12 @@ class Optimizer:
             self._state[name] = _as_array(schedule(self.step))
         self._state["step"] = self.step + 1
 
-    def _apply_fused(self, gradients: dict, parameters: dict, fused: Callable):
+    def _apply_fused(self, gradients: dict, parameters: dict, fused: Callable,
+                     unfused: Callable):
         # An update whose parameters mostly take one fused step per dtype: one walk gathers the
         # leaves, fused(gradients, parameters, states) returns the new parameters (updating
-        # the states) with None for those it leaves to apply_single, and one walk rebuilds.
+        # the states) with None for those it leaves to unfused (apply_single's signature), and
+        # one walk rebuilds.
         self._advance(gradients)
         gs, ps, states = [], [], []
 
@@ -126,7 +128,7 @@ class Optimizer:
         new = fused(gs, ps, states)
         for i, p in enumerate(new):
             if p is None:
-                new[i] = self.apply_single(gs[i], ps[i], states[i])
+                new[i] = unfused(gs[i], ps[i], states[i])
         return tree_map(new.__getitem__, index)
 
     def apply_single(self, gradient: mx.array, parameter: mx.array, state: dict):
@@ -228,7 +230,7 @@ class SGD(Optimizer):
     def apply_gradients(self, gradients: dict, parameters: dict):
         if type(self).apply_single is not SGD.apply_single:  # a subclass's own rule
             return super().apply_gradients(gradients, parameters)
-        return self._apply_fused(gradients, parameters, self._fused_steps)
+        return self._apply_fused(gradients, parameters, self._fused_steps, self.apply_single)
 
     def _fused_steps(self, gradients, parameters, states):
         # One fused step per dtype (mx.fast._sgd_update_many): a model's update is a primitive
@@ -408,7 +410,10 @@ class Adam(Optimizer):
         state["v"] = mx.zeros_like(parameter)
 
     def apply_single(self, gradient: mx.array, parameter: mx.array, state: dict):
-        return self._adam_step(gradient, parameter, state, self._decay())
+        # The fused step where the gradient and state match the parameter, as they do in
+        # training; the same formulas as ops otherwise.
+        (new,) = self._fused_steps([gradient], [parameter], [state])
+        return new if new is not None else self._unfused_step(gradient, parameter, state)
 
     def _decay(self):
         # The decoupled weight decay (AdamW's); Adam has none.
@@ -418,7 +423,8 @@ class Adam(Optimizer):
         try:  # the first parameter's update makes the bias corrections, the rest share them
             if type(self).apply_single is not Adam.apply_single:  # a subclass's own rule
                 return super().apply_gradients(gradients, parameters)
-            return self._apply_fused(gradients, parameters, self._fused_steps)
+            return self._apply_fused(gradients, parameters, self._fused_steps,
+                                     self._unfused_step)
         finally:
             self._corrections = None  # holds no array (a tracer under compile) past the update
 
@@ -437,13 +443,6 @@ class Adam(Optimizer):
                 st["m"], st["v"] = m, v
         return new_p
 
-    @staticmethod
-    def _fusable(gradient, parameter, state):
-        # The fused kernels' inputs: a floating parameter with a gradient and moments like it.
-        like = (parameter.shape, parameter.dtype)
-        return mx.issubdtype(parameter.dtype, mx.floating) and all(
-            (a.shape, a.dtype) == like for a in (gradient, state["m"], state["v"]))
-
     def _bias_corrections(self):
         # (1 - beta1^t, 1 - beta2^t) once per step count: per parameter they were seven scalar
         # kernels each (1036 of GPT-2's step). Keyed on the step array itself, so a caller of
@@ -459,17 +458,12 @@ class Adam(Optimizer):
             self._corrections = cached
         return cached[1], cached[2]
 
-    def _adam_step(self, gradient, parameter, state, weight_decay):
-        # One fused kernel per parameter (mx.fast._adam_update) where the gradient and state
-        # match the parameter, as they do in training; the same formulas as ops otherwise.
+    def _unfused_step(self, gradient, parameter, state):
+        # The step as ops, for a gradient or state unlike the parameter.
         b1, b2 = self.betas
         c1, c2 = self._bias_corrections()
         m, v = state["m"], state["v"]
-        if self._fusable(gradient, parameter, state):
-            parameter, state["m"], state["v"] = mx.fast._adam_update(
-                parameter, gradient, m, v, self.learning_rate, c1, c2, beta1=b1, beta2=b2,
-                eps=self.eps, weight_decay=weight_decay)
-            return parameter
+        weight_decay = self._decay()
         lr = self._lr(gradient)
         if weight_decay != 0:
             parameter = parameter * (1 - lr * weight_decay)
