@@ -323,13 +323,12 @@ void check_bucket(const char* op, const std::vector<array>& p,
   }
 }
 
-// Inputs {groups..., scalars as 0-d arrays of the accumulation dtype}; n_out outputs shaped
-// like p, per parameter.
+// Inputs {groups..., scalars as 0-d arrays of the accumulation dtype}; the outputs are the
+// primitive's (output_shapes), in the parameters' dtype.
 std::vector<array> bucket_step(std::initializer_list<const std::vector<array>*> groups,
-                               std::initializer_list<const array*> scalars, size_t n_out,
+                               std::initializer_list<const array*> scalars,
                                std::shared_ptr<Primitive> prim, Stream st) {
-  const std::vector<array>& p = **groups.begin();
-  const Dtype dtype = p[0].dtype(), scalar_dtype = accumulation_dtype(dtype);
+  const Dtype dtype = (*groups.begin())->front().dtype(), scalar_dtype = accumulation_dtype(dtype);
   std::vector<array> in;
   for (const auto* group : groups) {
     in.insert(in.end(), group->begin(), group->end());
@@ -337,14 +336,9 @@ std::vector<array> bucket_step(std::initializer_list<const std::vector<array>*> 
   for (const array* a : scalars) {
     in.push_back(astype(reshape(*a, {}, st), scalar_dtype, st));
   }
-  std::vector<Shape> shapes;
-  for (size_t kind = 0; kind < n_out; ++kind) {
-    for (const array& x : p) {
-      shapes.push_back(x.shape());
-    }
-  }
-  return array::make_arrays(std::move(shapes), std::vector<Dtype>(n_out * p.size(), dtype),
-                            std::move(prim), std::move(in));
+  std::vector<Shape> shapes = prim->output_shapes(in);
+  std::vector<Dtype> dtypes(shapes.size(), dtype);
+  return array::make_arrays(std::move(shapes), dtypes, std::move(prim), std::move(in));
 }
 
 }  // namespace
@@ -355,7 +349,7 @@ std::vector<array> adam_update(const std::vector<array>& p, const std::vector<ar
                                double beta2, double eps, double weight_decay, StreamOrDevice s) {
   check_bucket("[adam_update]", p, {&g, &m, &v}, {&lr, &c1, &c2});
   Stream st = to_stream(s);
-  return bucket_step({&p, &g, &m, &v}, {&lr, &c1, &c2}, 3,
+  return bucket_step({&p, &g, &m, &v}, {&lr, &c1, &c2},
                      std::make_shared<AdamUpdate>(st, beta1, beta2, eps, weight_decay), st);
 }
 
@@ -373,10 +367,10 @@ std::vector<array> sgd_update(const std::vector<array>& p, const std::vector<arr
   auto prim = std::make_shared<SgdUpdate>(st, momentum, dampening, weight_decay, nesterov);
   if (!prim->has_momentum()) {
     check_bucket(op, p, {&g}, {&lr});
-    return bucket_step({&p, &g}, {&lr}, 1, std::move(prim), st);
+    return bucket_step({&p, &g}, {&lr}, std::move(prim), st);
   }
   check_bucket(op, p, {&g, &v}, {&lr});
-  return bucket_step({&p, &g, &v}, {&lr}, 2, std::move(prim), st);
+  return bucket_step({&p, &g, &v}, {&lr}, std::move(prim), st);
 }
 
 std::vector<array> adam_update(const array& p, const array& g, const array& m, const array& v,

@@ -80,10 +80,14 @@ bool CrossEntropyVJP::is_equivalent(const Primitive& other) const {
   return dynamic_cast<const CrossEntropyVJP*>(&other) != nullptr;
 }
 
-std::vector<Shape> AdamUpdate::output_shapes(const std::vector<array>& inputs) {
-  const size_t n = parameters(inputs);
+namespace {
+
+// A bucketed optimizer step's outputs: `kinds` groups (new parameters, new state...), each
+// shaped like the n parameters that open its inputs.
+std::vector<Shape> bucket_shapes(const std::vector<array>& inputs, size_t n, size_t kinds) {
   std::vector<Shape> shapes;
-  for (int kind = 0; kind < 3; ++kind) {
+  shapes.reserve(kinds * n);
+  for (size_t kind = 0; kind < kinds; ++kind) {
     for (size_t i = 0; i < n; ++i) {
       shapes.push_back(inputs[i].shape());
     }
@@ -91,15 +95,14 @@ std::vector<Shape> AdamUpdate::output_shapes(const std::vector<array>& inputs) {
   return shapes;
 }
 
+}  // namespace
+
+std::vector<Shape> AdamUpdate::output_shapes(const std::vector<array>& inputs) {
+  return bucket_shapes(inputs, parameters(inputs), 3);
+}
+
 std::vector<Shape> SgdUpdate::output_shapes(const std::vector<array>& inputs) {
-  const size_t n = parameters(inputs);
-  std::vector<Shape> shapes;
-  for (size_t kind = 0; kind < outputs_per_parameter(); ++kind) {
-    for (size_t i = 0; i < n; ++i) {
-      shapes.push_back(inputs[i].shape());
-    }
-  }
-  return shapes;
+  return bucket_shapes(inputs, parameters(inputs), outputs_per_parameter());
 }
 
 bool SgdUpdate::is_equivalent(const Primitive& other) const {

@@ -60,25 +60,24 @@ void AdamUpdate::eval_cpu(const std::vector<array>& inputs, std::vector<array>& 
     const A b1 = A(beta1_), one_minus_b1 = A(1.0 - beta1_), b2 = A(beta2_),
             one_minus_b2 = A(1.0 - beta2_), eps = A(eps_);
     const A decay = A(1) - lr * A(weight_decay_), inv_c1 = A(1) / c1, inv_c2 = A(1) / c2;
-    // p', m', v' replace p, m, v.
-    for_each_parameter<T, 4, 3>(inputs, outputs, n, {0, 2, 3},
-                                [&](const T* const* in, T* const* out, int64_t b, int64_t e) {
-                                  const T *p = in[0], *g = in[1], *m = in[2], *v = in[3];
-                                  T *p_out = out[0], *m_out = out[1], *v_out = out[2];
-      // Vectorizes with -fno-math-errno for std::sqrt (see CMakeLists.txt); ivdep, since
-      // the compiler's overlap check would send donated buffers to scalar code.
+    auto update = [&](const T* const* in, T* const* out, int64_t b, int64_t e) {
+      const T *p = in[0], *g = in[1], *m = in[2], *v = in[3];
+      T *p_out = out[0], *m_out = out[1], *v_out = out[2];
+      // Vectorizes with -fno-math-errno for std::sqrt (see CMakeLists.txt); ivdep, since the
+      // compiler's overlap check would send donated buffers to scalar code.
 #pragma GCC ivdep
-                                  for (int64_t i = b; i < e; ++i) {
-                                    const A gi = cast_value<A>(g[i]);
-                                    const A mi = b1 * cast_value<A>(m[i]) + one_minus_b1 * gi;
-                                    const A vi = b2 * cast_value<A>(v[i]) + one_minus_b2 * gi * gi;
-                                    const A update = (mi * inv_c1) / (std::sqrt(vi * inv_c2) + eps);
-                                    p_out[i] =
-                                        cast_value<T>(cast_value<A>(p[i]) * decay - lr * update);
-                                    m_out[i] = cast_value<T>(mi);
-                                    v_out[i] = cast_value<T>(vi);
-                                  }
-                                });
+      for (int64_t i = b; i < e; ++i) {
+        const A gi = cast_value<A>(g[i]);
+        const A mi = b1 * cast_value<A>(m[i]) + one_minus_b1 * gi;
+        const A vi = b2 * cast_value<A>(v[i]) + one_minus_b2 * gi * gi;
+        const A step = (mi * inv_c1) / (std::sqrt(vi * inv_c2) + eps);
+        p_out[i] = cast_value<T>(cast_value<A>(p[i]) * decay - lr * step);
+        m_out[i] = cast_value<T>(mi);
+        v_out[i] = cast_value<T>(vi);
+      }
+    };
+    for_each_parameter<T, 4, 3>(inputs, outputs, n, {0, 2, 3},
+                                update);  // p', m', v' replace p, m, v
   });
 }
 
@@ -86,37 +85,34 @@ void SgdUpdate::eval_cpu(const std::vector<array>& inputs, std::vector<array>& o
   const size_t n = parameters(inputs);
   dispatch_float(inputs[0].dtype(), "sgd_update", [&]<typename T>() {
     using A = detail::AccType<T>;
-    const A lr = inputs.back().data<A>()[0], wd = A(weight_decay_);
-    if (!has_momentum()) {
-      for_each_parameter<T, 2, 1>(inputs, outputs, n, {0},
-                                  [&](const T* const* in, T* const* out, int64_t b, int64_t e) {
-                                    const T *p = in[0], *g = in[1];
-                                    T* p_out = out[0];
-#pragma GCC ivdep
-                                    for (int64_t i = b; i < e; ++i) {
-                                      const A pi = cast_value<A>(p[i]);
-                                      const A gi = cast_value<A>(g[i]) + wd * pi;
-                                      p_out[i] = cast_value<T>(pi - lr * gi);
-                                    }
-                                  });
-      return;
-    }
-    const A mu = A(momentum_), one_minus_damp = A(1.0 - dampening_);
+    const A lr = inputs.back().data<A>()[0], wd = A(weight_decay_), mu = A(momentum_),
+            one_minus_damp = A(1.0 - dampening_);
     const bool nesterov = nesterov_;
-    // p', v' replace p, v.
-    for_each_parameter<T, 3, 2>(
-        inputs, outputs, n, {0, 2}, [&](const T* const* in, T* const* out, int64_t b, int64_t e) {
-          const T *p = in[0], *g = in[1], *v = in[2];
-          T *p_out = out[0], *v_out = out[1];
+    // {p, g} -> {p'}, or with momentum {p, g, v} -> {p', v'} (p', v' replace p, v).
+    auto run = [&]<size_t kIn, size_t kOut>(const std::array<int, kOut>& donors) {
+      for_each_parameter<T, kIn, kOut>(
+          inputs, outputs, n, donors, [&](const T* const* in, T* const* out, int64_t b, int64_t e) {
+            const T *p = in[0], *g = in[1], *v = kIn == 3 ? in[2] : nullptr;
+            T *p_out = out[0], *v_out = kOut == 2 ? out[1] : nullptr;
 #pragma GCC ivdep
-          for (int64_t i = b; i < e; ++i) {
-            const A pi = cast_value<A>(p[i]);
-            const A gi = cast_value<A>(g[i]) + wd * pi;
-            const A vi = mu * cast_value<A>(v[i]) + one_minus_damp * gi;
-            p_out[i] = cast_value<T>(pi - lr * (nesterov ? gi + mu * vi : vi));
-            v_out[i] = cast_value<T>(vi);
-          }
-        });
+            for (int64_t i = b; i < e; ++i) {
+              const A pi = cast_value<A>(p[i]);
+              const A gi = cast_value<A>(g[i]) + wd * pi;
+              A step = gi;
+              if constexpr (kIn == 3) {
+                const A vi = mu * cast_value<A>(v[i]) + one_minus_damp * gi;
+                v_out[i] = cast_value<T>(vi);
+                step = nesterov ? gi + mu * vi : vi;
+              }
+              p_out[i] = cast_value<T>(pi - lr * step);
+            }
+          });
+    };
+    if (has_momentum()) {
+      run.template operator()<3, 2>({0, 2});
+    } else {
+      run.template operator()<2, 1>({0});
+    }
   });
 }
 
