@@ -16,6 +16,28 @@ def per_call_us(fn, n=5000):
     return (time.perf_counter() - start) / n * 1e6
 
 
+def host_speed():
+    """The host's own speed, to tell a slow machine from a slow path: pure Python, and the same
+    op built for the CPU, which touches no CUDA code."""
+
+    def python_loop():
+        total = 0
+        for i in range(100):
+            total += i
+
+    c = mx.ones((4,), stream=mx.cpu)
+    mx.eval(c)
+    state = {"y": c}
+
+    def build_cpu():
+        state["y"] = mx.add(c, c, stream=mx.cpu)
+
+    return {
+        "Python: 100-iteration loop": per_call_us(python_loop),
+        "ours: build one op (CPU stream)": per_call_us(build_cpu),
+    }
+
+
 def ours():
     s = mx.ones((4,), stream=mx.gpu)
     mx.eval(s)
@@ -70,7 +92,7 @@ def torch_floor():
 
 if __name__ == "__main__":
     rows = {}
-    for f in (ours, cupy_floor, torch_floor):
+    for f in (host_speed, ours, cupy_floor, torch_floor):
         rows.update(f())
     print(f"{'round trip':32s} {'us':>8s}")
     for k, v in rows.items():
