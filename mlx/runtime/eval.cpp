@@ -83,10 +83,12 @@ void run_node(array& node, bool keep_graph) {
   Primitive& prim = node.primitive();
   const auto& inputs = node.inputs();
   std::vector<array> outs = node.outputs();
-  // One more reference to each input keeps them from being donated to one output while
-  // another still reads them (see Primitive::donates_across_outputs).
+  // One more reference to each input keeps its buffer from being donated to an output: while
+  // another output still reads it (see Primitive::donates_across_outputs), or while a
+  // transform's trace keeps the graph, whose vjp rules read the inputs' values afterwards
+  // (mx.eval inside a function being differentiated).
   std::vector<array> pinned;
-  if (outs.size() > 1 && !prim.donates_across_outputs()) {
+  if (keep_graph || (outs.size() > 1 && !prim.donates_across_outputs())) {
     pinned = inputs;
   }
   try {
@@ -157,7 +159,7 @@ std::mutex& graph_mutex() {
 // is marked scheduled with its stream position (and event) reserved. So the nodes a thread
 // claims depend only on nodes claimed before, by it or by another thread, and every stream
 // runs its positions in claim order: all waits point back in time.
-std::vector<Claimed> claim(const std::vector<array>& outputs) {
+std::vector<Claimed> claim(const std::vector<array>& outputs, bool keep_traced) {
   std::lock_guard<std::mutex> lock(graph_mutex());
   std::vector<array> tape = build_tape(outputs);
   std::vector<Claimed> claimed;
@@ -170,7 +172,8 @@ std::vector<Claimed> claim(const std::vector<array>& outputs) {
       o.attach_event(e);  // before the status: readers load the status first
       o.set_status(array::Status::scheduled);
     }
-    bool keep_graph = node.is_tracer();  // tracing is per thread: decided here, not on a worker
+    // Tracing is per thread: decided here, not on a worker.
+    bool keep_graph = keep_traced && node.is_tracer();
     claimed.push_back(Claimed{std::move(node), stream, position, keep_graph});
   }
   return claimed;
@@ -192,8 +195,8 @@ struct ErrorSlot {
   }
 };
 
-void eval_impl(const std::vector<array>& outputs, bool sync) {
-  std::vector<Claimed> tape = claim(outputs);
+void eval_impl(const std::vector<array>& outputs, bool sync, bool keep_traced = true) {
+  std::vector<Claimed> tape = claim(outputs, keep_traced);
   std::exception_ptr inline_error;    // the first error of a node run here
   std::shared_ptr<ErrorSlot> errors;  // of the nodes given to workers (sync only, made on need)
   // Every claimed position must be handed off, even after a failure (the stream would stop
@@ -258,5 +261,9 @@ void eval_impl(const std::vector<array>& outputs, bool sync) {
 void eval(std::vector<array> outputs) { eval_impl(outputs, true); }
 
 void async_eval(std::vector<array> outputs) { eval_impl(outputs, false); }
+
+void detail::async_eval_untraced(std::vector<array> outputs) {
+  eval_impl(outputs, false, /*keep_traced=*/false);
+}
 
 }  // namespace mlx::core

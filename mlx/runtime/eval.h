@@ -11,6 +11,12 @@ void eval(std::vector<array> outputs);
 // Submits the same work to the streams' workers and returns at once.
 void async_eval(std::vector<array> outputs);
 
+namespace detail {
+// async_eval whose nodes drop their inputs as they run even while a transform traces them: for
+// a transform that has copied what it reads of the graph already (vjp's overlapped forward).
+void async_eval_untraced(std::vector<array> outputs);
+}  // namespace detail
+
 template <typename... Arrays,
           typename = std::enable_if_t<(std::is_same_v<std::decay_t<Arrays>, array> && ...)>>
 void eval(Arrays&&... outputs) {

@@ -11,6 +11,7 @@ thread_local int unfused_depth = 0;
 }  // namespace
 
 bool in_tracing() { return tracing_depth > 0; }
+bool in_nested_tracing() { return tracing_depth > 1; }
 
 TracingScope::TracingScope() { ++tracing_depth; }
 TracingScope::~TracingScope() { --tracing_depth; }

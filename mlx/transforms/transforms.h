@@ -127,6 +127,15 @@ class TracingScope {
   TracingScope& operator=(const TracingScope&) = delete;
 };
 
+// True while more than one transform traces on this thread (this one inside another).
+bool in_nested_tracing();
+
+// Where the outermost vjp computes the forward while it builds the backward graph: on GPU
+// streams by default (the host's build then hides behind device work; on the CPU the same
+// cores would do both), everywhere, or nowhere. MLX_VJP_OVERLAP=1 / 0 sets always / never.
+enum class VjpOverlap { gpu, always, never };
+void set_vjp_overlap(VjpOverlap mode);
+
 // Marks a shapeless compile trace: ops whose results depend on input shapes build nodes that
 // recompute them from the shapes of their inputs (e.g. broadcasting against each other).
 class ShapelessScope {

@@ -1,10 +1,15 @@
 // Reverse mode: trace the function on identity copies of the primals, walk the traced graph
 // backwards from the outputs and apply each primitive's vjp rule.
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
 #include <stdexcept>
+#include <string>
 #include <unordered_map>
 
 #include "mlx/ops.h"
 #include "mlx/primitives/primitive.h"
+#include "mlx/runtime/eval.h"
 #include "mlx/transforms/graph.h"
 #include "mlx/transforms/transforms.h"
 #include "mlx/utils.h"
@@ -38,7 +43,62 @@ void check_cotangents(const std::vector<array>& outputs, const std::vector<array
   }
 }
 
+// What the rules read of a traced node, copied: the forward may be computed (its nodes
+// dropping their inputs) while the backward graph is built.
+struct TapeEntry {
+  std::shared_ptr<Primitive> primitive;
+  std::vector<array> inputs;
+  std::vector<array> outputs;
+};
+
+std::vector<TapeEntry> copy_tape(const std::vector<array>& tape) {
+  std::vector<TapeEntry> entries;
+  entries.reserve(tape.size());
+  for (const auto& node : tape) {
+    entries.push_back(TapeEntry{node.primitive_ptr(), node.inputs(), node.outputs()});
+  }
+  return entries;
+}
+
+VjpOverlap initial_overlap() {
+  const char* env = std::getenv("MLX_VJP_OVERLAP");
+  if (env == nullptr) {
+    return VjpOverlap::gpu;
+  }
+  return std::string(env) == "0" ? VjpOverlap::never : VjpOverlap::always;
+}
+
+std::atomic<VjpOverlap>& overlap_mode() {
+  static std::atomic<VjpOverlap> mode{initial_overlap()};
+  return mode;
+}
+
+// The outermost transform starts computing the forward once it has copied the tape: the
+// host's time building the backward graph (milliseconds for a Transformer step) then overlaps
+// the device's forward instead of preceding it, and each entry, dropped once its rule ran,
+// holds the forward's intermediates only until then. Inside another transform the forward
+// may hang on placeholders (compile, vmap), which have no value, and its graph belongs to the
+// outer trace.
+bool overlaps_forward(const std::vector<array>& outputs) {
+  if (in_nested_tracing()) {
+    return false;
+  }
+  switch (overlap_mode().load(std::memory_order_relaxed)) {
+    case VjpOverlap::always:
+      return true;
+    case VjpOverlap::never:
+      return false;
+    case VjpOverlap::gpu:
+      break;
+  }
+  return std::any_of(outputs.begin(), outputs.end(), [](const array& o) {
+    return o.has_primitive() && o.primitive().stream().device.type == Device::gpu;
+  });
+}
+
 }  // namespace
+
+void set_vjp_overlap(VjpOverlap mode) { overlap_mode().store(mode, std::memory_order_relaxed); }
 
 std::pair<std::vector<array>, std::vector<array>> vjp(const ArrayFn& fun,
                                                       const std::vector<array>& primals,
@@ -61,10 +121,13 @@ std::pair<std::vector<array>, std::vector<array>> vjp(const ArrayFn& fun,
   }
   check_cotangents(outputs, seeds);
 
-  std::vector<array> tape = dependent_tape(outputs, sources, Walk::differentiate);
+  std::vector<TapeEntry> tape = copy_tape(dependent_tape(outputs, sources, Walk::differentiate));
+  if (overlaps_forward(outputs)) {
+    async_eval_untraced(outputs);
+  }
   IdSet differentiable(sources);
-  for (auto& node : tape) {
-    for (auto& o : node.outputs()) {
+  for (auto& entry : tape) {
+    for (auto& o : entry.outputs) {
       differentiable.insert(o.id());
     }
   }
@@ -77,10 +140,10 @@ std::pair<std::vector<array>, std::vector<array>> vjp(const ArrayFn& fun,
   }
 
   for (auto it = tape.rbegin(); it != tape.rend(); ++it) {
-    std::vector<array> node_outputs = it->outputs();
+    TapeEntry entry = std::move(*it);  // released once its rule ran
     std::vector<array> node_cotangents;
     bool any = false;
-    for (auto& o : node_outputs) {
+    for (auto& o : entry.outputs) {
       auto found = cotangent_of.find(o.id());
       if (found != cotangent_of.end()) {
         node_cotangents.push_back(std::move(found->second));
@@ -93,7 +156,7 @@ std::pair<std::vector<array>, std::vector<array>> vjp(const ArrayFn& fun,
     if (!any) {
       continue;
     }
-    const std::vector<array>& inputs = it->inputs();
+    const std::vector<array>& inputs = entry.inputs;
     std::vector<int> input_argnums;
     for (size_t j = 0; j < inputs.size(); ++j) {
       if (differentiable.count(inputs[j].id()) && is_inexact(inputs[j].dtype())) {
@@ -104,9 +167,9 @@ std::pair<std::vector<array>, std::vector<array>> vjp(const ArrayFn& fun,
       continue;
     }
     std::vector<array> input_cotangents =
-        it->primitive().vjp(inputs, node_cotangents, input_argnums, node_outputs);
+        entry.primitive->vjp(inputs, node_cotangents, input_argnums, entry.outputs);
     if (input_cotangents.size() != input_argnums.size()) {
-      throw std::logic_error(msg("[vjp] The rule of ", it->primitive().name(), " returned ",
+      throw std::logic_error(msg("[vjp] The rule of ", entry.primitive->name(), " returned ",
                                  input_cotangents.size(), " cotangents for ", input_argnums.size(),
                                  " inputs."));
     }

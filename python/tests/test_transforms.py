@@ -152,6 +152,21 @@ def test_function_can_eval_inside_grad():
     close(mx.grad(f)(arr([1.0, 2.0])), [18.0, 36.0])
 
 
+def test_eval_inside_grad_keeps_the_values_the_gradient_reads():
+    # Each intermediate here is held only by its consumer, whose kernel could write its output
+    # into that input's buffer; the vjp rules read the overwritten values afterwards.
+    x = mx.array(np.linspace(-1.0, 1.0, 4099).astype(np.float32))
+
+    def evaluated(x):
+        z = mx.sin(mx.exp(x) * 2.0 + 1.0)
+        mx.eval(z)
+        return mx.sum(z)
+
+    x64 = np.array(x, dtype=np.float64)
+    expected = np.cos(np.exp(x64) * 2.0 + 1.0) * 2.0 * np.exp(x64)
+    close(mx.grad(evaluated)(x), expected, tol=1e-4)
+
+
 # ---------------------------------------------------------------- vjp and jvp
 
 

@@ -87,6 +87,31 @@ TEST(Transforms, EvalInsideVmapIsAClearError) {
   EXPECT_THROW(vmap(f)(zeros({2, 2})), std::invalid_argument);
 }
 
+// Forces vjp's forward overlap on every device for one test (the default is GPU streams).
+struct OverlapEverywhere {
+  OverlapEverywhere() { core::detail::set_vjp_overlap(core::detail::VjpOverlap::always); }
+  ~OverlapEverywhere() { core::detail::set_vjp_overlap(core::detail::VjpOverlap::gpu); }
+};
+
+TEST(Transforms, OutermostVjpStartsTheForward) {
+  OverlapEverywhere overlap;
+  array x = random_array({64});
+  auto f = [](const std::vector<array>& a) { return std::vector<array>{sum(exp(a[0]) * 2.0f)}; };
+  auto [outs, cts] = vjp(f, {x}, {array(1.0f)});
+  // The forward was handed to its stream while the backward graph was built; the gradient
+  // waits for the caller's eval.
+  EXPECT_NE(outs[0].status(), array::Status::unscheduled);
+  EXPECT_EQ(cts[0].status(), array::Status::unscheduled);
+  expect_close(cts[0], to_vector(exp(x) * 2.0f), {64});
+  // Inside another transform the forward is left to the outer trace: vmap's inputs are
+  // placeholders, and a second derivative walks the inner forward's graph.
+  auto g = [](const array& a) { return grad([](const array& b) { return sum(exp(b)); })(a); };
+  array batch = random_array({3, 4});
+  expect_close(vmap(g)(batch), to_vector(exp(batch)), {3, 4});
+  expect_close(grad([&](const array& a) { return sum(g(a)); })(batch), to_vector(exp(batch)),
+               {3, 4});
+}
+
 TEST(Transforms, StopGradientBlocksCotangents) {
   array x = random_array({3});
   auto f = [](const std::vector<array>& a) { return std::vector<array>{stop_gradient(a[0])}; };
