@@ -43,7 +43,7 @@ constexpr double kMinParallelFlops = 1 << 22;
 // 512 x 11008 x 4096 168 -> 149.
 constexpr int64_t kDirectPanels = 16;
 // Products with at most this many elements of C and at least this depth split K across the
-// threads instead of rows and columns (own_gemm). 2 Zen 4 cores, GFLOP/s, rows -> K split
+// threads instead of rows and columns (split_k_product). 2 Zen 4 cores, GFLOP/s, rows -> K split
 // (OpenBLAS beside), A transposed: 384 x 128 x 4096 166 -> 217 (172), 128 x 128 x 4096
 // 139 -> 205 (164), 512 x 128 x 4096 167 -> 179 (169), 128 x 512 x 4096 162 -> 184 (182);
 // neither transposed: 64 x 4096 x 4096 118 -> 136 (152).
@@ -470,7 +470,7 @@ bool use_own_gemm(int64_t M, int64_t N, int64_t K, bool trans_a, bool trans_b) {
   // A transposed operand is packed by a scalar transpose that costs more than the products
   // when it is reused by few rows or columns of C.
   // With the K split (kSplitKMaxOutput), a transposed A of 128 rows or more is ahead too.
-  const bool split_k = M * N <= kSplitKMaxOutput && K >= kSplitKMinDepth;
+  const bool split_k = splits_k(M, N, K);
   if (blas_runs_avx512() && !cpu_is_intel()) {
     // OpenBLAS 0.3.21's Cooperlake kernels on 2 Zen 4 cores (EPYC, family 25 model 17),
     // GFLOP/s own / OpenBLAS (a scratch loop of A @ B, both forced, interleaved, medians):
@@ -520,27 +520,35 @@ void own_gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float
   }
   const double flops = 2.0 * M * N * K;
   const int64_t threads = flops < kMinParallelFlops ? 1 : num_threads();
-  if (threads == 1 || M * N > kSplitKMaxOutput || K < kSplitKMinDepth) {
+  if (threads == 1 || !splits_k(M, N, K)) {
     blocked_gemm(threads, trans_a, trans_b, M, N, K, alpha, a, lda, b, ldb, beta, c, ldc);
     return;
   }
-  // A small C over a long K (weight gradients dy.T @ x): each thread multiplies its own range
-  // of K on its own (no barrier per K block, no thread idle while one packs B); the first
-  // writes C, the others partial sums that are added in afterwards.
-  // At least kKC of depth per slice, so that the rounded slice bounds below are increasing.
-  const int64_t slices = std::min(threads, K / kKC), size = M * N;
+  split_k_product(threads, M, N, K, kKC, beta, c, ldc,
+                  [&](int64_t k0, int64_t k1, float beta_s, float* cs, int64_t ldcs) {
+                    blocked_gemm(1, trans_a, trans_b, M, N, k1 - k0, alpha,
+                                 a + (trans_a ? k0 * lda : k0), lda, b + (trans_b ? k0 : k0 * ldb),
+                                 ldb, beta_s, cs, ldcs);
+                  });
+}
+
+bool splits_k(int64_t M, int64_t N, int64_t K) {
+  return M * N <= kSplitKMaxOutput && K >= kSplitKMinDepth;
+}
+
+void split_k_product(int64_t threads, int64_t M, int64_t N, int64_t K, int64_t step, float beta,
+                     float* c, int64_t ldc, const SliceProduct& product) {
+  // At least `step` of depth per slice, so that the rounded slice bounds below are increasing.
+  const int64_t slices = std::max<int64_t>(1, std::min(threads, K / step)), size = M * N;
   float* partial = partial_sums((slices - 1) * size);
   parallel_for(slices, 1, [&](int64_t s0, int64_t s1) {
     for (int64_t s = s0; s < s1; ++s) {
-      const int64_t k0 = ceil_div(K * s / slices, kKC) * kKC;
-      const int64_t k1 = s + 1 == slices ? K : ceil_div(K * (s + 1) / slices, kKC) * kKC;
-      const float* as = a + (trans_a ? k0 * lda : k0);
-      const float* bs = b + (trans_b ? k0 : k0 * ldb);
+      const int64_t k0 = ceil_div(K * s / slices, step) * step;
+      const int64_t k1 = s + 1 == slices ? K : ceil_div(K * (s + 1) / slices, step) * step;
       if (s == 0) {
-        blocked_gemm(1, trans_a, trans_b, M, N, k1 - k0, alpha, as, lda, bs, ldb, beta, c, ldc);
+        product(k0, k1, beta, c, ldc);
       } else {
-        blocked_gemm(1, trans_a, trans_b, M, N, k1 - k0, alpha, as, lda, bs, ldb, 0.0f,
-                     partial + (s - 1) * size, N);
+        product(k0, k1, 0.0f, partial + (s - 1) * size, N);
       }
     }
   });
