@@ -34,6 +34,14 @@ def test_shapes_and_transposes(gemm, rng, ta, tb):
         check(got, A.astype(np.float64) @ B.astype(np.float64))
 
 
+@pytest.mark.parametrize("m", [2, 7, 16, 48, 96])
+def test_few_rows_times_transposed_b(gemm, rng, m):
+    # x @ W.T with few rows (own: the unpacked dot-product kernel), past its 512-deep K blocks.
+    x = rng.standard_normal((m, 1031)).astype(np.float32)
+    w = rng.standard_normal((37, 1031)).astype(np.float32)
+    check(mx.array(x) @ mx.array(w).T, x.astype(np.float64) @ w.T.astype(np.float64))
+
+
 def test_zero_sizes(gemm):
     for m, n, k in [(0, 5, 3), (4, 0, 3), (4, 5, 0), (0, 0, 0)]:
         got = mx.zeros((m, k)) @ mx.zeros((k, n))

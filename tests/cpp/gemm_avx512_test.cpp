@@ -3,10 +3,14 @@
 #include "mlx/backend/cpu/gemm_avx512.h"
 
 #include <gtest/gtest.h>
+#include <stdlib.h>
 
 #include <cmath>
 #include <random>
+#include <string>
 #include <vector>
+
+#include "mlx/backend/cpu/gemm_bf16.h"
 
 namespace {
 
@@ -86,6 +90,16 @@ TEST_F(OwnGemm, CacheBlockEdges) {
   }
 }
 
+TEST_F(OwnGemm, FewRowsTimesTransposedB) {
+  // skinny_gemm (at most 96 rows, B transposed): every count of rows left for the last 6-row
+  // tile, columns past the last group of 4, K past its 512-deep blocks with a masked tail.
+  for (int64_t m : {1, 2, 5, 6, 7, 13, 48, 95, 96}) {
+    check({false, true, m, 4 * m % 9 + 1, 1100, 1, 1.0f, 0.0f});
+    check({false, true, m, 37, 515, 0, 0.5f, 2.0f});
+  }
+  check({false, true, 16, 4099, 64, 3, 1.0f, 0.0f});
+}
+
 TEST_F(OwnGemm, AlphaBeta) {
   check({false, false, 33, 47, 300, 2, 0.5f, 2.0f});
   check({true, true, 130, 17, 9, 0, -1.5f, 1.0f});
@@ -123,6 +137,37 @@ TEST_F(OwnGemm, NanInfPropagateAndBetaZeroIgnoresC) {
         EXPECT_EQ(x, static_cast<float>(n)) << i << "," << j;
       }
     }
+  }
+}
+
+// MLX_CPU_GEMM forces either GEMM for every shape (where the CPU runs ours), float32 and
+// bfloat16 alike; unset, the per-CPU policy decides. Runs on any CPU.
+TEST(GemmPolicy, ForcedByEnvironment) {
+  using mlx::core::cpu::bf16_gemm_supported;
+  using mlx::core::cpu::own_gemm_supported;
+  using mlx::core::cpu::use_bf16_gemm;
+  using mlx::core::cpu::use_own_gemm;
+  const char* saved = std::getenv("MLX_CPU_GEMM");
+  const std::string before = saved ? saved : "";
+  const int64_t shapes[][3] = {{16, 4096, 4096}, {256, 256, 256}, {4096, 16, 1024}, {2, 3, 4}};
+  setenv("MLX_CPU_GEMM", "own", 1);
+  for (const auto& s : shapes) {
+    for (bool tb : {false, true}) {
+      EXPECT_EQ(use_own_gemm(s[0], s[1], s[2], false, tb), own_gemm_supported());
+    }
+  }
+  EXPECT_EQ(use_bf16_gemm(), bf16_gemm_supported());
+  setenv("MLX_CPU_GEMM", "blas", 1);
+  for (const auto& s : shapes) {
+    for (bool tb : {false, true}) {
+      EXPECT_FALSE(use_own_gemm(s[0], s[1], s[2], false, tb));
+    }
+  }
+  EXPECT_FALSE(use_bf16_gemm());
+  unsetenv("MLX_CPU_GEMM");
+  EXPECT_EQ(use_bf16_gemm(), bf16_gemm_supported());
+  if (saved) {
+    setenv("MLX_CPU_GEMM", before.c_str(), 1);
   }
 }
 

@@ -117,33 +117,15 @@ void pad_image(const ConvGeometry& g, const Plan& p, const float* in, float* dst
   });
 }
 
-// dst[j * kNR + i] = src[i * ld + j] for a 16 x 16 block (four rounds of in-register
-// shuffles: pairs of rows, quads, then 128-bit lanes twice).
-MLX_TARGET_AVX512 void transpose16(const float* src, int64_t ld, float* dst) {
-  __m512 r[16], t[16];
+// dst[j * kNR + i] = src[i * ld + j] for a 16 x 16 block.
+MLX_TARGET_AVX512 void transpose_block(const float* src, int64_t ld, float* dst) {
+  __m512 r[16];
   for (int i = 0; i < 16; ++i) {
     r[i] = _mm512_loadu_ps(src + i * ld);
   }
-  for (int i = 0; i < 16; i += 2) {
-    t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
-    t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
-  }
-  // r[4i + j], lane L: rows 4i .. 4i + 3 of column 4L + j.
-  for (int i = 0; i < 16; i += 4) {
-    r[i] = _mm512_shuffle_ps(t[i], t[i + 2], 0x44);
-    r[i + 1] = _mm512_shuffle_ps(t[i], t[i + 2], 0xEE);
-    r[i + 2] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0x44);
-    r[i + 3] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0xEE);
-  }
-  for (int j = 0; j < 4; ++j) {
-    const __m512 x0 = _mm512_shuffle_f32x4(r[j], r[4 + j], 0x88);
-    const __m512 x1 = _mm512_shuffle_f32x4(r[j], r[4 + j], 0xDD);
-    const __m512 y0 = _mm512_shuffle_f32x4(r[8 + j], r[12 + j], 0x88);
-    const __m512 y1 = _mm512_shuffle_f32x4(r[8 + j], r[12 + j], 0xDD);
-    _mm512_storeu_ps(dst + j * kNR, _mm512_shuffle_f32x4(x0, y0, 0x88));
-    _mm512_storeu_ps(dst + (4 + j) * kNR, _mm512_shuffle_f32x4(x1, y1, 0x88));
-    _mm512_storeu_ps(dst + (8 + j) * kNR, _mm512_shuffle_f32x4(x0, y0, 0xDD));
-    _mm512_storeu_ps(dst + (12 + j) * kNR, _mm512_shuffle_f32x4(x1, y1, 0xDD));
+  transpose16(r);
+  for (int j = 0; j < 16; ++j) {
+    _mm512_storeu_ps(dst + j * kNR, r[j]);
   }
 }
 
@@ -162,7 +144,7 @@ void pack_weights(const ConvGeometry& g, const float* wt, int64_t grp, float* ds
         float* panel = dst + (q * KC + tap * g.Cg) * kNR;
         for (int64_t v = 0; v < full_v; v += 16) {
           for (int64_t c = 0; c < full_c; c += 16) {
-            transpose16(src + v * KC + c, KC, panel + c * kNR + v);
+            transpose_block(src + v * KC + c, KC, panel + c * kNR + v);
           }
         }
         for (int64_t c = 0; c < g.Cg; ++c) {

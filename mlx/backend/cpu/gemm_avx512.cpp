@@ -43,14 +43,16 @@ constexpr double kMinParallelFlops = 1 << 22;
 // 512 x 11008 x 4096 168 -> 149.
 constexpr int64_t kDirectPanels = 16;
 // Products with at most this many elements of C and at least this depth split K across the
-// threads instead of rows and columns (own_gemm). 2 Zen 4 cores, GFLOP/s, rows -> K split
+// threads instead of rows and columns (split_k_product). 2 Zen 4 cores, GFLOP/s, rows -> K split
 // (OpenBLAS beside), A transposed: 384 x 128 x 4096 166 -> 217 (172), 128 x 128 x 4096
 // 139 -> 205 (164), 512 x 128 x 4096 167 -> 179 (169), 128 x 512 x 4096 162 -> 184 (182);
 // neither transposed: 64 x 4096 x 4096 118 -> 136 (152).
 constexpr int64_t kSplitKMaxOutput = 512 * 512;
 constexpr int64_t kSplitKMinDepth = 1024;
+// Up to this many rows of A times a transposed B take skinny_gemm (dot products, no packing).
+constexpr int64_t kSkinnyRows = 96;
 
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+constexpr int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 // One packed panel: kc steps of W consecutive values, value v of step k read from
 // src[k * step + v * stride], zeros for v >= n. Along the matrix's rows (stride 1) the steps
@@ -91,29 +93,6 @@ void pack_b(bool trans, const float* b, int64_t ldb, int64_t p0, int64_t kc, int
     const int64_t jp = j0 + q * kNR, cols = std::min<int64_t>(kNR, nc - q * kNR);
     const float* src = b + (trans ? jp * ldb + p0 : p0 * ldb + jp);
     pack_panel<kNR>(src, trans ? 1 : ldb, trans ? ldb : 1, cols, kc, dst + q * kNR * kc);
-  }
-}
-
-// C[:mr, :nr] = alpha * (c0 | c1) + beta * C, row r of the tile in c0[r] (columns 0-15) and
-// c1[r] (16-31); C is unread when beta is 0.
-MLX_TARGET_AVX512 inline void store_tile(const __m512* c0, const __m512* c1, float* c, int64_t ldc,
-                                         int mr, int nr, float alpha, float beta) {
-  const __mmask16 m0 = nr >= 16 ? 0xFFFF : static_cast<__mmask16>((1u << nr) - 1);
-  const __mmask16 m1 =
-      nr >= 32 ? 0xFFFF : (nr > 16 ? static_cast<__mmask16>((1u << (nr - 16)) - 1) : 0);
-  const __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
-#pragma GCC unroll 12
-  for (int r = 0; r < kMR; ++r) {
-    if (r < mr) {
-      float* row = c + r * ldc;
-      __m512 x0 = _mm512_mul_ps(va, c0[r]), x1 = _mm512_mul_ps(va, c1[r]);
-      if (beta != 0.0f) {
-        x0 = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(m0, row), x0);
-        x1 = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(m1, row + 16), x1);
-      }
-      _mm512_mask_storeu_ps(row, m0, x0);
-      _mm512_mask_storeu_ps(row + 16, m1, x1);
-    }
   }
 }
 
@@ -316,6 +295,118 @@ void blocked_gemm(int64_t threads, bool trans_a, bool trans_b, int64_t M, int64_
   }
 }
 
+// Few rows of A times a transposed B (x @ W.T for a small batch of tokens): each output is a
+// dot product of a row of A with a row of W = B.T, both contiguous, so nothing is packed (a
+// packed B would cost a transpose of all of W for a few rows of reuse). A tile of kRowsR rows of
+// A x kRowsW rows of W keeps kRowsR * kRowsW accumulators of 16 lanes over K; the K loop goes
+// in blocks of kRowsKC, whose rows of W stay in L1 while every tile of A's rows passes over
+// them, so that W is read from memory once per call.
+constexpr int kRowsR = 6;
+constexpr int kRowsW = 4;
+constexpr int64_t kRowsKC = 512;
+
+// acc[r * kRowsW + j] += A[r, :kc] . w[j][:kc] per lane, for R rows of A (lda apart) and
+// kRowsW rows of W. The accumulators stay in registers within the call.
+template <int R>
+MLX_TARGET_AVX512 void dot_tile(int64_t kc, const float* __restrict a, int64_t lda,
+                                const float* const* w, __m512* acc) {
+  __m512 s[R][kRowsW];
+#pragma GCC unroll 6
+  for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 4
+    for (int j = 0; j < kRowsW; ++j) {
+      s[r][j] = acc[r * kRowsW + j];
+    }
+  }
+  for (int64_t k = 0; k < kc; k += 16) {
+    const __mmask16 m = kc - k >= 16 ? 0xFFFF : static_cast<__mmask16>((1u << (kc - k)) - 1);
+    __m512 wv[kRowsW];
+#pragma GCC unroll 4
+    for (int j = 0; j < kRowsW; ++j) {
+      wv[j] = _mm512_maskz_loadu_ps(m, w[j] + k);
+    }
+#pragma GCC unroll 6
+    for (int r = 0; r < R; ++r) {
+      const __m512 av = _mm512_maskz_loadu_ps(m, a + r * lda + k);
+#pragma GCC unroll 4
+      for (int j = 0; j < kRowsW; ++j) {
+        s[r][j] = _mm512_fmadd_ps(av, wv[j], s[r][j]);
+      }
+    }
+  }
+#pragma GCC unroll 6
+  for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 4
+    for (int j = 0; j < kRowsW; ++j) {
+      acc[r * kRowsW + j] = s[r][j];
+    }
+  }
+}
+
+// C[:rows, :cols] = alpha * (the lane sums of acc) + beta * C.
+MLX_TARGET_AVX512 void store_dots(const __m512* acc, int rows, int cols, float alpha, float beta,
+                                  float* c, int64_t ldc) {
+  for (int r = 0; r < rows; ++r) {
+    for (int j = 0; j < cols; ++j) {
+      const float v = alpha * _mm512_reduce_add_ps(acc[r * kRowsW + j]);
+      float* out = c + r * ldc + j;
+      *out = beta == 0.0f ? v : v + beta * *out;
+    }
+  }
+}
+
+// C = alpha A B + beta C for B stored transposed (W = B.T, N x K) and M <= kSkinnyRows.
+void skinny_gemm(int64_t M, int64_t N, int64_t K, float alpha, const float* a, int64_t lda,
+                 const float* w, int64_t ldw, float beta, float* c, int64_t ldc) {
+  const int64_t tiles = ceil_div(M, kRowsR), groups = ceil_div(N, kRowsW);
+  const int64_t grain = std::max<int64_t>(1, (1 << 18) / (kRowsW * std::max<int64_t>(K * M, 1)));
+  parallel_for(groups, grain, [&](int64_t g0, int64_t g1) {
+    alignas(64) __m512 acc[ceil_div(kSkinnyRows, kRowsR) * kRowsR * kRowsW];
+    for (int64_t g = g0; g < g1; ++g) {
+      const int64_t n = g * kRowsW;
+      const int cols = static_cast<int>(std::min<int64_t>(kRowsW, N - n));
+      std::memset(acc, 0, tiles * kRowsR * kRowsW * sizeof(__m512));
+      for (int64_t k0 = 0; k0 < K; k0 += kRowsKC) {
+        const int64_t kc = std::min(kRowsKC, K - k0);
+        // W's rows past N repeat its last row (read, never stored).
+        const float* wk[kRowsW];
+        for (int j = 0; j < kRowsW; ++j) {
+          wk[j] = w + std::min<int64_t>(n + j, N - 1) * ldw + k0;
+        }
+        for (int64_t t = 0; t < tiles; ++t) {
+          const float* at = a + t * kRowsR * lda + k0;
+          __m512* at_acc = acc + t * kRowsR * kRowsW;
+          const int rows = static_cast<int>(std::min<int64_t>(kRowsR, M - t * kRowsR));
+          switch (rows) {
+            case 1:
+              dot_tile<1>(kc, at, lda, wk, at_acc);
+              break;
+            case 2:
+              dot_tile<2>(kc, at, lda, wk, at_acc);
+              break;
+            case 3:
+              dot_tile<3>(kc, at, lda, wk, at_acc);
+              break;
+            case 4:
+              dot_tile<4>(kc, at, lda, wk, at_acc);
+              break;
+            case 5:
+              dot_tile<5>(kc, at, lda, wk, at_acc);
+              break;
+            default:
+              dot_tile<6>(kc, at, lda, wk, at_acc);
+          }
+        }
+      }
+      for (int64_t t = 0; t < tiles; ++t) {
+        const int rows = static_cast<int>(std::min<int64_t>(kRowsR, M - t * kRowsR));
+        store_dots(acc + t * kRowsR * kRowsW, rows, cols, alpha, beta, c + t * kRowsR * ldc + n,
+                   ldc);
+      }
+    }
+  });
+}
+
 }  // namespace
 
 bool own_gemm_supported() {
@@ -345,18 +436,25 @@ bool blas_runs_avx512() {
   return yes;
 }
 
+// The AVX-512 policy below was measured on an Intel Xeon and an AMD Zen 4, whose OpenBLAS runs
+// the same kernels at different speeds relative to ours.
+bool cpu_is_intel() {
+  static const bool yes = __builtin_cpu_is("intel");
+  return yes;
+}
+
+std::optional<bool> forced_own_gemm() {
+  const char* env = std::getenv("MLX_CPU_GEMM");
+  const std::string_view v(env ? env : "");
+  return v == "own" ? std::optional(true) : v == "blas" ? std::optional(false) : std::nullopt;
+}
+
 bool use_own_gemm(int64_t M, int64_t N, int64_t K, bool trans_a, bool trans_b) {
   if (!own_gemm_supported()) {
     return false;
   }
-  if (const char* env = std::getenv("MLX_CPU_GEMM")) {
-    std::string_view v(env);
-    if (v == "own") {
-      return true;
-    }
-    if (v == "blas") {
-      return false;
-    }
+  if (const std::optional<bool> forced = forced_own_gemm()) {
+    return *forced;
   }
   // Measured own / OpenBLAS (Haswell kernels) speed on 2 Zen 5 cores (benchmarks/bench_gemm.py
   // for the large shapes, the same timing for these):
@@ -372,7 +470,28 @@ bool use_own_gemm(int64_t M, int64_t N, int64_t K, bool trans_a, bool trans_b) {
   // A transposed operand is packed by a scalar transpose that costs more than the products
   // when it is reused by few rows or columns of C.
   // With the K split (kSplitKMaxOutput), a transposed A of 128 rows or more is ahead too.
-  const bool split_k = M * N <= kSplitKMaxOutput && K >= kSplitKMinDepth;
+  const bool split_k = splits_k(M, N, K);
+  if (blas_runs_avx512() && !cpu_is_intel()) {
+    // OpenBLAS 0.3.21's Cooperlake kernels on 2 Zen 4 cores (EPYC, family 25 model 17),
+    // GFLOP/s own / OpenBLAS (a scratch loop of A @ B, both forced, interleaved, medians):
+    //   64^3 69 / 84, 128^3 133 / 151, 192^3 169 / 176, 256^3 195 / 197, 384^3 208 / 204,
+    //   512^3 211 / 200, 1024^3 205 / 210; B.T: 512^3 206 / 199, 1024^3 203 / 207
+    //   4096 x 384 x 128 B.T 215 / 205, 4096 x 128 x 512 215 / 201, 4096 x 1024 x 16 B.T
+    //   176 / 129, 4096 x 16 x 1024 B.T 98 / 143, 4096 x 64 x 1024 B.T 198 / 182
+    //   A.T: 512 x 128 x 4096 216 / 197, 128 x 128 x 4096 210 / 189, 1024^3 205 / 208
+    //   B.T with rows of A read against all of B: 64 / 128 / 256 x 4096 x 4096 90 / 137,
+    //   127 / 166, 152 / 189, 512 x 4096 x 4096 173 / 197
+    //   skinny_gemm / OpenBLAS, M x 4096 x 4096 B.T: M = 2 44 / 11, 4 70 / 21, 8 113 / 39,
+    //   16 146 / 67, 32 160 / 99, 48 156 / 117, 64 151 / 136, 96 161 / 156, 128 162 / 167;
+    //   shallow ones lose (its lane sums cost per output): 24 x 256 x 256 123 / 133,
+    //   48 x 384 x 128 90 / 114, 24 x 256 x 512 139 / 121, 48 x 512 x 512 156 / 138
+    // so own takes the shallow products from 256^3 up and the weight gradients' split K, and
+    // skinny_gemm the few rows times B.T at least 512 deep.
+    if (trans_a) {
+      return split_k && M >= 128 && N >= 128;
+    }
+    return (trans_b && M <= kSkinnyRows && K >= 512) || (K <= 512 && M * N >= 256 * 256);
+  }
   if (blas_runs_avx512()) {
     // OpenBLAS with its AVX-512 kernels (SkylakeX on 2 cores of a Xeon with AVX-512 and AMX),
     // own / OpenBLAS: the shallow products of training ahead (4096 x 384 x 128 B.T 1.06,
@@ -395,29 +514,41 @@ void own_gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float
     scale_c(M, N, beta, c, ldc);
     return;
   }
+  if (trans_b && !trans_a && M <= kSkinnyRows) {
+    skinny_gemm(M, N, K, alpha, a, lda, b, ldb, beta, c, ldc);
+    return;
+  }
   const double flops = 2.0 * M * N * K;
   const int64_t threads = flops < kMinParallelFlops ? 1 : num_threads();
-  if (threads == 1 || M * N > kSplitKMaxOutput || K < kSplitKMinDepth) {
+  if (threads == 1 || !splits_k(M, N, K)) {
     blocked_gemm(threads, trans_a, trans_b, M, N, K, alpha, a, lda, b, ldb, beta, c, ldc);
     return;
   }
-  // A small C over a long K (weight gradients dy.T @ x): each thread multiplies its own range
-  // of K on its own (no barrier per K block, no thread idle while one packs B); the first
-  // writes C, the others partial sums that are added in afterwards.
-  // At least kKC of depth per slice, so that the rounded slice bounds below are increasing.
-  const int64_t slices = std::min(threads, K / kKC), size = M * N;
+  split_k_product(threads, M, N, K, kKC, beta, c, ldc,
+                  [&](int64_t k0, int64_t k1, float beta_s, float* cs, int64_t ldcs) {
+                    blocked_gemm(1, trans_a, trans_b, M, N, k1 - k0, alpha,
+                                 a + (trans_a ? k0 * lda : k0), lda, b + (trans_b ? k0 : k0 * ldb),
+                                 ldb, beta_s, cs, ldcs);
+                  });
+}
+
+bool splits_k(int64_t M, int64_t N, int64_t K) {
+  return M * N <= kSplitKMaxOutput && K >= kSplitKMinDepth;
+}
+
+void split_k_product(int64_t threads, int64_t M, int64_t N, int64_t K, int64_t step, float beta,
+                     float* c, int64_t ldc, const SliceProduct& product) {
+  // At least `step` of depth per slice, so that the rounded slice bounds below are increasing.
+  const int64_t slices = std::max<int64_t>(1, std::min(threads, K / step)), size = M * N;
   float* partial = partial_sums((slices - 1) * size);
   parallel_for(slices, 1, [&](int64_t s0, int64_t s1) {
     for (int64_t s = s0; s < s1; ++s) {
-      const int64_t k0 = ceil_div(K * s / slices, kKC) * kKC;
-      const int64_t k1 = s + 1 == slices ? K : ceil_div(K * (s + 1) / slices, kKC) * kKC;
-      const float* as = a + (trans_a ? k0 * lda : k0);
-      const float* bs = b + (trans_b ? k0 : k0 * ldb);
+      const int64_t k0 = ceil_div(K * s / slices, step) * step;
+      const int64_t k1 = s + 1 == slices ? K : ceil_div(K * (s + 1) / slices, step) * step;
       if (s == 0) {
-        blocked_gemm(1, trans_a, trans_b, M, N, k1 - k0, alpha, as, lda, bs, ldb, beta, c, ldc);
+        product(k0, k1, beta, c, ldc);
       } else {
-        blocked_gemm(1, trans_a, trans_b, M, N, k1 - k0, alpha, as, lda, bs, ldb, 0.0f,
-                     partial + (s - 1) * size, N);
+        product(k0, k1, 0.0f, partial + (s - 1) * size, N);
       }
     }
   });

@@ -16,6 +16,7 @@
 #include "mlx/backend/cpu/copy.h"
 #include "mlx/backend/cpu/gemm.h"
 #include "mlx/backend/cpu/gemm_avx512.h"
+#include "mlx/backend/cpu/gemm_bf16.h"
 #include "mlx/backend/cpu/half_matvec.h"
 #include "mlx/backend/cpu/scratch.h"
 #include "mlx/backend/cpu/strided.h"
@@ -262,11 +263,38 @@ void gemm(const BlasLayout& la, const BlasLayout& lb, int M, int N, int K, T alp
   });
 }
 
+// bfloat16 products through bf16_gemm, on the operands' own memory whatever their strides,
+// C in float32 rounded once into out. Few rows times a matrix BLAS can read (the decode step)
+// stay with half_matvec, which reads the matrix once without packing it.
+bool bf16_products(const Problem& p, const array& a, const array& b, array& out, float alpha,
+                   float beta) {
+  if (!use_bf16_gemm() || (p.M <= kHalfMatvecRows && blas_layout(p.K, p.N, p.b_sr, p.b_sc))) {
+    return false;
+  }
+  Scratch<float> c_buf(p.M * p.N);
+  for (size_t i = 0; i < p.a_off.size(); ++i) {
+    bfloat16_t* c = out.data<bfloat16_t>() + i * p.M * p.N;
+    if (beta != 0) {
+      convert_contiguous(c, bfloat16, c_buf.data(), float32, p.M * p.N);
+    }
+    bf16_gemm(p.M, p.N, p.K, alpha, a.data<bfloat16_t>() + p.a_off[i], p.a_sr, p.a_sc,
+              b.data<bfloat16_t>() + p.b_off[i], p.b_sr, p.b_sc, beta, c_buf.data(), p.N);
+    convert_contiguous(c_buf.data(), float32, c, bfloat16, p.M * p.N);
+  }
+  return true;
+}
+
 // BLAS on T's own memory (float32, float64, complex64), or through float32 copies for
-// float16 / bfloat16. `out` already holds c when beta != 0.
+// float16 / bfloat16 (bf16_products first where the CPU has AVX512-BF16). `out` already holds
+// c when beta != 0.
 template <typename T>
 void blas_products(const Problem& p, const array& a, const array& b, array& out, float alpha,
                    float beta) {
+  if constexpr (std::is_same_v<T, bfloat16_t>) {
+    if (bf16_products(p, a, b, out, alpha, beta)) {
+      return;
+    }
+  }
   constexpr bool half = std::is_same_v<T, float16_t> || std::is_same_v<T, bfloat16_t>;
   using Acc = std::conditional_t<half, float, T>;
   MatrixSource<T, Acc> sa(a.data<T>(), p.M, p.K, p.a_sr, p.a_sc, true);
@@ -393,6 +421,13 @@ void cpu::matmul_gemm(bool trans_a, bool trans_b, int M, int N, int K, double al
                       const double* a, int lda, const double* b, int ldb, double beta, double* c,
                       int ldc) {
   gemm(BlasLayout{trans_a, lda}, BlasLayout{trans_b, ldb}, M, N, K, alpha, a, b, beta, c, ldc);
+}
+
+void cpu::matmul_gemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha,
+                      const bfloat16_t* a, int lda, const bfloat16_t* b, int ldb, float beta,
+                      float* c, int ldc) {
+  bf16_gemm(M, N, K, alpha, a, trans_a ? 1 : lda, trans_a ? lda : 1, b, trans_b ? 1 : ldb,
+            trans_b ? ldb : 1, beta, c, ldc);
 }
 
 void Matmul::eval_cpu(const std::vector<array>& inputs, array& out) {
