@@ -1,5 +1,6 @@
-// Reverse mode: trace the function on identity copies of the primals, walk the traced graph
-// backwards from the outputs and apply each primitive's vjp rule.
+// Reverse mode: trace the function on identity copies of the primals, copy the traced nodes
+// between them and the outputs (the tape), and apply each node's vjp rule from the outputs
+// back; the outermost vjp computes the forward meanwhile.
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
