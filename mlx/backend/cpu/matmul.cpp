@@ -277,8 +277,10 @@ bool bf16_products(const Problem& p, const array& a, const array& b, array& out,
   // ms, M x N x K: 1 x 4096 x 4096 1.23 -> 0.71, 16 x 4096 x 4096 6.9 -> 2.0,
   // 16 x 11008 x 4096 17.7 -> 5.8, 16 x 2048 x 512 0.32 -> 0.13; 32 x 4096 x 4096 6.0 -> 3.5,
   // 96 x 4096 x 4096 10.5 -> 9.9, 96 x 4096 x 11008 27.8 -> 26.6; but shallow ones lose from
-  // 48 rows: 48 x 2048 x 512 0.31 -> 0.38, 96 x 512 x 1536 0.50 -> 0.54.
-  const bool skinny = (p.M <= 32 || (p.M <= kSkinnyMaxRows && p.K >= 2048)) &&
+  // 48 rows: 48 x 2048 x 512 0.31 -> 0.38, 96 x 512 x 1536 0.50 -> 0.54. One row stays with
+  // half_matvec: with W out of cache (each product of a decode step) it read W at twice the
+  // rate (58M model's 57 products 2.7 -> 6 ms, generation 210 -> 160 tokens/s), not yet known why.
+  const bool skinny = p.M >= 2 && (p.M <= 32 || (p.M <= kSkinnyMaxRows && p.K >= 2048)) &&
                       (p.K <= 1 || (p.a_sc == 1 && p.b_sr == 1));
   if (!skinny && p.M <= kHalfMatvecRows && blas_layout(p.K, p.N, p.b_sr, p.b_sc)) {
     return false;
