@@ -1,5 +1,6 @@
 """bfloat16 products and convolutions on the CPU through both paths: MLX_CPU_GEMM=own takes the
-AVX512-BF16 kernel (gemm_bf16.cpp) where the CPU has it, =blas the float32 copies (the
+AVX512-BF16 kernels (gemm_bf16.cpp: the blocked GEMM, and dot products of rows for few rows
+times W.T) where the CPU has them, =blas the float32 copies (the
 fallback of every other CPU), against float64 references of the same bfloat16 values. Both
 accumulate in float32 and round once, so the tolerance is half a bfloat16 ulp of the result
 plus float32 sums."""
@@ -65,6 +66,46 @@ def test_strided_views_and_batches(rng):
     check(a @ b, a64 @ b64, np.abs(a64) @ np.abs(b64))
     w, w64 = bf16(rng.standard_normal((65, 20)))  # a shared weight, transposed
     check(a @ w.T, a64 @ w64.T, np.abs(a64) @ np.abs(w64.T))
+
+
+@pytest.mark.parametrize("m", [1, 2, 5, 16, 17, 96, 97])
+def test_few_rows_times_weight(rng, m):
+    # x @ W.T in decode and small batches: K odd, past the 32-value steps and the 1024-value
+    # blocks; N past the groups of 4 rows of W; W padded (ldw > K) and with rows 2 apart.
+    for n, k in [(13, 1), (70, 33), (9, 1041), (5, 2100)]:
+        x, x64 = bf16(rng.standard_normal((m, k)))
+        big, big64 = bf16(rng.standard_normal((2 * n, k + 3)))
+        for w, w64 in [(big[:n, :k], big64[:n, :k]), (big[::2, 2:k + 2], big64[::2, 2:k + 2])]:
+            check(x @ w.T, x64 @ w64.T, np.abs(x64) @ np.abs(w64.T))
+        # x transposed in memory, and W not transposed (K x N): the other kernels.
+        xt, xt64 = bf16(rng.standard_normal((k, m)))
+        w, w64 = bf16(rng.standard_normal((k, n)))
+        check(xt.T @ w, xt64.T @ w64, np.abs(xt64.T) @ np.abs(w64))
+
+
+def test_few_rows_batched_and_empty(rng):
+    w, w64 = bf16(rng.standard_normal((37, 300)))
+    x, x64 = bf16(rng.standard_normal((3, 5, 300)))  # one shared weight: 15 rows
+    check(x @ w.T, x64 @ w64.T, np.abs(x64) @ np.abs(w64.T))
+    ws, ws64 = bf16(rng.standard_normal((3, 37, 300)))  # a weight per batch
+    check(x @ ws.swapaxes(1, 2), x64 @ ws64.swapaxes(1, 2),
+          np.abs(x64) @ np.abs(ws64.swapaxes(1, 2)))
+    for m, n in [(0, 37), (4, 0)]:
+        got = mx.zeros((m, 300), mx.bfloat16) @ mx.zeros((n, 300), mx.bfloat16).T
+        assert got.shape == (m, n) and got.dtype == mx.bfloat16
+
+
+def test_few_rows_nan_inf():
+    x = np.ones((5, 67), np.float32)
+    w = np.ones((11, 67), np.float32)
+    x[2, 60] = np.nan
+    w[7, 3] = np.inf
+    got = np.array((mx.array(x).astype(mx.bfloat16) @ mx.array(w).astype(mx.bfloat16).T)
+                   .astype(mx.float32))
+    want = np.full((5, 11), 67.0)
+    want[:, 7] = np.inf
+    want[2] = np.nan
+    np.testing.assert_array_equal(got, want)
 
 
 @pytest.mark.parametrize("alpha,beta", [(1.0, 1.0), (0.5, 2.0), (-1.5, 0.0)])

@@ -1,7 +1,8 @@
 // The AVX512-BF16 GEMM called directly, on operands of any strides, against a float64
 // reference of the same bfloat16 values: every shape reaches the pair packing (odd K), the
 // edge masks, the K slices and the K split, whatever matmul's policy would pick. Skipped on
-// CPUs without AVX512-BF16 (the float32 fallback is tested through matmul in Python).
+// CPUs without AVX512-BF16 (the float32 fallback is tested through matmul in Python). The
+// skinny kernel (few rows of A times W.T, W read in place) is checked the same way.
 #include "mlx/backend/cpu/gemm_bf16.h"
 
 #include <gtest/gtest.h>
@@ -14,6 +15,7 @@ namespace {
 
 using mlx::core::bfloat16_t;
 using mlx::core::cpu::bf16_gemm;
+using mlx::core::cpu::bf16_skinny_gemm;
 
 // op(A) (M x K) at a[i * a_sr + k * a_sc], op(B) (K x N) at b[k * b_sr + j * b_sc].
 struct Case {
@@ -21,6 +23,7 @@ struct Case {
   int64_t M, N, K;
   int64_t step;  // >1: every row / column of the stored matrices is `step` apart (strided views)
   float alpha, beta;
+  bool skinny = false;  // bf16_skinny_gemm (A row-major, B transposed, step 1) for bf16_gemm
 };
 
 void check(const Case& t) {
@@ -44,8 +47,13 @@ void check(const Case& t) {
   const std::vector<float> c0 = c;
   const int64_t a_sr = t.ta ? t.step : a_ld, a_sc = t.ta ? a_ld : t.step;
   const int64_t b_sr = t.tb ? t.step : b_ld, b_sc = t.tb ? b_ld : t.step;
-  bf16_gemm(t.M, t.N, t.K, t.alpha, a.data(), a_sr, a_sc, b.data(), b_sr, b_sc, t.beta, c.data(),
-            ldc);
+  if (t.skinny) {
+    ASSERT_TRUE(!t.ta && t.tb && t.step == 1);
+    bf16_skinny_gemm(t.M, t.N, t.K, t.alpha, a.data(), a_sr, b.data(), b_sc, t.beta, c.data(), ldc);
+  } else {
+    bf16_gemm(t.M, t.N, t.K, t.alpha, a.data(), a_sr, a_sc, b.data(), b_sr, b_sc, t.beta, c.data(),
+              ldc);
+  }
   for (int64_t i = 0; i < t.M; ++i) {
     for (int64_t j = 0; j < ldc; ++j) {
       const float got = c[i * ldc + j];
@@ -64,8 +72,8 @@ void check(const Case& t) {
       // Exact products, float32 sums: the float32 GEMM's tolerance.
       const double tol = 1e-5 * (std::abs(t.alpha) * mag + std::abs(t.beta) + 1);
       ASSERT_NEAR(got, want, tol) << "M=" << t.M << " N=" << t.N << " K=" << t.K << " ta=" << t.ta
-                                  << " tb=" << t.tb << " step=" << t.step << " at " << i << ","
-                                  << j;
+                                  << " tb=" << t.tb << " step=" << t.step << " skinny=" << t.skinny
+                                  << " at " << i << "," << j;
     }
   }
 }
@@ -135,22 +143,57 @@ TEST_F(Bf16Gemm, EmptyDimensions) {
   bf16_gemm(2, 0, 4, 1.0f, a.data(), 4, 1, b.data(), 1, 1, 0.0f, c.data(), 1);
 }
 
+TEST_F(Bf16Gemm, SkinnyRowsAndTails) {
+  // M around the 6-row tiles up to the largest (96); K odd, past a 32-value step and a
+  // 1024-value block; N around the 4 rows of W per group; rows of A and W padded (lda, ldw > K).
+  for (int64_t m : {1, 2, 5, 6, 7, 16, 17, 96}) {
+    for (int64_t k : {1, 2, 31, 33, 1023, 2049}) {
+      for (int64_t n : {1, 3, 4, 5, 13}) {
+        check({false, true, m, n, k, 1, 1.0f, 0.0f, true});
+      }
+    }
+  }
+  check({false, true, 17, 9, 100, 1, 0.5f, 2.0f, true});
+  check({false, true, 3, 7, 64, 1, -1.5f, 1.0f, true});
+}
+
+TEST_F(Bf16Gemm, SkinnyEmptyDimensions) {
+  std::vector<float> c(6, 3.0f);
+  std::vector<bfloat16_t> a(1), w(1);
+  bf16_skinny_gemm(2, 3, 0, 1.0f, a.data(), 1, w.data(), 1, 0.5f, c.data(), 3);
+  for (float x : c) {
+    EXPECT_EQ(x, 1.5f);
+  }
+  bf16_skinny_gemm(0, 3, 4, 1.0f, a.data(), 4, w.data(), 4, 0.0f, c.data(), 3);
+  bf16_skinny_gemm(2, 0, 4, 1.0f, a.data(), 4, w.data(), 4, 0.0f, c.data(), 1);
+  for (float x : c) {
+    EXPECT_EQ(x, 1.5f);
+  }
+}
+
 TEST_F(Bf16Gemm, NanInfPropagate) {
   const int64_t n = 40;
   std::vector<bfloat16_t> a(n * n, bfloat16_t(1.0f)), b(n * n, bfloat16_t(1.0f));
-  std::vector<float> c(n * n, NAN);
   a[3 * n + 5] = bfloat16_t(NAN);       // row 3 of the product
-  b[7 * n + 9] = bfloat16_t(INFINITY);  // column 9
-  bf16_gemm(n, n, n, 1.0f, a.data(), n, 1, b.data(), n, 1, 0.0f, c.data(), n);
-  for (int64_t i = 0; i < n; ++i) {
-    for (int64_t j = 0; j < n; ++j) {
-      const float x = c[i * n + j];
-      if (i == 3) {
-        EXPECT_TRUE(std::isnan(x)) << i << "," << j;
-      } else if (j == 9) {
-        EXPECT_EQ(x, INFINITY) << i << "," << j;
-      } else {
-        EXPECT_EQ(x, static_cast<float>(n)) << i << "," << j;
+  b[7 * n + 9] = bfloat16_t(INFINITY);  // column 9; 7 for the skinny kernel (b as W: its row 7)
+  for (bool skinny : {false, true}) {
+    std::vector<float> c(n * n, NAN);
+    if (skinny) {
+      bf16_skinny_gemm(n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f, c.data(), n);
+    } else {
+      bf16_gemm(n, n, n, 1.0f, a.data(), n, 1, b.data(), n, 1, 0.0f, c.data(), n);
+    }
+    const int64_t inf_col = skinny ? 7 : 9;
+    for (int64_t i = 0; i < n; ++i) {
+      for (int64_t j = 0; j < n; ++j) {
+        const float x = c[i * n + j];
+        if (i == 3) {
+          EXPECT_TRUE(std::isnan(x)) << skinny << ": " << i << "," << j;
+        } else if (j == inf_col) {
+          EXPECT_EQ(x, INFINITY) << skinny << ": " << i << "," << j;
+        } else {
+          EXPECT_EQ(x, static_cast<float>(n)) << skinny << ": " << i << "," << j;
+        }
       }
     }
   }

@@ -21,6 +21,7 @@
 #include <string_view>
 
 #include "mlx/backend/common/dynamic_library.h"
+#include "mlx/backend/cpu/skinny_dots.h"
 #include "mlx/backend/cpu/thread_pool.h"
 
 namespace mlx::core::cpu {
@@ -49,8 +50,10 @@ constexpr int64_t kDirectPanels = 16;
 // neither transposed: 64 x 4096 x 4096 118 -> 136 (152).
 constexpr int64_t kSplitKMaxOutput = 512 * 512;
 constexpr int64_t kSplitKMinDepth = 1024;
-// Up to this many rows of A times a transposed B take skinny_gemm (dot products, no packing).
-constexpr int64_t kSkinnyRows = 96;
+// Up to this many rows of A times a transposed B take skinny_dots (no packing); K in blocks of
+// 2 KiB per row of W.
+constexpr int64_t kSkinnyRows = kSkinnyMaxRows;
+constexpr int64_t kSkinnyKC = 512;
 
 constexpr int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
@@ -295,117 +298,44 @@ void blocked_gemm(int64_t threads, bool trans_a, bool trans_b, int64_t M, int64_
   }
 }
 
-// Few rows of A times a transposed B (x @ W.T for a small batch of tokens): each output is a
-// dot product of a row of A with a row of W = B.T, both contiguous, so nothing is packed (a
-// packed B would cost a transpose of all of W for a few rows of reuse). A tile of kRowsR rows of
-// A x kRowsW rows of W keeps kRowsR * kRowsW accumulators of 16 lanes over K; the K loop goes
-// in blocks of kRowsKC, whose rows of W stay in L1 while every tile of A's rows passes over
-// them, so that W is read from memory once per call.
-constexpr int kRowsR = 6;
-constexpr int kRowsW = 4;
-constexpr int64_t kRowsKC = 512;
-
-// acc[r * kRowsW + j] += A[r, :kc] . w[j][:kc] per lane, for R rows of A (lda apart) and
-// kRowsW rows of W. The accumulators stay in registers within the call.
-template <int R>
-MLX_TARGET_AVX512 void dot_tile(int64_t kc, const float* __restrict a, int64_t lda,
-                                const float* const* w, __m512* acc) {
-  __m512 s[R][kRowsW];
+// skinny_dots' tile for float32: 16 lanes of A's rows times W's rows per step, by FMA.
+struct FloatDotTile {
+  template <int R>
+  MLX_TARGET_AVX512 static void run(int64_t kc, const float* __restrict a, int64_t lda,
+                                    const float* const* w, __m512* acc) {
+    __m512 s[R][kDotRowsW];
 #pragma GCC unroll 6
-  for (int r = 0; r < R; ++r) {
+    for (int r = 0; r < R; ++r) {
 #pragma GCC unroll 4
-    for (int j = 0; j < kRowsW; ++j) {
-      s[r][j] = acc[r * kRowsW + j];
+      for (int j = 0; j < kDotRowsW; ++j) {
+        s[r][j] = acc[r * kDotRowsW + j];
+      }
     }
-  }
-  for (int64_t k = 0; k < kc; k += 16) {
-    const __mmask16 m = kc - k >= 16 ? 0xFFFF : static_cast<__mmask16>((1u << (kc - k)) - 1);
-    __m512 wv[kRowsW];
+    for (int64_t k = 0; k < kc; k += 16) {
+      const __mmask16 m = kc - k >= 16 ? 0xFFFF : static_cast<__mmask16>((1u << (kc - k)) - 1);
+      __m512 wv[kDotRowsW];
 #pragma GCC unroll 4
-    for (int j = 0; j < kRowsW; ++j) {
-      wv[j] = _mm512_maskz_loadu_ps(m, w[j] + k);
+      for (int j = 0; j < kDotRowsW; ++j) {
+        wv[j] = _mm512_maskz_loadu_ps(m, w[j] + k);
+      }
+#pragma GCC unroll 6
+      for (int r = 0; r < R; ++r) {
+        const __m512 av = _mm512_maskz_loadu_ps(m, a + r * lda + k);
+#pragma GCC unroll 4
+        for (int j = 0; j < kDotRowsW; ++j) {
+          s[r][j] = _mm512_fmadd_ps(av, wv[j], s[r][j]);
+        }
+      }
     }
 #pragma GCC unroll 6
     for (int r = 0; r < R; ++r) {
-      const __m512 av = _mm512_maskz_loadu_ps(m, a + r * lda + k);
 #pragma GCC unroll 4
-      for (int j = 0; j < kRowsW; ++j) {
-        s[r][j] = _mm512_fmadd_ps(av, wv[j], s[r][j]);
+      for (int j = 0; j < kDotRowsW; ++j) {
+        acc[r * kDotRowsW + j] = s[r][j];
       }
     }
   }
-#pragma GCC unroll 6
-  for (int r = 0; r < R; ++r) {
-#pragma GCC unroll 4
-    for (int j = 0; j < kRowsW; ++j) {
-      acc[r * kRowsW + j] = s[r][j];
-    }
-  }
-}
-
-// C[:rows, :cols] = alpha * (the lane sums of acc) + beta * C.
-MLX_TARGET_AVX512 void store_dots(const __m512* acc, int rows, int cols, float alpha, float beta,
-                                  float* c, int64_t ldc) {
-  for (int r = 0; r < rows; ++r) {
-    for (int j = 0; j < cols; ++j) {
-      const float v = alpha * _mm512_reduce_add_ps(acc[r * kRowsW + j]);
-      float* out = c + r * ldc + j;
-      *out = beta == 0.0f ? v : v + beta * *out;
-    }
-  }
-}
-
-// C = alpha A B + beta C for B stored transposed (W = B.T, N x K) and M <= kSkinnyRows.
-void skinny_gemm(int64_t M, int64_t N, int64_t K, float alpha, const float* a, int64_t lda,
-                 const float* w, int64_t ldw, float beta, float* c, int64_t ldc) {
-  const int64_t tiles = ceil_div(M, kRowsR), groups = ceil_div(N, kRowsW);
-  const int64_t grain = std::max<int64_t>(1, (1 << 18) / (kRowsW * std::max<int64_t>(K * M, 1)));
-  parallel_for(groups, grain, [&](int64_t g0, int64_t g1) {
-    alignas(64) __m512 acc[ceil_div(kSkinnyRows, kRowsR) * kRowsR * kRowsW];
-    for (int64_t g = g0; g < g1; ++g) {
-      const int64_t n = g * kRowsW;
-      const int cols = static_cast<int>(std::min<int64_t>(kRowsW, N - n));
-      std::memset(acc, 0, tiles * kRowsR * kRowsW * sizeof(__m512));
-      for (int64_t k0 = 0; k0 < K; k0 += kRowsKC) {
-        const int64_t kc = std::min(kRowsKC, K - k0);
-        // W's rows past N repeat its last row (read, never stored).
-        const float* wk[kRowsW];
-        for (int j = 0; j < kRowsW; ++j) {
-          wk[j] = w + std::min<int64_t>(n + j, N - 1) * ldw + k0;
-        }
-        for (int64_t t = 0; t < tiles; ++t) {
-          const float* at = a + t * kRowsR * lda + k0;
-          __m512* at_acc = acc + t * kRowsR * kRowsW;
-          const int rows = static_cast<int>(std::min<int64_t>(kRowsR, M - t * kRowsR));
-          switch (rows) {
-            case 1:
-              dot_tile<1>(kc, at, lda, wk, at_acc);
-              break;
-            case 2:
-              dot_tile<2>(kc, at, lda, wk, at_acc);
-              break;
-            case 3:
-              dot_tile<3>(kc, at, lda, wk, at_acc);
-              break;
-            case 4:
-              dot_tile<4>(kc, at, lda, wk, at_acc);
-              break;
-            case 5:
-              dot_tile<5>(kc, at, lda, wk, at_acc);
-              break;
-            default:
-              dot_tile<6>(kc, at, lda, wk, at_acc);
-          }
-        }
-      }
-      for (int64_t t = 0; t < tiles; ++t) {
-        const int rows = static_cast<int>(std::min<int64_t>(kRowsR, M - t * kRowsR));
-        store_dots(acc + t * kRowsR * kRowsW, rows, cols, alpha, beta, c + t * kRowsR * ldc + n,
-                   ldc);
-      }
-    }
-  });
-}
+};
 
 }  // namespace
 
@@ -481,12 +411,12 @@ bool use_own_gemm(int64_t M, int64_t N, int64_t K, bool trans_a, bool trans_b) {
     //   A.T: 512 x 128 x 4096 216 / 197, 128 x 128 x 4096 210 / 189, 1024^3 205 / 208
     //   B.T with rows of A read against all of B: 64 / 128 / 256 x 4096 x 4096 90 / 137,
     //   127 / 166, 152 / 189, 512 x 4096 x 4096 173 / 197
-    //   skinny_gemm / OpenBLAS, M x 4096 x 4096 B.T: M = 2 44 / 11, 4 70 / 21, 8 113 / 39,
+    //   skinny_dots / OpenBLAS, M x 4096 x 4096 B.T: M = 2 44 / 11, 4 70 / 21, 8 113 / 39,
     //   16 146 / 67, 32 160 / 99, 48 156 / 117, 64 151 / 136, 96 161 / 156, 128 162 / 167;
     //   shallow ones lose (its lane sums cost per output): 24 x 256 x 256 123 / 133,
     //   48 x 384 x 128 90 / 114, 24 x 256 x 512 139 / 121, 48 x 512 x 512 156 / 138
     // so own takes the shallow products from 256^3 up and the weight gradients' split K, and
-    // skinny_gemm the few rows times B.T at least 512 deep.
+    // skinny_dots the few rows times B.T at least 512 deep.
     if (trans_a) {
       return split_k && M >= 128 && N >= 128;
     }
@@ -515,7 +445,7 @@ void own_gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float
     return;
   }
   if (trans_b && !trans_a && M <= kSkinnyRows) {
-    skinny_gemm(M, N, K, alpha, a, lda, b, ldb, beta, c, ldc);
+    skinny_dots<FloatDotTile>(kSkinnyKC, M, N, K, alpha, a, lda, b, ldb, beta, c, ldc);
     return;
   }
   const double flops = 2.0 * M * N * K;

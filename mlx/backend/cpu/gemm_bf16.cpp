@@ -12,6 +12,7 @@
 #include <cstring>
 #include <memory>
 
+#include "mlx/backend/cpu/skinny_dots.h"
 #include "mlx/backend/cpu/thread_pool.h"
 
 namespace mlx::core::cpu {
@@ -208,6 +209,46 @@ void blocked(int64_t threads, int64_t M, int64_t N, int64_t K, float alpha, cons
   }
 }
 
+// skinny_dots' tile for bfloat16: 32 values (16 pairs along K) of A's rows times W's rows per
+// step by vdpbf16ps; the masked tail zeroes both operands past kc (an odd K included).
+struct Bf16DotTile {
+  template <int R>
+  MLX_TARGET_AVX512_BF16 static void run(int64_t kc, const uint16_t* __restrict a, int64_t lda,
+                                         const uint16_t* const* w, __m512* acc) {
+    __m512 s[R][kDotRowsW];
+#pragma GCC unroll 6
+    for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 4
+      for (int j = 0; j < kDotRowsW; ++j) {
+        s[r][j] = acc[r * kDotRowsW + j];
+      }
+    }
+    for (int64_t k = 0; k < kc; k += 32) {
+      const __mmask32 m = kc - k >= 32 ? ~__mmask32(0) : (__mmask32(1) << (kc - k)) - 1;
+      __m512bh wv[kDotRowsW];
+#pragma GCC unroll 4
+      for (int j = 0; j < kDotRowsW; ++j) {
+        wv[j] = (__m512bh)_mm512_maskz_loadu_epi16(m, w[j] + k);
+      }
+#pragma GCC unroll 6
+      for (int r = 0; r < R; ++r) {
+        const __m512bh av = (__m512bh)_mm512_maskz_loadu_epi16(m, a + r * lda + k);
+#pragma GCC unroll 4
+        for (int j = 0; j < kDotRowsW; ++j) {
+          s[r][j] = _mm512_dpbf16_ps(s[r][j], av, wv[j]);
+        }
+      }
+    }
+#pragma GCC unroll 6
+    for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 4
+      for (int j = 0; j < kDotRowsW; ++j) {
+        acc[r * kDotRowsW + j] = s[r][j];
+      }
+    }
+  }
+};
+
 }  // namespace
 
 bool bf16_gemm_supported() {
@@ -246,6 +287,15 @@ void bf16_gemm(int64_t M, int64_t N, int64_t K, float alpha, const bfloat16_t* a
                     blocked(1, M, N, k1 - k0, alpha, {a.p + k0 * a.s_c, a.s_r, a.s_c},
                             {b.p + k0 * b.s_r, b.s_r, b.s_c}, beta_s, cs, ldcs);
                   });
+}
+
+void bf16_skinny_gemm(int64_t M, int64_t N, int64_t K, float alpha, const bfloat16_t* a,
+                      int64_t lda, const bfloat16_t* w, int64_t ldw, float beta, float* c,
+                      int64_t ldc) {
+  // K in blocks of 2 KiB per row of W (float32's block in bytes).
+  constexpr int64_t kc = 1024;
+  skinny_dots<Bf16DotTile>(kc, M, N, K, alpha, reinterpret_cast<const uint16_t*>(a), lda,
+                           reinterpret_cast<const uint16_t*>(w), ldw, beta, c, ldc);
 }
 
 }  // namespace mlx::core::cpu

@@ -29,4 +29,12 @@ void bf16_gemm(int64_t M, int64_t N, int64_t K, float alpha, const bfloat16_t* a
                int64_t a_sc, const bfloat16_t* b, int64_t b_sr, int64_t b_sc, float beta, float* c,
                int64_t ldc);
 
+// C (M x N, float32, ldc) = alpha A W.T + beta C for few rows of bfloat16 A (M x K, row-major,
+// lda; M <= kSkinnyMaxRows) and the bfloat16 W (N x K, row-major, ldw) read in place: dot
+// products by vdpbf16ps, float32 accumulation (skinny_dots.h). Only call where
+// bf16_gemm_supported().
+void bf16_skinny_gemm(int64_t M, int64_t N, int64_t K, float alpha, const bfloat16_t* a,
+                      int64_t lda, const bfloat16_t* w, int64_t ldw, float beta, float* c,
+                      int64_t ldc);
+
 }  // namespace mlx::core::cpu

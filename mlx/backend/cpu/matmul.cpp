@@ -19,6 +19,7 @@
 #include "mlx/backend/cpu/gemm_bf16.h"
 #include "mlx/backend/cpu/half_matvec.h"
 #include "mlx/backend/cpu/scratch.h"
+#include "mlx/backend/cpu/skinny_dots.h"
 #include "mlx/backend/cpu/strided.h"
 #include "mlx/backend/cpu/thread_pool.h"
 #include "mlx/primitives/linalg.h"
@@ -264,11 +265,24 @@ void gemm(const BlasLayout& la, const BlasLayout& lb, int M, int N, int K, T alp
 }
 
 // bfloat16 products through bf16_gemm, on the operands' own memory whatever their strides,
-// C in float32 rounded once into out. Few rows times a matrix BLAS can read (the decode step)
-// stay with half_matvec, which reads the matrix once without packing it.
+// C in float32 rounded once into out. Few rows of A times W.T with both read along K in place
+// (x @ W.T in decode) take bf16_skinny_gemm instead; other few-row products times a matrix
+// BLAS can read stay with half_matvec, which reads the matrix once without packing it.
 bool bf16_products(const Problem& p, const array& a, const array& b, array& out, float alpha,
                    float beta) {
-  if (!use_bf16_gemm() || (p.M <= kHalfMatvecRows && blas_layout(p.K, p.N, p.b_sr, p.b_sc))) {
+  if (!use_bf16_gemm()) {
+    return false;
+  }
+  // bf16_skinny_gemm against half_matvec (up to 16 rows) and bf16_gemm (more), 2 Zen 4 cores,
+  // ms, M x N x K: 1 x 4096 x 4096 1.23 -> 0.71, 16 x 4096 x 4096 6.9 -> 2.0,
+  // 16 x 11008 x 4096 17.7 -> 5.8, 16 x 2048 x 512 0.32 -> 0.13; 32 x 4096 x 4096 6.0 -> 3.5,
+  // 96 x 4096 x 4096 10.5 -> 9.9, 96 x 4096 x 11008 27.8 -> 26.6; but shallow ones lose from
+  // 48 rows: 48 x 2048 x 512 0.31 -> 0.38, 96 x 512 x 1536 0.50 -> 0.54. One row stays with
+  // half_matvec: with W out of cache (each product of a decode step) it read W at twice the
+  // rate (58M model's 57 products 2.7 -> 6 ms, generation 210 -> 160 tokens/s), not yet known why.
+  const bool skinny = p.M >= 2 && (p.M <= 32 || (p.M <= kSkinnyMaxRows && p.K >= 2048)) &&
+                      (p.K <= 1 || (p.a_sc == 1 && p.b_sr == 1));
+  if (!skinny && p.M <= kHalfMatvecRows && blas_layout(p.K, p.N, p.b_sr, p.b_sc)) {
     return false;
   }
   Scratch<float> c_buf(p.M * p.N);
@@ -277,8 +291,14 @@ bool bf16_products(const Problem& p, const array& a, const array& b, array& out,
     if (beta != 0) {
       convert_contiguous(c, bfloat16, c_buf.data(), float32, p.M * p.N);
     }
-    bf16_gemm(p.M, p.N, p.K, alpha, a.data<bfloat16_t>() + p.a_off[i], p.a_sr, p.a_sc,
-              b.data<bfloat16_t>() + p.b_off[i], p.b_sr, p.b_sc, beta, c_buf.data(), p.N);
+    const bfloat16_t* pa = a.data<bfloat16_t>() + p.a_off[i];
+    const bfloat16_t* pb = b.data<bfloat16_t>() + p.b_off[i];
+    if (skinny) {
+      bf16_skinny_gemm(p.M, p.N, p.K, alpha, pa, p.a_sr, pb, p.b_sc, beta, c_buf.data(), p.N);
+    } else {
+      bf16_gemm(p.M, p.N, p.K, alpha, pa, p.a_sr, p.a_sc, pb, p.b_sr, p.b_sc, beta, c_buf.data(),
+                p.N);
+    }
     convert_contiguous(c_buf.data(), float32, c, bfloat16, p.M * p.N);
   }
   return true;
