@@ -35,8 +35,6 @@ constexpr int64_t kRowPanels = 8;          // row panels per task: 96 pixels
 constexpr int64_t kMinRun = 8;             // shorter runs spend more on their pointers than on FMAs
 constexpr int64_t kMinChannels = 16;
 
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
 // What the kernel reads: the spatial size of the image (the input, or its padded copy), and
 // each pixel's runs: run t is run_len[t] floats at run_off[t] from the pixel's first tap, in
 // the order of B's rows. Runs are cut to at most kDepth, and go in blocks of consecutive runs

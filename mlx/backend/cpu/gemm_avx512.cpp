@@ -33,7 +33,7 @@ constexpr int kNR = kGemmNR;
 // Cache blocks: a kKC x kNR panel of B is 32 KiB (L1d is 48 KiB), an mc x kKC block of A at
 // most 384 KiB (L2 is 1 MiB), a kKC x kNC slice of B 4 MiB (L3 is 32 MiB, shared).
 constexpr int64_t kKC = 256;
-constexpr int64_t kMC = 32 * kMR;
+constexpr int64_t kMC = kGemmMC;
 constexpr int64_t kNC = 128 * kNR;
 // Below this many flops a product runs on the calling thread (waking the pool costs more).
 constexpr double kMinParallelFlops = 1 << 22;
@@ -54,8 +54,6 @@ constexpr int64_t kSplitKMinDepth = 1024;
 // 2 KiB per row of W.
 constexpr int64_t kSkinnyRows = kSkinnyMaxRows;
 constexpr int64_t kSkinnyKC = 512;
-
-constexpr int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 // One packed panel: kc steps of W consecutive values, value v of step k read from
 // src[k * step + v * stride], zeros for v >= n. Along the matrix's rows (stride 1) the steps
@@ -237,24 +235,15 @@ void scale_c(int64_t M, int64_t N, float beta, float* c, int64_t ldc) {
 void blocked_gemm(int64_t threads, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
                   float alpha, const float* a, int64_t lda, const float* b, int64_t ldb, float beta,
                   float* c, int64_t ldc) {
-  // Row blocks: a multiple of the thread count when there are enough rows, and beyond
-  // parallel_for's chunk count a multiple of that, so that every chunk holds as many blocks
-  // (11 blocks of 4096 rows made 8 chunks of 1 or 2: 4096 x 384 x 128 at 188 GFLOP/s, 213 as
-  // 16 blocks); else one per thread (at least one row panel each), spare threads splitting B's
-  // column panels instead.
-  int64_t m_blocks = ceil_div(M, kMC);
-  const int64_t unit = m_blocks > threads * kChunksPerThread ? threads * kChunksPerThread : threads;
-  m_blocks =
-      m_blocks >= threads ? ceil_div(m_blocks, unit) * unit : std::min(threads, ceil_div(M, kMR));
-  const int64_t mc = ceil_div(ceil_div(M, m_blocks), kMR) * kMR;
-  m_blocks = ceil_div(M, mc);
+  const RowBlocks blocks = split_rows(M, threads);
+  const int64_t mc = blocks.rows, m_blocks = blocks.count;
   const int64_t nc_max = std::min(kNC, ceil_div(N, kNR) * kNR);
   float* pb = b_slice(std::min(kKC, K) * nc_max);
   const bool direct_a = ceil_div(N, kNR) <= kDirectPanels;
 
   for (int64_t j0 = 0; j0 < N; j0 += kNC) {
     const int64_t nc = std::min(kNC, N - j0), panels = ceil_div(nc, kNR);
-    const int64_t n_parts = m_blocks >= threads ? 1 : std::min(panels, ceil_div(threads, m_blocks));
+    const int64_t n_parts = blocks.column_parts(panels, threads);
     for (int64_t p0 = 0; p0 < K; p0 += kKC) {
       const int64_t kc = std::min(kKC, K - p0);
       const float beta_k = p0 == 0 ? beta : 1.0f;
@@ -377,6 +366,14 @@ std::optional<bool> forced_own_gemm() {
   const char* env = std::getenv("MLX_CPU_GEMM");
   const std::string_view v(env ? env : "");
   return v == "own" ? std::optional(true) : v == "blas" ? std::optional(false) : std::nullopt;
+}
+
+RowBlocks split_rows(int64_t M, int64_t threads) {
+  int64_t count = ceil_div(M, kGemmMC);
+  const int64_t unit = count > threads * kChunksPerThread ? threads * kChunksPerThread : threads;
+  count = count >= threads ? ceil_div(count, unit) * unit : std::min(threads, ceil_div(M, kGemmMR));
+  const int64_t rows = ceil_div(ceil_div(M, count), kGemmMR) * kGemmMR;
+  return RowBlocks{rows, ceil_div(M, rows)};
 }
 
 bool use_own_gemm(int64_t M, int64_t N, int64_t K, bool trans_a, bool trans_b) {

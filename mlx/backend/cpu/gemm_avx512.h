@@ -7,6 +7,7 @@
 
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -22,6 +23,25 @@ namespace mlx::core::cpu {
 // vectors and the A broadcast (other tiles, e.g. 14x32, are not yet measured).
 inline constexpr int kGemmMR = 12;
 inline constexpr int kGemmNR = 32;
+// Most rows of A a blocked product packs at once (own_gemm's and bf16_gemm's mc).
+inline constexpr int64_t kGemmMC = 32 * kGemmMR;
+
+inline constexpr int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// How a blocked product on `threads` threads splits C: `count` row blocks of `rows` rows (a
+// multiple of kGemmMR, at most kGemmMC), a multiple of the thread count when there are enough
+// rows, and beyond parallel_for's chunk count a multiple of that, so that every chunk holds as
+// many blocks (11 blocks of 4096 rows made 8 chunks of 1 or 2: 4096 x 384 x 128 at 188
+// GFLOP/s, 213 as 16 blocks); else one block per thread (at least one row panel each), the
+// spare threads splitting each block's column panels into `column_parts`.
+struct RowBlocks {
+  int64_t rows;
+  int64_t count;
+  int64_t column_parts(int64_t panels, int64_t threads) const {
+    return count >= threads ? 1 : std::min(panels, ceil_div(threads, count));
+  }
+};
+RowBlocks split_rows(int64_t M, int64_t threads);
 
 // Whether C = alpha op(A) op(B) + beta C of this size goes to own_gemm: MLX_CPU_GEMM=own forces
 // it (where the CPU has AVX-512), MLX_CPU_GEMM=blas forbids it, otherwise the measured policy

@@ -24,12 +24,10 @@ constexpr int kNR = kGemmNR;
 // The same bytes as own_gemm's blocks: a kKC x kNR panel of B is 32 KiB (L1), an mc x kKC
 // block of A at most 384 KiB (L2), a kKC x kNC slice of B 4 MiB (L3). kKC is even.
 constexpr int64_t kKC = 512;
-constexpr int64_t kMC = 32 * kMR;
+constexpr int64_t kMC = kGemmMC;
 constexpr int64_t kNC = 128 * kNR;
 constexpr double kMinParallelFlops = 1 << 22;
 constexpr int64_t kSplitKMaxRows = 256;
-
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 // One packed panel of ceil(kc / 2) steps of W words: word v of step p holds elements k = 2p
 // and 2p + 1 of lane v, element (v, k) read from src[v * s_v + k * s_k]; zeros for v >= n and
@@ -155,14 +153,8 @@ uint16_t* b_slice(size_t n) {
 // The blocked product on `threads` threads of the pool (1: the calling thread alone).
 void blocked(int64_t threads, int64_t M, int64_t N, int64_t K, float alpha, const Operand& a,
              const Operand& b, float beta, float* c, int64_t ldc) {
-  // Row blocks as own_gemm's: a multiple of the thread count (and of parallel_for's chunks
-  // when there are many), else one per thread with spare threads splitting B's panels.
-  int64_t m_blocks = ceil_div(M, kMC);
-  const int64_t unit = m_blocks > threads * kChunksPerThread ? threads * kChunksPerThread : threads;
-  m_blocks =
-      m_blocks >= threads ? ceil_div(m_blocks, unit) * unit : std::min(threads, ceil_div(M, kMR));
-  const int64_t mc = ceil_div(ceil_div(M, m_blocks), kMR) * kMR;
-  m_blocks = ceil_div(M, mc);
+  const RowBlocks blocks = split_rows(M, threads);  // as own_gemm's
+  const int64_t mc = blocks.rows, m_blocks = blocks.count;
   const int64_t nc_max = std::min(kNC, ceil_div(N, kNR) * kNR);
   // K in even slices of at most kKC (576 = 288 + 288, not 512 + 64).
   const int64_t kc_max = ceil_div(ceil_div(K, ceil_div(K, kKC)), 2) * 2;
@@ -170,7 +162,7 @@ void blocked(int64_t threads, int64_t M, int64_t N, int64_t K, float alpha, cons
 
   for (int64_t j0 = 0; j0 < N; j0 += kNC) {
     const int64_t nc = std::min(kNC, N - j0), panels = ceil_div(nc, kNR);
-    const int64_t n_parts = m_blocks >= threads ? 1 : std::min(panels, ceil_div(threads, m_blocks));
+    const int64_t n_parts = blocks.column_parts(panels, threads);
     for (int64_t p0 = 0; p0 < K; p0 += kc_max) {
       const int64_t kc = std::min(kc_max, K - p0), steps = ceil_div(kc, 2);
       const float beta_k = p0 == 0 ? beta : 1.0f;
