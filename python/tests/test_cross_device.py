@@ -684,6 +684,47 @@ def test_fused_attention_never_stores_the_scores_and_differentiates():
           *small, rtol=5e-2, atol=5e-2)
 
 
+def attention_paths(fn, *args):
+    """{path: count} of the fused attention passes that evaluating fn(*args) ran."""
+    mx._kernel_counts(True)
+    mx.eval(fn(*args))
+    counts = mx._kernel_counts(False)
+    return {k: v for k, v in counts.items() if k.startswith("ScaledDotProductAttention")
+            and ":" in k}
+
+
+def test_fused_attention_names_its_path():
+    """Each fused pass runs once, through cuDNN's fused attention or our flash kernels, and says
+    which (MLX_SDPA_CUDNN=0 keeps cuDNN out)."""
+    q, k, v = (sample((2, 4, 96, 64), mx.bfloat16, seed=s, low=-1, high=1) for s in (1, 2, 3))
+
+    def fwd_bwd(a, b, c):
+        return mx.value_and_grad(lambda a: mx.fast.scaled_dot_product_attention(
+            a, b, c, scale=0.125, mask="causal", stream=mx.gpu).astype(mx.float32).sum())(a)
+
+    paths = attention_paths(fwd_bwd, q, k, v)
+    assert sum(n for p, n in paths.items() if p.startswith("ScaledDotProductAttention:")) == 1
+    assert sum(n for p, n in paths.items() if p.startswith("ScaledDotProductAttentionVJP:")) == 1
+    assert set(p.split(":")[1] for p in paths) <= {"cudnn", "flash"}, paths
+    if os.environ.get("MLX_SDPA_CUDNN") == "0":
+        assert all(p.endswith(":flash") for p in paths), paths
+
+
+def test_flash_kernels_without_cudnn():
+    """Where cuDNN takes the fused passes, the flash kernels (the fallback) still pass the fused
+    attention tests of this file when cuDNN is switched off."""
+    paths = attention_paths(lambda *a: mx.fast.scaled_dot_product_attention(
+        *a, scale=0.125, stream=mx.gpu), *(sample((1, 2, 8, 64), mx.float16, s) for s in (1, 2, 3)))
+    if "ScaledDotProductAttention:cudnn" not in paths:
+        pytest.skip("cuDNN's fused attention is not in use: the other tests ran the flash kernels")
+    env = dict(os.environ, MLX_SDPA_CUDNN="0")
+    out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", __file__,
+                          "-k", "fused_attention"], env=env, capture_output=True, text=True,
+                         timeout=600)
+    assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-2000:]
+    assert " passed" in out.stdout and " failed" not in out.stdout, out.stdout[-2000:]
+
+
 @pytest.mark.parametrize("dtype", [mx.float32, mx.float16, mx.bfloat16, mx.float64])
 def test_addmm_and_batched_matmul(dtype):
     a = sample((3, 17, 24), dtype, 1)

@@ -1,14 +1,18 @@
-// scaled_dot_product_attention on the GPU: both passes through the fused kernels where they
-// apply (flash_attention.h: half precision, head dims 64 / 80 / 96 / 128, no mask or causal),
-// otherwise as the composites the rules differentiate (fast.h: matmuls, the softmax kernel,
-// masks by where), run here with their own GPU kernels. Also the fused kernels' operand
-// layouts.
+// scaled_dot_product_attention on the GPU: both passes fused where the fused kernels apply
+// (half precision, head dims 64 / 80 / 96 / 128, no mask or causal): cuDNN's fused attention
+// (cudnn_attention.h) where it takes the geometry, else our flash kernels (flash_attention.h).
+// Otherwise the composites the rules differentiate (fast.h: matmuls, the softmax kernel, masks
+// by where), run here with their own GPU kernels. Also the fused kernels' operand layouts.
 #include "mlx/backend/cuda/copy.cuh"
+#include "mlx/backend/cuda/cuda_check.h"
+#include "mlx/backend/cuda/cudnn_attention.h"
 #include "mlx/backend/cuda/flash_attention.h"
 #include "mlx/backend/cuda/run_graph.h"
+#include "mlx/backend/cuda/runtime.h"
 #include "mlx/memory/residency.h"
 #include "mlx/primitives/fast.h"
 #include "mlx/primitives/shape.h"
+#include "mlx/runtime/kernel_counter.h"
 
 namespace mlx::core::cu::flash {
 
@@ -34,12 +38,71 @@ void allocate_in_order_of(array& out, const array& like) {
 
 }  // namespace mlx::core::cu::flash
 
+namespace mlx::core::cu {
+
+namespace {
+
+void zero(array& a) {
+  if (a.nbytes() > 0) {
+    MLX_CUDA_CHECK(cudaMemsetAsync(a.gpu_data<char>(), 0, a.nbytes(), stream()));
+  }
+}
+
+void fused_attention(const array& queries, const array& keys, const array& values, array& out,
+                     float scale, bool causal) {
+  const Dtype dtype = out.dtype();
+  array q = flash::kernel_operand(queries, dtype), k = flash::kernel_operand(keys, dtype),
+        v = flash::kernel_operand(values, dtype);
+  flash::allocate_in_order_of(out, q);
+  if (out.size() == 0) {
+    return;
+  }
+  if (k.shape(2) == 0) {  // no keys: every row is zeros
+    zero(out);
+    return;
+  }
+  if (cudnn_attention(q, k, v, out, scale, causal)) {
+    detail::count_path("ScaledDotProductAttention:cudnn");
+  } else {
+    flash_attention(q, k, v, out, scale, causal);
+    detail::count_path("ScaledDotProductAttention:flash");
+  }
+}
+
+// Gradients in their inputs' layouts.
+void fused_attention_backward(const std::vector<array>& inputs, std::vector<array>& grads,
+                              float scale, bool causal) {
+  const Dtype dtype = inputs[0].dtype();
+  array q = flash::kernel_operand(inputs[0], dtype), k = flash::kernel_operand(inputs[1], dtype),
+        v = flash::kernel_operand(inputs[2], dtype), o = flash::kernel_operand(inputs[3], dtype),
+        g = flash::kernel_operand(inputs[4], dtype);
+  flash::allocate_in_order_of(grads[0], q);
+  flash::allocate_in_order_of(grads[1], k);
+  flash::allocate_in_order_of(grads[2], v);
+  if (q.size() == 0 || k.shape(2) == 0) {  // no queries or no keys: every gradient is zero
+    for (array& a : grads) {
+      zero(a);
+    }
+    return;
+  }
+  if (cudnn_attention_backward(q, k, v, o, g, grads[0], grads[1], grads[2], scale, causal)) {
+    detail::count_path("ScaledDotProductAttentionVJP:cudnn");
+  } else {
+    flash_attention_backward(q, k, v, o, g, grads[0], grads[1], grads[2], scale, causal);
+    detail::count_path("ScaledDotProductAttentionVJP:flash");
+  }
+}
+
+}  // namespace
+
+}  // namespace mlx::core::cu
+
 namespace mlx::core::fast {
 
 void ScaledDotProductAttention::eval_gpu(const std::vector<array>& inputs, array& out) {
   if (attention_gpu_kernel_applies(out.dtype(), inputs[0].shape(3), inputs[2].shape(3), has_mask_,
                                    has_sinks_)) {
-    cu::flash_attention(inputs[0], inputs[1], inputs[2], out, scale_, causal_);
+    cu::fused_attention(inputs[0], inputs[1], inputs[2], out, scale_, causal_);
     return;
   }
   std::vector<array> outs = {out};
@@ -52,8 +115,7 @@ void ScaledDotProductAttentionVJP::eval_gpu(const std::vector<array>& inputs,
                                             std::vector<array>& outputs) {
   if (attention_gpu_kernel_applies(inputs[0].dtype(), inputs[0].shape(3), inputs[2].shape(3),
                                    has_mask_, has_sinks_)) {
-    cu::flash_attention_backward(inputs[0], inputs[1], inputs[2], inputs[3], inputs[4], outputs[0],
-                                 outputs[1], outputs[2], scale_, causal_);
+    cu::fused_attention_backward(inputs, outputs, scale_, causal_);
     return;
   }
   cu::run_graph_into(

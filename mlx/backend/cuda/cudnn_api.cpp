@@ -16,6 +16,7 @@ namespace {
 
 struct Loaded {
   CudnnApi api;
+  void* library = nullptr;
   std::string error;  // empty when api is usable
 };
 
@@ -60,6 +61,7 @@ const Loaded& loaded() {
     MLX_CUDNN_SYM(ConvolutionBackwardFilter);
 #undef MLX_CUDNN_SYM
     r.error = lib->error;
+    r.library = lib->handle;
     if (r.error.empty() && a.GetVersion() / 10000 != 9) {
       // cuDNN's API is only compatible within a major version (9.x encodes as 9xxyy).
       r.error = "version " + std::to_string(a.GetVersion()) + " is not cuDNN 9";
@@ -89,6 +91,11 @@ const CudnnApi* cudnn_api(std::string* error) {
     *error = l.error;
   }
   return l.error.empty() ? &l.api : nullptr;
+}
+
+void* cudnn_library() {
+  const Loaded& l = loaded();
+  return l.error.empty() ? l.library : nullptr;
 }
 
 CudnnDevice* cudnn_device(int index) {

@@ -52,6 +52,10 @@ struct CudnnApi {
 // it does not load, lacks a symbol or is not version 9. `error` receives the reason.
 const CudnnApi* cudnn_api(std::string* error = nullptr);
 
+// The library cudnn_api loaded (null where it is unusable): cuDNN's frontend, which builds the
+// fused attention graphs, looks its symbols up there.
+void* cudnn_library();
+
 // One device's handle (made on first use, on that device), used under `mutex`: a handle
 // serves one thread at a time, and each call first sets the caller's stream on it.
 struct CudnnDevice {

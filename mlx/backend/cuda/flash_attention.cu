@@ -22,20 +22,9 @@ void forward_lse(const array& q, const array& k, const array& v, float* lse, flo
 
 }  // namespace flash
 
-void flash_attention(const array& queries, const array& keys, const array& values, array& out,
-                     float scale, bool causal) {
-  const Dtype dtype = out.dtype();
-  array q = flash::kernel_operand(queries, dtype), k = flash::kernel_operand(keys, dtype),
-        v = flash::kernel_operand(values, dtype);
-  flash::allocate_in_order_of(out, q);
-  if (out.size() == 0) {
-    return;
-  }
-  if (k.shape(2) == 0) {  // no keys: every row is zeros
-    MLX_CUDA_CHECK(cudaMemsetAsync(out.gpu_data<char>(), 0, out.nbytes(), stream()));
-    return;
-  }
-  flash::dispatch(dtype, q.shape(3), [&]<typename T, int D>() {
+void flash_attention(const array& q, const array& k, const array& v, array& out, float scale,
+                     bool causal) {
+  flash::dispatch(out.dtype(), q.shape(3), [&]<typename T, int D>() {
     check(flash::launch_forward<T, D, true>(
               flash::heads_of<const T>(q), flash::heads_of<const T>(k), flash::heads_of<const T>(v),
               flash::heads_of<T>(out), nullptr, flash::attention_shape(q, k, causal), scale,

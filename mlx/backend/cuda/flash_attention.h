@@ -6,17 +6,18 @@
 
 namespace mlx::core::cu {
 
-// out (B, N_q, T_q, D), in q's axis order, = softmax(scale * q k^T [causal]) v for
-// q (B, N_q, T_q, D) and k, v (B, N_kv, T_kv, D), N_q a multiple of N_kv.
-void flash_attention(const array& queries, const array& keys, const array& values, array& out,
-                     float scale, bool causal);
+// out (B, N_q, T_q, D) = softmax(scale * q k^T [causal]) v for q (B, N_q, T_q, D) and
+// k, v (B, N_kv, T_kv, D), N_q a multiple of N_kv: operands as flash::kernel_operand returns
+// them, out allocated (flash::allocate_in_order_of), none empty.
+void flash_attention(const array& q, const array& k, const array& v, array& out, float scale,
+                     bool causal);
 
-// The backward pass (flash_attention_backward.cu): dq, dk, dv of the inputs above, each in
-// its input's axis order, given the forward's out and its cotangent d_out. Recomputes each
+// The backward pass (flash_attention_backward.cu): dq, dk, dv (allocated) of the inputs
+// above, given the forward's out and its cotangent d_out, operands as above. Recomputes each
 // row's log-sum-exp and the probabilities tile by tile, never the [T_q, T_kv] matrix.
-void flash_attention_backward(const array& queries, const array& keys, const array& values,
-                              const array& out, const array& d_out, array& dq, array& dk, array& dv,
-                              float scale, bool causal);
+void flash_attention_backward(const array& q, const array& k, const array& v, const array& out,
+                              const array& d_out, array& dq, array& dk, array& dv, float scale,
+                              bool causal);
 
 namespace flash {
 

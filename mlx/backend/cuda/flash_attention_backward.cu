@@ -20,25 +20,11 @@ __global__ void float_to(const float* src, T* dst, int64_t n) {
 
 }  // namespace
 
-void flash_attention_backward(const array& queries, const array& keys, const array& values,
-                              const array& out, const array& d_out, array& dq, array& dk, array& dv,
-                              float scale, bool causal) {
-  const Dtype dtype = out.dtype();
-  array q = flash::kernel_operand(queries, dtype), k = flash::kernel_operand(keys, dtype),
-        v = flash::kernel_operand(values, dtype);
-  array o = flash::kernel_operand(out, dtype), g = flash::kernel_operand(d_out, dtype);
-  flash::allocate_in_order_of(dq, q);
-  flash::allocate_in_order_of(dk, k);
-  flash::allocate_in_order_of(dv, v);
+void flash_attention_backward(const array& q, const array& k, const array& v, const array& o,
+                              const array& g, array& dq, array& dk, array& dv, float scale,
+                              bool causal) {
+  const Dtype dtype = o.dtype();
   const int64_t rows = q.shape(0) * q.shape(1) * q.shape(2);
-  if (q.size() == 0 || k.shape(2) == 0) {  // no queries or no keys: every gradient is zero
-    for (array* a : {&dq, &dk, &dv}) {
-      if (a->nbytes() > 0) {
-        MLX_CUDA_CHECK(cudaMemsetAsync(a->gpu_data<char>(), 0, a->nbytes(), stream()));
-      }
-    }
-    return;
-  }
   Scratch lse(rows * sizeof(float)), delta(rows * sizeof(float));
   // dq summed in float in dq's layout, so that the conversion is one flat pass.
   Scratch dq_acc(q.size() * sizeof(float));

@@ -13,6 +13,7 @@
 #include "mlx/backend/common/layout.h"
 #include "mlx/backend/cuda/cuda_check.h"
 #include "mlx/backend/cuda/runtime.h"
+#include "mlx/backend/cuda/scratch.h"
 #include "mlx/memory/residency.h"
 
 namespace mlx::core::cu {
@@ -74,28 +75,6 @@ __device__ __forceinline__ void strided_offsets(const StridedParams<N>& p, int64
 
 // A new row-contiguous device buffer for `out`.
 inline void allocate(array& out) { out.set_gpu_data(allocator::gpu_malloc(out.nbytes())); }
-
-// Device scratch memory for the task being issued, returned to the cache when it goes out of
-// scope: later work on the same stream may reuse it, and other streams wait for this one.
-class Scratch {
- public:
-  explicit Scratch(size_t bytes)
-      : buf_(bytes ? allocator::gpu_malloc(bytes) : allocator::Buffer{}) {}
-  ~Scratch() {
-    if (buf_) {
-      allocator::gpu_free(buf_, allocator::current_gpu_stream_bit());
-    }
-  }
-  Scratch(const Scratch&) = delete;
-  Scratch& operator=(const Scratch&) = delete;
-  template <typename T>
-  T* as() const {
-    return static_cast<T*>(buf_.raw_ptr());
-  }
-
- private:
-  allocator::Buffer buf_;
-};
 
 // Dense (every element once, in order) with data_size == size.
 inline bool is_dense(const array& a) {

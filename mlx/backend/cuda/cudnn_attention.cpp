@@ -1,0 +1,310 @@
+// scaled_dot_product_attention through cuDNN's fused attention: its frontend builds the sdpa
+// and sdpa_backward graphs, cuDNN picks the kernels (on Hopper, warp-group kernels that our
+// flash kernels do not match). One graph per direction, geometry and operand layout, built on
+// first use and kept; a geometry cuDNN declines is remembered and left to the flash kernels.
+// MLX_SDPA_CUDNN=0 turns this path off; MLX_CUDNN_DEBUG=1 prints each graph's fate.
+#define NV_CUDNN_FRONTEND_USE_DYNAMIC_LOADING
+#include "mlx/backend/cuda/cudnn_attention.h"
+
+#include <cudnn_frontend.h>
+
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "mlx/backend/cuda/cudnn_api.h"
+#include "mlx/backend/cuda/runtime.h"
+#include "mlx/backend/cuda/scratch.h"
+
+// The frontend finds cuDNN's functions through this handle: the library cudnn_api loaded (set
+// before the first graph is built).
+namespace cudnn_frontend {
+void* cudnn_dlhandle = nullptr;
+}  // namespace cudnn_frontend
+
+namespace mlx::core::cu {
+
+namespace {
+
+namespace fe = cudnn_frontend;
+using Tensor = std::shared_ptr<fe::graph::Tensor_attributes>;
+
+enum Uid : int64_t { kQ = 1, kK, kV, kO, kStats, kDOut, kDQ, kDK, kDV };
+
+struct Plan {
+  std::shared_ptr<fe::graph::Graph> graph;  // null where cuDNN declined the geometry
+  int64_t workspace = 0;
+};
+
+bool enabled() {
+  static const bool on = [] {
+    const char* v = std::getenv("MLX_SDPA_CUDNN");
+    return v == nullptr || std::strcmp(v, "0") != 0;
+  }();
+  return on;
+}
+
+std::vector<int64_t> dims_of(const array& a) {
+  return {a.shape(0), a.shape(1), a.shape(2), a.shape(3)};
+}
+std::vector<int64_t> strides_of(const array& a) {
+  return {a.strides(0), a.strides(1), a.strides(2), a.strides(3)};
+}
+
+Tensor input(fe::graph::Graph& g, const char* name, Uid uid, const array& a) {
+  return g.tensor(fe::graph::Tensor_attributes()
+                      .set_name(name)
+                      .set_uid(uid)
+                      .set_dim(dims_of(a))
+                      .set_stride(strides_of(a)));
+}
+void mark_output(const Tensor& t, Uid uid, const array& a) {
+  t->set_output(true).set_uid(uid).set_dim(dims_of(a)).set_stride(strides_of(a));
+}
+
+// Row-major strides for `a`'s shape.
+std::vector<int64_t> dense_strides(const array& a) {
+  return {a.shape(1) * a.shape(2) * a.shape(3), a.shape(2) * a.shape(3), a.shape(3), 1};
+}
+
+// Each query row's log-sum-exp of its scaled scores (natural log, cuDNN's convention), float
+// (B, N_q, T_q, 1), dense.
+std::vector<int64_t> stats_dims(const array& q) { return {q.shape(0), q.shape(1), q.shape(2), 1}; }
+std::vector<int64_t> stats_strides(const array& q) {
+  return {q.shape(1) * q.shape(2), q.shape(2), 1, 1};
+}
+
+std::shared_ptr<fe::graph::Graph> new_graph(Dtype dtype) {
+  auto g = std::make_shared<fe::graph::Graph>();
+  g->set_io_data_type(dtype == float16 ? fe::DataType_t::HALF : fe::DataType_t::BFLOAT16)
+      .set_intermediate_data_type(fe::DataType_t::FLOAT)
+      .set_compute_data_type(fe::DataType_t::FLOAT);
+  return g;
+}
+
+// MLX's causal mask: query i of T_q sees keys j <= i + T_kv - T_q.
+template <typename Attributes>
+void set_mask(Attributes& a, bool causal) {
+  if (causal) {
+    a.set_diagonal_alignment(fe::DiagonalAlignment_t::BOTTOM_RIGHT)
+        .set_diagonal_band_right_bound(0);
+  }
+}
+
+// The forward graph, writing (B, N_q, T_q, D_v) with `out_strides`; with `stats`, it also
+// writes each row's log-sum-exp (for the backward).
+std::shared_ptr<fe::graph::Graph> forward_graph(const array& q, const array& k, const array& v,
+                                                std::vector<int64_t> out_strides, float scale,
+                                                bool causal, bool stats) {
+  auto g = new_graph(q.dtype());
+  auto attributes =
+      fe::graph::SDPA_attributes().set_name("sdpa").set_generate_stats(stats).set_attn_scale(scale);
+  set_mask(attributes, causal);
+  auto [o, lse] = g->sdpa(input(*g, "q", kQ, q), input(*g, "k", kK, k), input(*g, "v", kV, v),
+                          std::move(attributes));
+  o->set_output(true)
+      .set_uid(kO)
+      .set_dim({q.shape(0), q.shape(1), q.shape(2), v.shape(3)})
+      .set_stride(std::move(out_strides));
+  if (stats) {
+    lse->set_output(true)
+        .set_uid(kStats)
+        .set_data_type(fe::DataType_t::FLOAT)
+        .set_dim(stats_dims(q))
+        .set_stride(stats_strides(q));
+  }
+  return g;
+}
+
+std::shared_ptr<fe::graph::Graph> backward_graph(const array& q, const array& k, const array& v,
+                                                 const array& out, const array& d_out,
+                                                 const array& dq, const array& dk, const array& dv,
+                                                 float scale, bool causal) {
+  auto g = new_graph(q.dtype());
+  auto attributes =
+      fe::graph::SDPA_backward_attributes().set_name("sdpa_backward").set_attn_scale(scale);
+  set_mask(attributes, causal);
+  Tensor lse = g->tensor(fe::graph::Tensor_attributes()
+                             .set_name("stats")
+                             .set_uid(kStats)
+                             .set_data_type(fe::DataType_t::FLOAT)
+                             .set_dim(stats_dims(q))
+                             .set_stride(stats_strides(q)));
+  auto [gq, gk, gv] = g->sdpa_backward(input(*g, "q", kQ, q), input(*g, "k", kK, k),
+                                       input(*g, "v", kV, v), input(*g, "o", kO, out),
+                                       input(*g, "d_o", kDOut, d_out), lse, std::move(attributes));
+  mark_output(gq, kDQ, dq);
+  mark_output(gk, kDK, dk);
+  mark_output(gv, kDV, dv);
+  return g;
+}
+
+// Builds the graph's execution plan; false, with cuDNN's reason, where it has none.
+bool build(fe::graph::Graph& g, cudnnHandle_t handle, std::string* why) {
+  auto ok = [&](fe::error_t status) {
+    if (status.is_bad()) {
+      *why = status.get_message();
+    }
+    return status.is_good();
+  };
+  try {
+    return ok(g.validate()) && ok(g.build_operation_graph(handle)) &&
+           ok(g.create_execution_plans({fe::HeurMode_t::A})) && ok(g.check_support(handle)) &&
+           ok(g.build_plans(handle));
+  } catch (const std::exception& e) {  // the frontend throws where a symbol is missing
+    *why = e.what();
+    return false;
+  }
+}
+
+std::string describe(const array& q, const array& k, bool causal) {
+  return "B " + std::to_string(q.shape(0)) + ", heads " + std::to_string(q.shape(1)) + "/" +
+         std::to_string(k.shape(1)) + ", T " + std::to_string(q.shape(2)) + "/" +
+         std::to_string(k.shape(2)) + ", D " + std::to_string(q.shape(3)) +
+         (causal ? ", causal" : "");
+}
+
+// The cached plan for `key`, made by `make` on first use (under the device's cuDNN mutex).
+template <typename Make>
+const Plan& plan_for(const std::vector<int64_t>& key, cudnnHandle_t handle, const char* what,
+                     const std::string& geometry, Make make) {
+  static std::mutex mutex;
+  static auto* plans = new std::map<std::vector<int64_t>, Plan>();  // kept until exit
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (auto it = plans->find(key); it != plans->end()) {
+      return it->second;
+    }
+  }
+  Plan plan;
+  std::string why;
+  auto graph = make();
+  if (build(*graph, handle, &why)) {
+    plan.graph = std::move(graph);
+    plan.workspace = plan.graph->get_workspace_size();
+  }
+  if (cudnn_debug()) {
+    std::fprintf(stderr, "[sdpa] %s (%s): %s\n", what, geometry.c_str(),
+                 plan.graph ? ("cuDNN, workspace " + std::to_string(plan.workspace)).c_str()
+                            : ("flash kernels (cuDNN: " + why + ")").c_str());
+  }
+  std::lock_guard<std::mutex> lock(mutex);
+  return plans->emplace(key, std::move(plan)).first->second;
+}
+
+void append_layout(std::vector<int64_t>& key, const array& a) {
+  auto d = dims_of(a), s = strides_of(a);
+  key.insert(key.end(), d.begin(), d.end());
+  key.insert(key.end(), s.begin(), s.end());
+}
+
+template <typename... Arrays>
+std::vector<int64_t> key_of(int64_t direction, float scale, bool causal, const array& q,
+                            const Arrays&... rest) {
+  int32_t scale_bits;
+  std::memcpy(&scale_bits, &scale, sizeof(scale_bits));
+  std::vector<int64_t> key{current_device(), direction, static_cast<int64_t>(q.dtype().val), causal,
+                           scale_bits};
+  append_layout(key, q);
+  (append_layout(key, rest), ...);
+  return key;
+}
+
+void* address(const array& a) {
+  return const_cast<void*>(static_cast<const void*>(a.gpu_data<char>()));
+}
+
+void execute(const Plan& plan, cudnnHandle_t handle, std::unordered_map<int64_t, void*>& pack,
+             const char* op) {
+  Scratch workspace(static_cast<size_t>(plan.workspace));
+  fe::error_t status = plan.graph->execute(handle, pack, workspace.as<void>());
+  if (status.is_bad()) {
+    throw std::runtime_error(std::string("[") + op +
+                             "] cuDNN fused attention failed: " + status.get_message());
+  }
+}
+
+// The device's cuDNN handle, on the current stream, with its mutex held by `lock`; null where
+// this path is off or cuDNN is unavailable.
+CudnnDevice* ready_device(std::unique_lock<std::mutex>& lock) {
+  const CudnnApi* api = enabled() ? cudnn_api() : nullptr;
+  CudnnDevice* dev = api ? cudnn_device(current_device()) : nullptr;
+  if (!dev) {
+    return nullptr;
+  }
+  fe::cudnn_dlhandle = cudnn_library();
+  lock = std::unique_lock<std::mutex>(dev->mutex);
+  cudnn_check(api->SetStream(dev->handle, stream()), "cudnnSetStream",
+              "scaled_dot_product_attention");
+  return dev;
+}
+
+// Rows that see no key (causal with T_q > T_kv) are zeros in MLX; the flash kernels keep that.
+bool every_row_sees_a_key(const array& q, const array& k, bool causal) {
+  return !causal || q.shape(2) <= k.shape(2);
+}
+
+}  // namespace
+
+bool cudnn_attention(const array& q, const array& k, const array& v, array& out, float scale,
+                     bool causal) {
+  std::unique_lock<std::mutex> lock;
+  CudnnDevice* dev = every_row_sees_a_key(q, k, causal) ? ready_device(lock) : nullptr;
+  if (!dev) {
+    return false;
+  }
+  const Plan& plan = plan_for(
+      key_of(0, scale, causal, q, k, v, out), dev->handle, "forward", describe(q, k, causal),
+      [&] { return forward_graph(q, k, v, strides_of(out), scale, causal, false); });
+  if (!plan.graph) {
+    return false;
+  }
+  std::unordered_map<int64_t, void*> pack{
+      {kQ, address(q)}, {kK, address(k)}, {kV, address(v)}, {kO, out.gpu_data<char>()}};
+  execute(plan, dev->handle, pack, "scaled_dot_product_attention");
+  return true;
+}
+
+bool cudnn_attention_backward(const array& q, const array& k, const array& v, const array& out,
+                              const array& d_out, array& dq, array& dk, array& dv, float scale,
+                              bool causal) {
+  std::unique_lock<std::mutex> lock;
+  CudnnDevice* dev = every_row_sees_a_key(q, k, causal) ? ready_device(lock) : nullptr;
+  if (!dev) {
+    return false;
+  }
+  // The row statistics come from a forward pass with stats (its output, the same as `out`,
+  // goes to dense scratch).
+  const std::string geometry = describe(q, k, causal);
+  const Plan& stats_plan =
+      plan_for(key_of(1, scale, causal, q, k, v), dev->handle, "forward with stats", geometry,
+               [&] { return forward_graph(q, k, v, dense_strides(out), scale, causal, true); });
+  const Plan& plan = plan_for(
+      key_of(2, scale, causal, q, k, v, out, d_out, dq, dk, dv), dev->handle, "backward", geometry,
+      [&] { return backward_graph(q, k, v, out, d_out, dq, dk, dv, scale, causal); });
+  if (!stats_plan.graph || !plan.graph) {
+    return false;
+  }
+  constexpr const char* op = "scaled_dot_product_attention vjp";
+  Scratch lse(q.shape(0) * q.shape(1) * q.shape(2) * sizeof(float));
+  Scratch recomputed(out.nbytes());
+  std::unordered_map<int64_t, void*> forward_pack{{kQ, address(q)},
+                                                  {kK, address(k)},
+                                                  {kV, address(v)},
+                                                  {kO, recomputed.as<void>()},
+                                                  {kStats, lse.as<void>()}};
+  execute(stats_plan, dev->handle, forward_pack, op);
+  std::unordered_map<int64_t, void*> pack{
+      {kQ, address(q)},           {kK, address(k)},           {kV, address(v)},
+      {kO, address(out)},         {kDOut, address(d_out)},    {kStats, lse.as<void>()},
+      {kDQ, dq.gpu_data<char>()}, {kDK, dk.gpu_data<char>()}, {kDV, dv.gpu_data<char>()}};
+  execute(plan, dev->handle, pack, op);
+  return true;
+}
+
+}  // namespace mlx::core::cu
