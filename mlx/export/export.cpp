@@ -1,7 +1,7 @@
 // export_function / import_function: tracing into compile's program, the file format, and
 // the imported function's dispatch and replay.
 //
-// File layout (version 1, little-endian):
+// File layout (version 2, little-endian; version 1 numbered the elementwise ops differently):
 //   "MLXLNXFN"  u32 version  u64 header_bytes  header  [zero padding]  data
 // The data section starts at the first multiple of 64 after the header; constants are stored
 // there row-contiguous, each at a 64-byte aligned offset. The header (StateWriter fields):
@@ -43,7 +43,7 @@ namespace detail {
 namespace {
 
 constexpr char kMagic[8] = {'M', 'L', 'X', 'L', 'N', 'X', 'F', 'N'};
-constexpr uint32_t kVersion = 1;
+constexpr uint32_t kVersion = 2;
 constexpr uint64_t kAlign = 64;
 constexpr uint64_t kMaxHeaderBytes = uint64_t(1) << 30;
 constexpr size_t kMaxDims = 64;

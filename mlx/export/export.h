@@ -2,7 +2,7 @@
 //
 // export_function traces a function on placeholders shaped like the example inputs, turns the
 // trace into compile's straight-line program (primitives with their parameters, the captured
-// constants such as weights) and writes it with format version 1 (export.cpp describes
+// constants such as weights) and writes it with format version 2 (export.cpp describes
 // the layout). import_function reads and validates a file (a truncated or hostile file throws
 // std::runtime_error naming the problem) and returns a callable that replays the program on
 // new inputs as an ordinary lazy graph, so it composes with grad, vmap and compile.

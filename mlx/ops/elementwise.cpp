@@ -56,6 +56,16 @@ array comparison(BinaryOp op, const array& a, const array& b, const char* name, 
   return binary(op, a, b, promote_types(a.dtype(), b.dtype()), bool_, name, s);
 }
 
+// A real float op: integer operands become float32, complex ones are refused.
+array real_float_binary(BinaryOp op, const array& a, const array& b, const char* name,
+                        StreamOrDevice s) {
+  Dtype t = at_least_float(promote_types(a.dtype(), b.dtype()));
+  if (is_complex(t)) {
+    throw std::invalid_argument(msg("[", name, "] Not supported for complex inputs."));
+  }
+  return binary(op, a, b, t, t, name, s);
+}
+
 array integer_binary(BinaryOp op, const array& a, const array& b, const char* name,
                      StreamOrDevice s) {
   Dtype t = promote_types(a.dtype(), b.dtype());
@@ -205,19 +215,10 @@ array sigmoid(const array& a, StreamOrDevice s) {
   return float_unary(UnaryOp::Sigmoid, a, s, false);
 }
 array gelu(const array& a, StreamOrDevice s) { return float_unary(UnaryOp::Gelu, a, s, false); }
-array gelu_grad(const array& a, StreamOrDevice s) {
-  return float_unary(UnaryOp::GeluGrad, a, s, false);
-}
 array gelu_approx(const array& a, StreamOrDevice s) {
   return float_unary(UnaryOp::GeluApprox, a, s, false);
 }
-array gelu_approx_grad(const array& a, StreamOrDevice s) {
-  return float_unary(UnaryOp::GeluApproxGrad, a, s, false);
-}
 array silu(const array& a, StreamOrDevice s) { return float_unary(UnaryOp::Silu, a, s, false); }
-array silu_grad(const array& a, StreamOrDevice s) {
-  return float_unary(UnaryOp::SiluGrad, a, s, false);
-}
 
 array degrees(const array& a, StreamOrDevice s) {
   Dtype t = at_least_float(a.dtype());
@@ -379,18 +380,19 @@ array logical_xor(const array& a, const array& b, StreamOrDevice s) {
   return binary(BinaryOp::NotEqual, a, b, bool_, bool_, "logical_xor", s);
 }
 array logaddexp(const array& a, const array& b, StreamOrDevice s) {
-  Dtype t = at_least_float(promote_types(a.dtype(), b.dtype()));
-  if (is_complex(t)) {
-    throw std::invalid_argument("[logaddexp] Not supported for complex inputs.");
-  }
-  return binary(BinaryOp::LogAddExp, a, b, t, t, "logaddexp", s);
+  return real_float_binary(BinaryOp::LogAddExp, a, b, "logaddexp", s);
 }
 array arctan2(const array& a, const array& b, StreamOrDevice s) {
-  Dtype t = at_least_float(promote_types(a.dtype(), b.dtype()));
-  if (is_complex(t)) {
-    throw std::invalid_argument("[arctan2] Not supported for complex inputs.");
-  }
-  return binary(BinaryOp::ArcTan2, a, b, t, t, "arctan2", s);
+  return real_float_binary(BinaryOp::ArcTan2, a, b, "arctan2", s);
+}
+array gelu_vjp(const array& x, const array& g, StreamOrDevice s) {
+  return real_float_binary(BinaryOp::GeluVjp, x, g, "gelu_vjp", s);
+}
+array gelu_approx_vjp(const array& x, const array& g, StreamOrDevice s) {
+  return real_float_binary(BinaryOp::GeluApproxVjp, x, g, "gelu_approx_vjp", s);
+}
+array silu_vjp(const array& x, const array& g, StreamOrDevice s) {
+  return real_float_binary(BinaryOp::SiluVjp, x, g, "silu_vjp", s);
 }
 array bitwise_and(const array& a, const array& b, StreamOrDevice s) {
   return integer_binary(BinaryOp::BitwiseAnd, a, b, "bitwise_and", s);

@@ -38,17 +38,13 @@ array arctanh(const array& a, StreamOrDevice s = {});
 array erf(const array& a, StreamOrDevice s = {});
 array erfinv(const array& a, StreamOrDevice s = {});
 array sigmoid(const array& a, StreamOrDevice s = {});
-// GELU, x Phi(x) with Phi the standard normal CDF, as one kernel (nn.gelu), and its derivative
-// Phi(x) + x phi(x) (the kernel of gelu's vjp). Extensions: MLX composes gelu from erf.
+// GELU, x Phi(x) with Phi the standard normal CDF (nn.gelu), GELU's tanh approximation
+// x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))) / 2 (nn.gelu_approx) and SiLU x sigmoid(x)
+// (nn.silu), each one kernel; their vjps (gelu_vjp & co, with the binary ops) are one kernel
+// too. Extensions: MLX composes them from erf, tanh and sigmoid.
 array gelu(const array& a, StreamOrDevice s = {});
-array gelu_grad(const array& a, StreamOrDevice s = {});
-// GELU's tanh approximation x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))) / 2 (nn.gelu_approx)
-// and SiLU x sigmoid(x) (nn.silu), each one kernel, and their derivatives (their vjps'
-// kernels). Extensions: MLX composes both from tanh and sigmoid.
 array gelu_approx(const array& a, StreamOrDevice s = {});
-array gelu_approx_grad(const array& a, StreamOrDevice s = {});
 array silu(const array& a, StreamOrDevice s = {});
-array silu_grad(const array& a, StreamOrDevice s = {});
 array degrees(const array& a, StreamOrDevice s = {});
 array radians(const array& a, StreamOrDevice s = {});
 array floor(const array& a, StreamOrDevice s = {});
@@ -94,6 +90,12 @@ array logical_or(const array& a, const array& b, StreamOrDevice s = {});
 array logical_xor(const array& a, const array& b, StreamOrDevice s = {});
 array logaddexp(const array& a, const array& b, StreamOrDevice s = {});
 array arctan2(const array& a, const array& b, StreamOrDevice s = {});
+// g f'(x) in one kernel for f = gelu, gelu_approx, silu (their vjps and jvps), e.g. gelu's
+// f'(x) = Phi(x) + x phi(x) and silu's sigmoid(x) (1 + x (1 - sigmoid(x))); halves compute in
+// float32 and round once. x and g broadcast together; integers become float32. Extensions.
+array gelu_vjp(const array& x, const array& g, StreamOrDevice s = {});
+array gelu_approx_vjp(const array& x, const array& g, StreamOrDevice s = {});
+array silu_vjp(const array& x, const array& g, StreamOrDevice s = {});
 array bitwise_and(const array& a, const array& b, StreamOrDevice s = {});
 array bitwise_or(const array& a, const array& b, StreamOrDevice s = {});
 array bitwise_xor(const array& a, const array& b, StreamOrDevice s = {});

@@ -1,5 +1,11 @@
 // Elementwise primitives: one class per arity, the operation chosen by an enum so that
 // backends, transforms and (later) fusion switch over one list.
+//
+// An op's position in its list is its code in exported files (export/export.cpp): removing or
+// reordering ops changes the codes, so it bumps export's format version.
+//
+// GeluVjp, GeluApproxVjp and SiluVjp take (x, g) and compute g f'(x) for the activation f
+// (Gelu, GeluApprox, Silu): the activations' vjps and jvps in one kernel.
 #pragma once
 
 #include "mlx/primitives/primitive.h"
@@ -36,11 +42,8 @@ namespace mlx::core {
   X(ErfInv) \
   X(Sigmoid) \
   X(Gelu) \
-  X(GeluGrad) \
   X(GeluApprox) \
-  X(GeluApproxGrad) \
   X(Silu) \
-  X(SiluGrad) \
   X(Floor) \
   X(Ceil) \
   X(Round) \
@@ -81,7 +84,10 @@ namespace mlx::core {
   X(BitwiseXor) \
   X(LeftShift) \
   X(RightShift) \
-  X(NaNEqual)
+  X(NaNEqual) \
+  X(GeluVjp) \
+  X(GeluApproxVjp) \
+  X(SiluVjp)
 // clang-format on
 
 #define MLX_ENUM_ENTRY(NAME) NAME,
@@ -117,7 +123,7 @@ class Binary : public UnaryPrimitive {
  public:
   Binary(Stream stream, BinaryOp op) : UnaryPrimitive(stream), op_(op) {}
   MLX_DECLARE_EVAL
-  MLX_SERIALIZABLE(Binary, MLX_ENUM(op_, NaNEqual))
+  MLX_SERIALIZABLE(Binary, MLX_ENUM(op_, SiluVjp))
   const char* name() const override { return binary_op_name(op_); }
   bool is_equivalent(const Primitive& other) const override {
     auto* o = dynamic_cast<const Binary*>(&other);

@@ -68,11 +68,8 @@ Dtype unary_out_dtype(UnaryOp op, Dtype in) {
     case UnaryOp::ErfInv:
     case UnaryOp::Sigmoid:
     case UnaryOp::Gelu:
-    case UnaryOp::GeluGrad:
     case UnaryOp::GeluApprox:
-    case UnaryOp::GeluApproxGrad:
     case UnaryOp::Silu:
-    case UnaryOp::SiluGrad:
     case UnaryOp::Floor:
     case UnaryOp::Ceil:
     case UnaryOp::Round:
@@ -112,6 +109,9 @@ Dtype binary_out_dtype(BinaryOp op, Dtype in) {
     case BinaryOp::BitwiseXor:
     case BinaryOp::LeftShift:
     case BinaryOp::RightShift:
+    case BinaryOp::GeluVjp:
+    case BinaryOp::GeluApproxVjp:
+    case BinaryOp::SiluVjp:
       return in;
   }
   throw std::logic_error("[Binary] Unknown op.");
@@ -199,38 +199,11 @@ std::optional<array> unary_linear(UnaryOp op, const array& g, const array& x, co
     case UnaryOp::Sigmoid:
       return multiply(g, multiply(y, subtract(one, y, s), s), s);
     case UnaryOp::Gelu:
-      return multiply(g, gelu_grad(x, s), s);
-    case UnaryOp::GeluGrad: {
-      // d/dx (Phi(x) + x phi(x)) = phi(x) (2 - x^2), phi the standard normal density.
-      array phi = multiply(scalar(1.0 / std::sqrt(2.0 * std::numbers::pi), x),
-                           exp(multiply(scalar(-0.5, x), sq(x), s), s), s);
-      return multiply(g, multiply(phi, subtract(scalar(2.0, x), sq(x), s), s), s);
-    }
+      return gelu_vjp(x, g, s);
     case UnaryOp::GeluApprox:
-      return multiply(g, gelu_approx_grad(x, s), s);
-    case UnaryOp::GeluApproxGrad: {
-      // With u = c (x + a x^3) and t = tanh(u), the derivative (1 + t) / 2 + x (1 - t^2) u' / 2
-      // has derivative (1 - t^2) (u' + x (u'' - 2 t u'^2) / 2),
-      // where u' = c (1 + 3 a x^2) and u'' = 6 a c x.
-      constexpr double c = 0.79788456080286535588, a = 0.044715;
-      array x2 = sq(x);
-      array t = tanh(
-          multiply(scalar(c, x), add(x, multiply(scalar(a, x), multiply(x2, x, s), s), s), s), s);
-      array du = multiply(scalar(c, x), add(one, multiply(scalar(3 * a, x), x2, s), s), s);
-      array d2u = multiply(scalar(6 * a * c, x), x, s);
-      array inner = subtract(d2u, multiply(multiply(scalar(2.0, x), t, s), sq(du), s), s);
-      array d = add(du, multiply(scalar(0.5, x), multiply(x, inner, s), s), s);
-      return multiply(g, multiply(subtract(one, sq(t), s), d, s), s);
-    }
+      return gelu_approx_vjp(x, g, s);
     case UnaryOp::Silu:
-      return multiply(g, silu_grad(x, s), s);
-    case UnaryOp::SiluGrad: {
-      // d/dx sigma (1 + x (1 - sigma)) = sigma (1 - sigma) (2 + x (1 - 2 sigma)).
-      array sig = sigmoid(x, s);
-      array one_minus = subtract(one, sig, s);
-      array tail = add(scalar(2.0, x), multiply(x, subtract(one_minus, sig, s), s), s);
-      return multiply(g, multiply(multiply(sig, one_minus, s), tail, s), s);
-    }
+      return silu_vjp(x, g, s);
     case UnaryOp::Conjugate:
       return conjugate(g, s);
     case UnaryOp::Real:
@@ -255,6 +228,44 @@ std::optional<array> unary_linear(UnaryOp op, const array& g, const array& x, co
       return std::nullopt;
   }
   throw std::logic_error("[Unary] Unknown op.");
+}
+
+// f''(x) for the activation f whose vjp g f'(x) is `op` (a composite of primitives, so that it
+// differentiates again).
+array activation_second_derivative(BinaryOp op, const array& x, const Stream& s) {
+  auto sq = [&](const array& v) { return square(v, s); };
+  auto one = scalar(1.0, x);
+  switch (op) {
+    case BinaryOp::GeluVjp: {
+      // d/dx (Phi(x) + x phi(x)) = phi(x) (2 - x^2), phi the standard normal density.
+      array phi = multiply(scalar(1.0 / std::sqrt(2.0 * std::numbers::pi), x),
+                           exp(multiply(scalar(-0.5, x), sq(x), s), s), s);
+      return multiply(phi, subtract(scalar(2.0, x), sq(x), s), s);
+    }
+    case BinaryOp::GeluApproxVjp: {
+      // With u = c (x + a x^3) and t = tanh(u), the derivative (1 + t) / 2 + x (1 - t^2) u' / 2
+      // has derivative (1 - t^2) (u' + x (u'' - 2 t u'^2) / 2),
+      // where u' = c (1 + 3 a x^2) and u'' = 6 a c x.
+      constexpr double c = 0.79788456080286535588, a = 0.044715;
+      array x2 = sq(x);
+      array t = tanh(
+          multiply(scalar(c, x), add(x, multiply(scalar(a, x), multiply(x2, x, s), s), s), s), s);
+      array du = multiply(scalar(c, x), add(one, multiply(scalar(3 * a, x), x2, s), s), s);
+      array d2u = multiply(scalar(6 * a * c, x), x, s);
+      array inner = subtract(d2u, multiply(multiply(scalar(2.0, x), t, s), sq(du), s), s);
+      array d = add(du, multiply(scalar(0.5, x), multiply(x, inner, s), s), s);
+      return multiply(subtract(one, sq(t), s), d, s);
+    }
+    case BinaryOp::SiluVjp: {
+      // d/dx sigma (1 + x (1 - sigma)) = sigma (1 - sigma) (2 + x (1 - 2 sigma)).
+      array sig = sigmoid(x, s);
+      array one_minus = subtract(one, sig, s);
+      array tail = add(scalar(2.0, x), multiply(x, subtract(one_minus, sig, s), s), s);
+      return multiply(multiply(sig, one_minus, s), tail, s);
+    }
+    default:
+      throw std::logic_error("[Binary] Not an activation's vjp.");
+  }
 }
 
 // g times the partial derivative of `op` in its input k (0: a, 1: b) at (a, b), with
@@ -295,6 +306,14 @@ std::optional<array> binary_linear(BinaryOp op, int k, const array& g, const arr
       array num = k == 0 ? multiply(g, b, s) : negative(multiply(g, a, s), s);
       return divide(num, r2, s);
     }
+    case BinaryOp::GeluVjp:
+    case BinaryOp::GeluApproxVjp:
+    case BinaryOp::SiluVjp:
+      // out = b f'(a): d/da = b f''(a), and d/db = f'(a) makes the b part the op itself.
+      if (k == 0) {
+        return multiply(g, multiply(b, activation_second_derivative(op, a, s), s), s);
+      }
+      return make_binary(op, a, astype(g, a.dtype(), s), s);
     case BinaryOp::FloorDivide:
     case BinaryOp::Equal:
     case BinaryOp::NotEqual:

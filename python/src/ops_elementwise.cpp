@@ -45,13 +45,10 @@ const Unary kUnary[] = {
     {"erf", &mlx::core::erf},
     {"erfinv", &erfinv},
     {"sigmoid", &sigmoid},
-    // Not MLX API: the fused kernels behind nn.gelu, hence the underscore.
+    // Not MLX API: the fused kernels behind nn.gelu & co, hence the underscore.
     {"_gelu", &gelu},
-    {"_gelu_grad", &gelu_grad},
     {"_gelu_approx", &gelu_approx},
-    {"_gelu_approx_grad", &gelu_approx_grad},
     {"_silu", &silu},
-    {"_silu_grad", &silu_grad},
     {"degrees", &degrees},
     {"radians", &radians},
     {"floor", &mlx::core::floor},
@@ -97,6 +94,10 @@ const std::pair<const char*, BinaryFn> kBinary[] = {
     {"bitwise_xor", &bitwise_xor},
     {"left_shift", &left_shift},
     {"right_shift", &right_shift},
+    // Not MLX API: the activations' vjps g f'(x) as one kernel, taking (x, g).
+    {"_gelu_vjp", &gelu_vjp},
+    {"_gelu_approx_vjp", &gelu_approx_vjp},
+    {"_silu_vjp", &silu_vjp},
 };
 
 // isclose / allclose share their signature.

@@ -7,7 +7,7 @@ import pytest
 import mlx.core as mx
 import mlx.nn as nn
 
-_erf = np.vectorize(math.erf)
+_erf = np.vectorize(math.erf, otypes=[np.float64])
 
 
 def _sigmoid(x):
@@ -200,8 +200,8 @@ def test_activation_gradients_match_finite_differences(rng):
 
 @pytest.mark.parametrize("name", ["gelu", "gelu_approx", "silu"])
 def test_fused_activation_second_derivatives(name, rng):
-    """The fused activations' vjps are kernels of their own (the derivative); differentiating
-    those again must match finite differences of the first derivative."""
+    """The fused activations' vjps are kernels of their own (g f'(x)); differentiating those
+    again must match finite differences of the first derivative."""
     fn = REFERENCES[name][0]
     x = rng.uniform(-4, 4, 32)
     first = mx.grad(lambda a: mx.sum(fn(a)))
@@ -212,16 +212,156 @@ def test_fused_activation_second_derivatives(name, rng):
     np.testing.assert_allclose(np.array(second), fd, rtol=1e-4, atol=1e-6)
 
 
-@pytest.mark.parametrize("name,kernel", [("gelu_approx", "GeluApprox"), ("silu", "Silu")])
+FUSED = [("gelu", "Gelu"), ("gelu_approx", "GeluApprox"), ("silu", "Silu")]
+
+
+def _kernels_of(*arrays):
+    mx._kernel_counts(True, True)
+    mx.eval(*arrays)
+    return mx._kernel_counts(False, True)
+
+
+@pytest.mark.parametrize("name,kernel", FUSED)
 def test_fused_activation_is_one_kernel_each_way(name, kernel, rng):
     fn = REFERENCES[name][0]
     x = mx.array(rng.standard_normal((8, 16)).astype(np.float32))
-    mx.eval(x)
-    mx._kernel_counts(True, True)
-    mx.eval(fn(x))
-    assert mx._kernel_counts(False, True) == {kernel: 1}
-    # The backward: the derivative's kernel times the cotangent, nothing of tanh or sigmoid.
-    mx._kernel_counts(True, True)
-    mx.eval(mx.vjp(fn, [x], [mx.ones_like(x)])[1])
-    counts = mx._kernel_counts(False, True)
-    assert counts.get(kernel + "Grad") == 1 and not {"Tanh", "Sigmoid", "Power"} & set(counts)
+    g = mx.array(rng.standard_normal((8, 16)).astype(np.float32))
+    mx.eval(x, g)
+    assert _kernels_of(fn(x)) == {kernel: 1}
+    # The backward graph is one node, g f'(x) (not f'(x) and then a product), and so is the
+    # forward-mode derivative.
+    assert _kernels_of(mx.vjp(fn, [x], [g])[1][0]) == {kernel + "Vjp": 1}
+    assert _kernels_of(mx.jvp(fn, [x], [g])[1][0]) == {kernel + "Vjp": 1}
+
+
+# f'(x) in float64, and the fused g f'(x) ops.
+def _gelu_grad(x):
+    return 0.5 * (1 + _erf(x / math.sqrt(2))) + x * np.exp(-0.5 * x * x) / math.sqrt(2 * math.pi)
+
+
+def _gelu_approx_grad(x):
+    c = math.sqrt(2 / math.pi)
+    t = np.tanh(c * (x + 0.044715 * x**3))
+    return 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * c * (1 + 3 * 0.044715 * x * x)
+
+
+def _silu_grad(x):
+    s = _sigmoid(x)
+    return s * (1 + x * (1 - s))
+
+
+VJPS = {
+    "gelu": (mx._gelu_vjp, _gelu_grad),
+    "gelu_approx": (mx._gelu_approx_vjp, _gelu_approx_grad),
+    "silu": (mx._silu_vjp, _silu_grad),
+}
+
+
+def _f64(a):
+    return np.array(a.astype(mx.float32) if a.dtype == mx.bfloat16 else a).astype(np.float64)
+
+
+@pytest.mark.parametrize("dtype", [mx.float32, mx.float16, mx.bfloat16])
+@pytest.mark.parametrize("name", sorted(VJPS))
+def test_fused_vjp_matches_numpy(name, dtype, rng):
+    op, grad = VJPS[name]
+    tol = {mx.float32: 1e-5, mx.float16: 2e-3, mx.bfloat16: 1.6e-2}[dtype]
+
+    def check(x, g):
+        got = op(x, g)
+        shape = np.broadcast_shapes(x.shape, g.shape)
+        assert got.dtype == dtype and got.shape == shape
+        want = _f64(g) * grad(_f64(x))
+        np.testing.assert_allclose(_f64(got), np.broadcast_to(want, shape), rtol=tol, atol=tol)
+
+    def sample(shape, scale=3.0):
+        return mx.array((rng.standard_normal(shape) * scale).astype(np.float32)).astype(dtype)
+
+    x, g = sample((6, 35)), sample((6, 35), 1.0)
+    check(x, g)
+    check(x.T, g.T)  # both transposed
+    check(x[:, ::-2], g[:, :18])  # x reversed with a step, g sliced
+    check(x, g[2])  # g broadcast along rows
+    check(x, mx.array(0.5, dtype))  # g a scalar
+    check(mx.array(-1.25, dtype), g)  # x a scalar
+    check(sample((1,)), sample((1,)))
+    check(sample((0, 4)), sample((0, 4)))
+    big = sample((1000003,))
+    check(big, sample((1000003,), 1.0))
+    check(big, mx.array(-2.0, dtype))
+
+
+@pytest.mark.parametrize("dtype", [mx.float16, mx.bfloat16])
+@pytest.mark.parametrize("name", sorted(VJPS))
+def test_fused_vjp_rounds_once(name, dtype, rng):
+    """Half inputs compute g f'(x) in float32 and round once: every result is within half an
+    ulp of the exact value (plus float32's error), which rounding f'(x) first would miss."""
+    op, grad = VJPS[name]
+    x = mx.array(rng.uniform(-4, 4, 4096).astype(np.float32)).astype(dtype)
+    g = mx.array(rng.uniform(-2, 2, 4096).astype(np.float32)).astype(dtype)
+    exact = _f64(g) * grad(_f64(x))
+    bits, emin = (10, -14) if dtype == mx.float16 else (7, -126)
+    _, e = np.frexp(np.abs(exact))
+    half_ulp = 0.5 * np.exp2(np.maximum(e - 1, emin) - bits)
+    err = np.abs(_f64(op(x, g)) - exact)
+    assert np.all(err <= half_ulp * 1.001 + 1e-6 * np.abs(_f64(g))), np.max(err / half_ulp)
+
+
+@pytest.mark.parametrize("name", sorted(VJPS))
+def test_fused_vjp_gradients_match_finite_differences(name, rng):
+    """d/dx g f'(x) = g f''(x) and d/dg = f'(x), against central differences in float64."""
+    op = VJPS[name][0]
+    f64 = lambda v: mx.array(v, dtype=mx.float64)  # noqa: E731
+    x = rng.uniform(-3, 3, 24)
+    g = rng.uniform(-2, 2, 24)
+    w = f64(rng.standard_normal(24))
+    loss = lambda a, b: mx.sum(op(a, b) * w)  # noqa: E731
+    dx, dg = mx.grad(loss, argnums=(0, 1))(f64(x), f64(g))
+    h = 1e-6
+
+    def fd(i):
+        def at(d):
+            args = [x, g]
+            args[i] = args[i] + d
+            return np.array(op(f64(args[0]), f64(args[1])) * w)
+
+        return (at(h) - at(-h)) / (2 * h)
+
+    np.testing.assert_allclose(np.array(dx), fd(0), rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(np.array(dg), fd(1), rtol=1e-5, atol=1e-7)
+    # Forward mode gives the same partials.
+    tx, tg = rng.standard_normal(24), rng.standard_normal(24)
+    _, (t,) = mx.jvp(op, [f64(x), f64(g)], [f64(tx), f64(tg)])
+    np.testing.assert_allclose(np.array(t * w), fd(0) * tx + fd(1) * tg, rtol=1e-5, atol=1e-7)
+
+
+@pytest.mark.parametrize("name", sorted(VJPS))
+def test_fused_activation_third_derivatives(name, rng):
+    """grad of grad of grad: the rules of the f''(x) composites behind the fused vjp."""
+    fn = REFERENCES[name][0]
+    f64 = lambda v: mx.array(v, dtype=mx.float64)  # noqa: E731
+    x = rng.uniform(-3, 3, 16)
+    d = lambda f: mx.grad(lambda a: mx.sum(f(a)))  # noqa: E731
+    second, third = d(d(fn)), d(d(d(fn)))
+    h = 1e-5
+    fd = (np.array(second(f64(x + h))) - np.array(second(f64(x - h)))) / (2 * h)
+    np.testing.assert_allclose(np.array(third(f64(x))), fd, rtol=1e-5, atol=1e-7)
+
+
+@pytest.mark.parametrize("name", sorted(VJPS))
+def test_fused_vjp_vmap(name, rng):
+    op = VJPS[name][0]
+    x = mx.array(rng.standard_normal((4, 7)).astype(np.float32))
+    g = mx.array(rng.standard_normal((7, 4)).astype(np.float32))
+    got = mx.vmap(op, in_axes=(0, 1))(x, g)
+    want = mx.stack([op(x[i], g[:, i]) for i in range(4)])
+    np.testing.assert_array_equal(np.array(got), np.array(want))
+    got = mx.vmap(op, in_axes=(1, None), out_axes=1)(x, g[0, :4])
+    want = mx.stack([op(x[:, j], g[0, :4]) for j in range(7)], axis=1)
+    np.testing.assert_array_equal(np.array(got), np.array(want))
+    # The activation's gradient under vmap, per row.
+    fn = REFERENCES[name][0]
+    grad = mx.grad(lambda a: mx.sum(fn(a) * a))
+    got = mx.vmap(grad)(x)
+    want = mx.stack([grad(x[i]) for i in range(4)])
+    np.testing.assert_allclose(np.array(got), np.array(want), rtol=1e-6, atol=1e-7)

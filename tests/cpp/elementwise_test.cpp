@@ -33,13 +33,21 @@ double erfinv_ref(double y) {
   return 0.5 * (lo + hi);
 }
 
-// GELU's tanh approximation and its derivative, in double.
+// GELU's tanh approximation, and the derivatives of the activations, in double.
 double gelu_approx_ref(double x) {
   return 0.5 * x * (1 + std::tanh(std::sqrt(2 / std::numbers::pi) * (x + 0.044715 * x * x * x)));
+}
+double gelu_grad_ref(double x) {
+  return 0.5 * (1 + std::erf(x / std::sqrt(2.0))) +
+         x * std::exp(-0.5 * x * x) / std::sqrt(2 * std::numbers::pi);
 }
 double gelu_approx_grad_ref(double x) {
   double c = std::sqrt(2 / std::numbers::pi), t = std::tanh(c * (x + 0.044715 * x * x * x));
   return 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * c * (1 + 3 * 0.044715 * x * x);
+}
+double silu_grad_ref(double x) {
+  double sig = 1 / (1 + std::exp(-x));
+  return sig + x * sig * (1 - sig);
 }
 
 std::vector<UnaryCase> unary_cases() {
@@ -103,27 +111,10 @@ std::vector<UnaryCase> unary_cases() {
        [](double x) { return 1 / (1 + std::exp(-x)); }, -20, 20},
       {"gelu", f([](const array& a, StreamOrDevice s) { return gelu(a, s); }),
        [](double x) { return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0))); }, -6, 6},
-      {"gelu_grad", f([](const array& a, StreamOrDevice s) { return gelu_grad(a, s); }),
-       [](double x) {
-         return 0.5 * (1 + std::erf(x / std::sqrt(2.0))) +
-                x * std::exp(-0.5 * x * x) / std::sqrt(2 * std::numbers::pi);
-       },
-       -6, 6},
       {"gelu_approx", f([](const array& a, StreamOrDevice s) { return gelu_approx(a, s); }),
        gelu_approx_ref, -8, 8},
-      // (The derivatives' agreement with the functions is checked by finite differences in
-      // elementwise_transforms_test.)
-      {"gelu_approx_grad",
-       f([](const array& a, StreamOrDevice s) { return gelu_approx_grad(a, s); }),
-       gelu_approx_grad_ref, -8, 8},
       {"silu", f([](const array& a, StreamOrDevice s) { return silu(a, s); }),
        [](double x) { return x / (1 + std::exp(-x)); }, -20, 20},
-      {"silu_grad", f([](const array& a, StreamOrDevice s) { return silu_grad(a, s); }),
-       [](double x) {
-         double sig = 1 / (1 + std::exp(-x));
-         return sig + x * sig * (1 - sig);
-       },
-       -20, 20},
       {"floor", f([](const array& a, StreamOrDevice s) { return floor(a, s); }),
        [](double x) { return std::floor(x); }, -5, 5},
       {"ceil", f([](const array& a, StreamOrDevice s) { return ceil(a, s); }),
@@ -294,6 +285,62 @@ TEST(Binary, FloatDtypesWithBroadcastingAndViews) {
       check(transpose(transpose(a, {2, 1, 0}), {2, 1, 0}), slice(b, {2, 4}, {-4, -6}, {-1, -1}));
     }
   }
+}
+
+// The activations' vjps g f'(x) (one kernel each) against the derivatives in double. (Their
+// agreement with the activations is checked by finite differences in elementwise_transforms_test.)
+TEST(Binary, ActivationVjps) {
+  struct Case {
+    const char* name;
+    std::function<array(const array&, const array&)> op;
+    double (*grad)(double);
+    double lo, hi;
+  };
+  const Case cases[] = {
+      {"gelu_vjp", [](auto& x, auto& g) { return gelu_vjp(x, g); }, gelu_grad_ref, -6, 6},
+      {"gelu_approx_vjp", [](auto& x, auto& g) { return gelu_approx_vjp(x, g); },
+       gelu_approx_grad_ref, -8, 8},
+      {"silu_vjp", [](auto& x, auto& g) { return silu_vjp(x, g); }, silu_grad_ref, -20, 20},
+  };
+  for (const auto& c : cases) {
+    for (Dtype dt : kFloatDtypes) {
+      SCOPED_TRACE(std::string(c.name) + " " + dtype_name(dt));
+      auto check = [&](const array& x, const array& g) {
+        Shape shape = broadcast_shapes(x.shape(), g.shape());
+        auto xv = to_vector(broadcast_to(x, shape));
+        auto gv = to_vector(broadcast_to(g, shape));
+        std::vector<double> expected(xv.size());
+        for (size_t i = 0; i < xv.size(); ++i) {
+          expected[i] = gv[i] * c.grad(xv[i]);
+        }
+        array out = c.op(x, g);
+        EXPECT_EQ(out.dtype(), dt);
+        double tol = default_rtol(dt) * (dt == float32 ? 4 : 2);
+        expect_close(out, expected, shape, tol, tol);
+      };
+      array x = random_array({5, 7, 9}, dt, c.lo, c.hi, 7);
+      array g = random_array({5, 7, 9}, dt, -2, 2, 8);
+      check(x, g);
+      check(transpose(x, {2, 0, 1}), transpose(g, {2, 0, 1}));                // both strided alike
+      check(transpose(x, {2, 0, 1}), random_array({9, 5, 7}, dt, -2, 2, 9));  // x strided only
+      check(slice(x, {4, 6, 8}, {-6, -8, -10}, {-1, -2, -3}), slice(g, {0, 0, 0}, {5, 4, 3}));
+      check(x, array(1.5, dt));                    // g a scalar
+      check(array(0.75, dt), g);                   // x a scalar
+      check(x, random_array({9}, dt, -2, 2, 10));  // g broadcast rows
+      check(array(-0.5, dt), array(3.0, dt));      // both scalars
+      check(random_array({1}, dt, c.lo, c.hi, 11), random_array({1}, dt, -2, 2, 12));
+      check(zeros({0, 3}, dt), zeros({0, 3}, dt));
+      // Long enough for every thread, streaming stores and a ragged tail.
+      array big_x = random_array({1000003}, dt, c.lo, c.hi, 13);
+      array big_g = random_array({1000003}, dt, -2, 2, 14);
+      check(big_x, big_g);
+      check(big_x, array(0.25, dt));
+    }
+  }
+  // Integers become float32; complex inputs are refused.
+  EXPECT_EQ(gelu_vjp(array({1, 2}), array({1, 1})).dtype(), float32);
+  EXPECT_EQ(silu_vjp(array({1.0f}, float16), array({1.0f}, float32)).dtype(), float32);
+  EXPECT_THROW(gelu_approx_vjp(array({1.0f}, complex64), array({1.0f})), std::invalid_argument);
 }
 
 TEST(Binary, PromotionAndScalars) {

@@ -10,6 +10,7 @@
 
 #include "mlx/mlx.h"
 #include "mlx/primitives/elementwise.h"
+#include "mlx/runtime/kernel_counter.h"
 #include "test_utils.h"
 #include "transform_check.h"
 
@@ -54,11 +55,8 @@ std::vector<UnaryCase> differentiable_unary() {
       {"erfinv", [](const array& x) { return erfinv(x); }, -0.9, 0.9},
       {"sigmoid", [](const array& x) { return sigmoid(x); }, -3, 3},
       {"gelu", [](const array& x) { return gelu(x); }, -3, 3},
-      {"gelu_grad", [](const array& x) { return gelu_grad(x); }, -3, 3},
       {"gelu_approx", [](const array& x) { return gelu_approx(x); }, -3, 3},
-      {"gelu_approx_grad", [](const array& x) { return gelu_approx_grad(x); }, -3, 3},
       {"silu", [](const array& x) { return silu(x); }, -3, 3},
-      {"silu_grad", [](const array& x) { return silu_grad(x); }, -3, 3},
   };
 }
 
@@ -92,6 +90,11 @@ std::vector<BinaryCase> differentiable_binary() {
       {"minimum", [](const array& a, const array& b) { return minimum(a, b); }, -1, 1, -1, 1},
       {"logaddexp", [](const array& a, const array& b) { return logaddexp(a, b); }, -2, 2, -2, 2},
       {"arctan2", [](const array& a, const array& b) { return arctan2(a, b); }, -1, 1, -1, 1},
+      // The activations' vjps g f'(x): their own rules hold f''(x) (second derivatives).
+      {"gelu_vjp", [](const array& x, const array& g) { return gelu_vjp(x, g); }, -3, 3, -1, 1},
+      {"gelu_approx_vjp", [](const array& x, const array& g) { return gelu_approx_vjp(x, g); }, -3,
+       3, -1, 1},
+      {"silu_vjp", [](const array& x, const array& g) { return silu_vjp(x, g); }, -3, 3, -1, 1},
   };
 }
 
@@ -207,6 +210,50 @@ TEST(ElementwiseRules, BinaryRulesAreDifferentiable) {
     array ct = random_array({2, 3}, float64, -1, 1, 20);
     check_grad(vjp_fn(as_fn(c.fn), {ct}), {a, b});
     check_vmap(vjp_fn(as_fn(c.fn), {take(ct, 0, 1)}), {a, b}, {1, 1}, {0, 1});
+  }
+}
+
+// An activation's vjp and jvp are one kernel each, g f'(x), not f'(x) and then a product.
+TEST(ElementwiseRules, ActivationDerivativesAreOneKernel) {
+  array x = random_array({4, 5}, float32, -3, 3, 40);
+  array g = random_array({4, 5}, float32, -1, 1, 41);
+  eval(x, g);
+  const std::pair<Fn1, const char*> cases[] = {
+      {[](const array& a) { return gelu(a); }, "GeluVjp"},
+      {[](const array& a) { return gelu_approx(a); }, "GeluApproxVjp"},
+      {[](const array& a) { return silu(a); }, "SiluVjp"},
+  };
+  for (auto& [f, kernel] : cases) {
+    SCOPED_TRACE(kernel);
+    for (bool forward : {false, true}) {
+      array d = forward ? jvp(f, x, g).second : vjp(f, x, g).second;
+      core::detail::kernel_counts(true);
+      core::detail::set_kernel_counting(true);
+      eval(d);
+      core::detail::set_kernel_counting(false);
+      std::string ran;
+      for (auto& [name, c] : core::detail::kernel_counts(true)) {
+        ran += name + " x" + std::to_string(c.count) + "; ";
+      }
+      EXPECT_EQ(ran, std::string(kernel) + " x1; ");
+    }
+  }
+}
+
+// Vectorized over either operand or both, with the batch axis anywhere.
+TEST(ElementwiseRules, ActivationVjpsVmap) {
+  array x = random_array({3, 4}, float32, -3, 3, 42);
+  array g = random_array({4, 3}, float32, -1, 1, 43);
+  for (auto& c : differentiable_binary()) {
+    if (std::string(c.name).find("_vjp") == std::string::npos) {
+      continue;
+    }
+    SCOPED_TRACE(c.name);
+    auto f = as_fn(c.fn);
+    check_vmap(f, {x, g}, {0, 1});
+    check_vmap(f, {x, g}, {1, 0}, {1});
+    check_vmap(f, {x, take(g, 0, 0)}, {1, -1});
+    check_vmap(f, {take(x, 0, 1), g}, {-1, 0}, {1});
   }
 }
 

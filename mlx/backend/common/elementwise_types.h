@@ -14,8 +14,8 @@
   X(ArcSin, floats) X(ArcCos, floats) X(ArcTan, floats) \
   X(Sinh, inexact) X(Cosh, inexact) X(Tanh, inexact) \
   X(ArcSinh, floats) X(ArcCosh, floats) X(ArcTanh, floats) \
-  X(Erf, floats) X(ErfInv, floats) X(Sigmoid, floats) X(Gelu, floats) X(GeluGrad, floats) \
-  X(GeluApprox, floats) X(GeluApproxGrad, floats) X(Silu, floats) X(SiluGrad, floats) \
+  X(Erf, floats) X(ErfInv, floats) X(Sigmoid, floats) X(Gelu, floats) X(GeluApprox, floats) \
+  X(Silu, floats) \
   X(Floor, real) X(Ceil, real) X(Round, all) X(Trunc, real) \
   X(BitwiseInvert, ints) X(Conjugate, complex_only)
 
@@ -25,5 +25,6 @@
   X(Equal, all) X(NotEqual, all) X(Less, all) X(LessEqual, all) X(Greater, all) \
   X(GreaterEqual, all) X(LogicalAnd, real) X(LogicalOr, real) X(LogAddExp, floats) \
   X(ArcTan2, floats) X(BitwiseAnd, ints) X(BitwiseOr, ints) X(BitwiseXor, ints) \
-  X(LeftShift, ints) X(RightShift, ints) X(NaNEqual, all)
+  X(LeftShift, ints) X(RightShift, ints) X(NaNEqual, all) \
+  X(GeluVjp, floats) X(GeluApproxVjp, floats) X(SiluVjp, floats)
 // clang-format on

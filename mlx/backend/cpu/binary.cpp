@@ -1,6 +1,7 @@
 #include "mlx/backend/common/convert.h"
 #include "mlx/backend/common/elementwise_types.h"
 #include "mlx/backend/cpu/elementwise.h"
+#include "mlx/backend/cpu/elementwise_bulk.h"
 #include "mlx/backend/cpu/elementwise_functors.h"
 #include "mlx/primitives/elementwise.h"
 
@@ -12,6 +13,13 @@ using namespace cpu;
 
 template <typename Op, TypeClass kClass>
 void run(const array& a, const array& b, array& out, const char* name) {
+  if constexpr (has_binary_bulk_kernel_v<Op>) {
+    if (dispatch_bulk(a.dtype(), [&]<typename T>() {
+          binary_loop_bulk<T>(a, b, out, bulk_for<T, binary_bulk_kernel<Op>()>(), Op{});
+        })) {
+      return;
+    }
+  }
   dispatch_class<kClass>(a.dtype(), name, [&]<typename T>() {
     using Out = decltype(Op{}(T{}, T{}));
     binary_loop<T, Out>(a, b, out, Op{});

@@ -18,9 +18,9 @@
 #include "mlx/backend/common/elementwise_types.h"
 #include "mlx/backend/common/layout.h"
 #include "mlx/backend/cpu/compiled_jit.h"
+#include "mlx/backend/cpu/elementwise_bulk.h"
 #include "mlx/backend/cpu/elementwise_functors.h"
 #include "mlx/backend/cpu/thread_pool.h"
-#include "mlx/backend/cpu/unary_bulk.h"
 #include "mlx/primitives/reduction.h"
 #include "mlx/utils.h"
 
@@ -49,14 +49,14 @@ void unary_kernel(const void* in, void* out, int64_t n) {
   }
 }
 
-template <void (*F)(const float*, float*, int64_t)>
+template <typename T, void (*F)(const T*, T*, int64_t)>
 void bulk_unary_kernel(const void* in, void* out, int64_t n) {
-  F(static_cast<const float*>(in), static_cast<float*>(out), n);
+  F(static_cast<const T*>(in), static_cast<T*>(out), n);
 }
 
-template <typename T, void (*F)(const float*, float*, int64_t)>
-void bulk_16bit_kernel(const void* in, void* out, int64_t n) {
-  bulk_16bit<T, F>(static_cast<const T*>(in), static_cast<T*>(out), n);
+template <typename T, void (*F)(const T*, bool, const T*, bool, T*, int64_t)>
+void bulk_binary_kernel(const void* a, bool as, const void* b, bool bs, void* out, int64_t n) {
+  F(static_cast<const T*>(a), as, static_cast<const T*>(b), bs, static_cast<T*>(out), n);
 }
 
 template <typename T, typename Op>
@@ -122,13 +122,20 @@ void pick_same_type(Resolved& r, Dtype dt, const char* name) {
   r.vec = r.scalar;
   if constexpr (has_bulk_kernel_v<Op>) {
     // As the unfused kernel does (unary.cpp), so that fused regions stay bit-identical to it.
-    if (dt == float32) {
-      r.vec = &bulk_unary_kernel<bulk_kernel<Op>()>;
-    } else if (dt == float16) {
-      r.vec = &bulk_16bit_kernel<float16_t, bulk_kernel<Op>()>;
-    } else if (dt == bfloat16) {
-      r.vec = &bulk_16bit_kernel<bfloat16_t, bulk_kernel<Op>()>;
-    }
+    dispatch_bulk(
+        dt, [&]<typename T>() { r.vec = &bulk_unary_kernel<T, bulk_for<T, bulk_kernel<Op>()>()>; });
+  }
+}
+
+template <typename Op, TypeClass kClass>
+void pick_binary_op(Resolved& r, Dtype dt, const char* name) {
+  r.binary = dispatch_class<kClass>(
+      dt, name, [&]<typename T>() -> BinaryFn { return &binary_kernel<T, Op>; });
+  if constexpr (has_binary_bulk_kernel_v<Op>) {
+    // As the unfused kernel does (binary.cpp).
+    dispatch_bulk(dt, [&]<typename T>() {
+      r.binary = &bulk_binary_kernel<T, bulk_for<T, binary_bulk_kernel<Op>()>()>;
+    });
   }
 }
 
@@ -171,10 +178,9 @@ void pick_unary(Resolved& r, UnaryOp op, Dtype dt) {
 void pick_binary(Resolved& r, BinaryOp op, Dtype dt) {
   const char* n = binary_op_name(op);
   switch (op) {
-#define CASE(OP, CLASS)                                                              \
-  case BinaryOp::OP:                                                                 \
-    r.binary = dispatch_class<TypeClass::CLASS>(                                     \
-        dt, n, [&]<typename T>() -> BinaryFn { return &binary_kernel<T, fn::OP>; }); \
+#define CASE(OP, CLASS)                                 \
+  case BinaryOp::OP:                                    \
+    pick_binary_op<fn::OP, TypeClass::CLASS>(r, dt, n); \
     break;
     MLX_BINARY_OP_TYPES(CASE)
 #undef CASE

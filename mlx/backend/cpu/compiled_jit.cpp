@@ -16,8 +16,9 @@ constexpr size_t kMaxGeneratedOps = 256;
 constexpr size_t kMaxGeneratedCalls = 32;
 
 // The vec.h expression of each op the generator handles, @ and # its operands. Each
-// equals the unfused kernel bit for bit: float32 unary ops there run the same vec.h function
-// (simd/vmath.cpp), arithmetic is IEEE, and the functors' NaN and signed-zero rules are kept.
+// equals the unfused kernel bit for bit: float32 unary ops and the activations' vjps there run
+// the same vec.h function (simd/vmath.cpp), arithmetic is IEEE, and the functors' NaN and
+// signed-zero rules are kept.
 std::optional<std::string> unary_expr(UnaryOp op) {
   switch (op) {
 #define VEC(OP, FN) \
@@ -37,11 +38,8 @@ std::optional<std::string> unary_expr(UnaryOp op) {
     VEC(Erf, "erf")
     VEC(ErfInv, "erfinv")
     VEC(Gelu, "gelu")
-    VEC(GeluGrad, "gelu_grad")
     VEC(GeluApprox, "gelu_approx")
-    VEC(GeluApproxGrad, "gelu_approx_grad")
     VEC(Silu, "silu")
-    VEC(SiluGrad, "silu_grad")
     VEC(Sinh, "sinh")
     VEC(Cosh, "cosh")
     VEC(ArcTan, "atan")
@@ -79,6 +77,12 @@ std::optional<std::string> binary_expr(BinaryOp op) {
       return "select(is_nan(@), @, max(@, #))";
     case BinaryOp::Minimum:
       return "select(is_nan(@), @, min(@, #))";
+    case BinaryOp::GeluVjp:
+      return "gelu_vjp(@, #)";
+    case BinaryOp::GeluApproxVjp:
+      return "gelu_approx_vjp(@, #)";
+    case BinaryOp::SiluVjp:
+      return "silu_vjp(@, #)";
     default:
       return std::nullopt;
   }
@@ -124,7 +128,7 @@ std::optional<std::string> jit_source(const Compiled& c, const std::vector<char>
     } else if (op.kind == FusedOp::Kind::binary) {
       e = binary_expr(static_cast<BinaryOp>(op.code));
     }
-    if (!e || (e->find("(@)") != std::string::npos && ++calls > kMaxGeneratedCalls)) {
+    if (!e || (e->find("(@") != std::string::npos && ++calls > kMaxGeneratedCalls)) {
       return std::nullopt;
     }
     auto operand = [&](int a) {

@@ -159,11 +159,8 @@ MLX_FLOAT_FN(ArcCosh, std::acosh(x))
 MLX_FLOAT_FN(ArcTanh, std::atanh(x))
 MLX_FLOAT_FN(Sigmoid, sigmoid_impl(x))
 MLX_FLOAT_FN(Gelu, gelu_impl(x))
-MLX_FLOAT_FN(GeluGrad, gelu_grad_impl(x))
 MLX_FLOAT_FN(GeluApprox, gelu_approx_impl(x))
-MLX_FLOAT_FN(GeluApproxGrad, gelu_approx_grad_impl(x))
 MLX_FLOAT_FN(Silu, sigmoid_impl(x) * x)
-MLX_FLOAT_FN(SiluGrad, silu_grad_impl(x))
 #undef MLX_FLOAT_FN
 
 struct Erf {
@@ -586,6 +583,21 @@ struct ArcTan2 {
     return T(std::atan2(static_cast<C>(a), static_cast<C>(b)));
   }
 };
+
+// g f'(x) for an activation f (the binary ops GeluVjp & co take (x, g)); halves compute in
+// float and round once.
+#define MLX_ACTIVATION_VJP(NAME, GRAD)                       \
+  struct NAME {                                              \
+    template <typename T>                                    \
+    T operator()(T x, T g) const {                           \
+      using C = std::conditional_t<is_half_v<T>, float, T>;  \
+      return T(GRAD(static_cast<C>(x)) * static_cast<C>(g)); \
+    }                                                        \
+  };
+MLX_ACTIVATION_VJP(GeluVjp, gelu_grad_impl)
+MLX_ACTIVATION_VJP(GeluApproxVjp, gelu_approx_grad_impl)
+MLX_ACTIVATION_VJP(SiluVjp, silu_grad_impl)
+#undef MLX_ACTIVATION_VJP
 
 #define MLX_BITWISE(NAME, OP)      \
   struct NAME {                    \

@@ -1,7 +1,7 @@
 #include "mlx/backend/common/elementwise_types.h"
 #include "mlx/backend/cpu/elementwise.h"
+#include "mlx/backend/cpu/elementwise_bulk.h"
 #include "mlx/backend/cpu/elementwise_functors.h"
-#include "mlx/backend/cpu/unary_bulk.h"
 #include "mlx/primitives/elementwise.h"
 
 namespace mlx::core {
@@ -13,16 +13,9 @@ using namespace cpu;
 template <typename Op, TypeClass kClass>
 void run_same_type(const array& in, array& out, const char* name) {
   if constexpr (has_bulk_kernel_v<Op>) {
-    if (in.dtype() == float32) {
-      unary_loop_bulk<float>(in, out, bulk_kernel<Op>(), Op{});
-      return;
-    }
-    if (in.dtype() == float16) {
-      unary_loop_bulk<float16_t>(in, out, &bulk_16bit<float16_t, bulk_kernel<Op>()>, Op{});
-      return;
-    }
-    if (in.dtype() == bfloat16) {
-      unary_loop_bulk<bfloat16_t>(in, out, &bulk_16bit<bfloat16_t, bulk_kernel<Op>()>, Op{});
+    if (dispatch_bulk(in.dtype(), [&]<typename T>() {
+          unary_loop_bulk<T>(in, out, bulk_for<T, bulk_kernel<Op>()>(), Op{});
+        })) {
       return;
     }
   }

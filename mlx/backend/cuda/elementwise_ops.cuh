@@ -27,7 +27,13 @@ __device__ __forceinline__ T down(C x) {
 __device__ __forceinline__ float erfinv_f(float a) { return erfinvf(a); }
 __device__ __forceinline__ double erfinv_f(double a) { return erfinv(a); }
 
-// GELU's tanh approximation, its derivative, and SiLU's derivative (ops/elementwise.h).
+// GELU's derivative Phi(x) + x phi(x), GELU's tanh approximation and its derivative, and
+// SiLU's derivative (ops/elementwise.h).
+template <typename T>
+__device__ __forceinline__ T gelu_grad_f(T x) {
+  return T(0.5) * (T(1) + ::erf(x * T(0.70710678118654752440))) +
+         x * T(0.39894228040143267794) * ::exp(T(-0.5) * x * x);
+}
 template <typename T>
 __device__ __forceinline__ T gelu_approx_f(T x) {
   const T t = ::tanh(T(0.79788456080286535588) * (x + T(0.044715) * x * x * x));
@@ -117,14 +123,8 @@ MLX_CU_FLOAT_FN(Sigmoid, x >= 0 ? decltype(x)(1) / (decltype(x)(1) + ::exp(-x))
                                 : ::exp(x) / (decltype(x)(1) + ::exp(x)))
 MLX_CU_FLOAT_FN(Gelu, decltype(x)(0.5) * x *
                           (decltype(x)(1) + ::erf(x * decltype(x)(0.70710678118654752440))))
-MLX_CU_FLOAT_FN(GeluGrad,
-                decltype(x)(0.5) *
-                        (decltype(x)(1) + ::erf(x * decltype(x)(0.70710678118654752440))) +
-                    x * decltype(x)(0.39894228040143267794) * ::exp(decltype(x)(-0.5) * x * x))
 MLX_CU_FLOAT_FN(GeluApprox, gelu_approx_f(x))
-MLX_CU_FLOAT_FN(GeluApproxGrad, gelu_approx_grad_f(x))
 MLX_CU_FLOAT_FN(Silu, x / (decltype(x)(1) + ::exp(-x)))
-MLX_CU_FLOAT_FN(SiluGrad, silu_grad_f(x))
 MLX_CU_FLOAT_FN(FloatFloor, ::floor(x))
 MLX_CU_FLOAT_FN(FloatCeil, ::ceil(x))
 MLX_CU_FLOAT_FN(FloatTrunc, ::trunc(x))
@@ -520,6 +520,20 @@ struct ArcTan2 {
     return down<T>(::atan2(up(a), up(b)));
   }
 };
+
+// g f'(x) for an activation f (GeluVjp & co take (x, g)); halves compute in float and round
+// once.
+#define MLX_CU_ACTIVATION_VJP(NAME, GRAD)     \
+  struct NAME {                               \
+    template <typename T>                     \
+    __device__ T operator()(T x, T g) const { \
+      return down<T>(GRAD(up(x)) * up(g));    \
+    }                                         \
+  };
+MLX_CU_ACTIVATION_VJP(GeluVjp, gelu_grad_f)
+MLX_CU_ACTIVATION_VJP(GeluApproxVjp, gelu_approx_grad_f)
+MLX_CU_ACTIVATION_VJP(SiluVjp, silu_grad_f)
+#undef MLX_CU_ACTIVATION_VJP
 
 #define MLX_CU_BITWISE(NAME, OP)              \
   struct NAME {                               \

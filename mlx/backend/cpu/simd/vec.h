@@ -862,6 +862,10 @@ inline VecF silu_grad(VecF x) {
   VecF s = sigmoid(x);
   return s * fma(x, 1.0f - s, VecF(1.0f));
 }
+// g f'(x) for those activations (their vjps).
+inline VecF gelu_vjp(VecF x, VecF g) { return gelu_grad(x) * g; }
+inline VecF gelu_approx_vjp(VecF x, VecF g) { return gelu_approx_grad(x) * g; }
+inline VecF silu_vjp(VecF x, VecF g) { return silu_grad(x) * g; }
 
 inline VecF erfinv(VecF x) {
   using detail::horner;

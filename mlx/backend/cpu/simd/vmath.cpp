@@ -14,30 +14,64 @@ namespace {
 // the read-for-ownership of each line saves a third of the memory traffic.
 constexpr int64_t kStreamMinSize = int64_t{1} << 21;
 
-// flatten: F must be inlined into each loop (GCC otherwise calls the larger
-// functions, such as log, per vector and reloads every constant).
-template <VecF (*F)(VecF)>
-[[gnu::flatten]] void apply(const float* in, float* out, int64_t n) {
+// A kernel's operand: `m` lanes from element i (m < kWidth only at the ends).
+struct Dense {
+  const float* p;
+  VecF at(int64_t i, int m) const { return m == kWidth ? load(p + i) : load_partial(p + i, m); }
+  // Reads compete with the streaming writes; prefetching 2 KB ahead keeps them flowing
+  // (clamped so the address stays within the array).
+  void prefetch(int64_t i, int64_t n) const { __builtin_prefetch(p + std::min(i + 512, n)); }
+};
+// One value repeated.
+struct Scalar {
+  VecF v;
+  VecF at(int64_t, int) const { return v; }
+  void prefetch(int64_t, int64_t) const {}
+};
+
+// out[i] = f(operands at i...) for 0 <= i < n. Callers are [[gnu::flatten]]: f must be inlined
+// into each loop (GCC otherwise calls the larger functions, such as log, per vector and reloads
+// every constant).
+template <class F, class... Operands>
+inline void apply_lanes(F f, float* out, int64_t n, Operands... ops) {
   int64_t i = 0;
   if (n >= kStreamMinSize) {
     // Peel up to kWidth - 1 elements so that the streaming stores are aligned.
     constexpr uintptr_t kAlign = kWidth * sizeof(float);
     int head = static_cast<int>((-reinterpret_cast<uintptr_t>(out) % kAlign) / sizeof(float));
     if (head > 0)
-      store_partial(out, F(load_partial(in, head)), head);
+      store_partial(out, f(ops.at(0, head)...), head);
     for (i = head; i + kWidth <= n; i += kWidth) {
-      // Reads compete with the streaming writes; prefetching 2 KB ahead keeps them
-      // flowing (clamped so the address stays within the array).
-      __builtin_prefetch(in + std::min(i + 512, n));
-      store_stream(out + i, F(load(in + i)));
+      (ops.prefetch(i, n), ...);
+      store_stream(out + i, f(ops.at(i, kWidth)...));
     }
     stream_fence();
   }
   for (; i + kWidth <= n; i += kWidth)
-    store(out + i, F(load(in + i)));
+    store(out + i, f(ops.at(i, kWidth)...));
   if (i < n) {
     int tail = static_cast<int>(n - i);
-    store_partial(out + i, F(load_partial(in + i, tail)), tail);
+    store_partial(out + i, f(ops.at(i, tail)...), tail);
+  }
+}
+
+template <VecF (*F)(VecF)>
+[[gnu::flatten]] void apply(const float* in, float* out, int64_t n) {
+  apply_lanes([](VecF x) { return F(x); }, out, n, Dense{in});
+}
+
+template <VecF (*F)(VecF, VecF)>
+[[gnu::flatten]] void apply_binary(const float* a, bool a_scalar, const float* b, bool b_scalar,
+                                   float* out, int64_t n) {
+  auto f = [](VecF x, VecF y) { return F(x, y); };
+  if (a_scalar && b_scalar) {
+    apply_lanes(f, out, n, Scalar{broadcast(a[0])}, Scalar{broadcast(b[0])});
+  } else if (a_scalar) {
+    apply_lanes(f, out, n, Scalar{broadcast(a[0])}, Dense{b});
+  } else if (b_scalar) {
+    apply_lanes(f, out, n, Dense{a}, Scalar{broadcast(b[0])});
+  } else {
+    apply_lanes(f, out, n, Dense{a}, Dense{b});
   }
 }
 
@@ -60,11 +94,8 @@ MLX_SIMD_UNARY_KERNEL(sigmoid)
 MLX_SIMD_UNARY_KERNEL(erf)
 MLX_SIMD_UNARY_KERNEL(erfinv)
 MLX_SIMD_UNARY_KERNEL(gelu)
-MLX_SIMD_UNARY_KERNEL(gelu_grad)
 MLX_SIMD_UNARY_KERNEL(gelu_approx)
-MLX_SIMD_UNARY_KERNEL(gelu_approx_grad)
 MLX_SIMD_UNARY_KERNEL(silu)
-MLX_SIMD_UNARY_KERNEL(silu_grad)
 MLX_SIMD_UNARY_KERNEL(sinh)
 MLX_SIMD_UNARY_KERNEL(cosh)
 MLX_SIMD_UNARY_KERNEL(atan)
@@ -77,5 +108,16 @@ MLX_SIMD_UNARY_KERNEL(sqrt)
 MLX_SIMD_UNARY_KERNEL(rsqrt)
 
 #undef MLX_SIMD_UNARY_KERNEL
+
+#define MLX_SIMD_BINARY_KERNEL(name)                                                               \
+  void name(const float* a, bool a_scalar, const float* b, bool b_scalar, float* out, int64_t n) { \
+    apply_binary<name>(a, a_scalar, b, b_scalar, out, n);                                          \
+  }
+
+MLX_SIMD_BINARY_KERNEL(gelu_vjp)
+MLX_SIMD_BINARY_KERNEL(gelu_approx_vjp)
+MLX_SIMD_BINARY_KERNEL(silu_vjp)
+
+#undef MLX_SIMD_BINARY_KERNEL
 
 }  // namespace mlx::core::simd

@@ -91,7 +91,7 @@ def hard_tanh(x, min_val: float = -1.0, max_val: float = 1.0):
 
 def silu(x):
     r"""Sigmoid linear unit (swish) :math:`x \sigma(x)`."""
-    return mx._silu(x)  # one kernel forward, one (its derivative) backward
+    return mx._silu(x)  # one kernel forward, one (mx._silu_vjp) backward
 
 
 def log_sigmoid(x):
@@ -101,13 +101,13 @@ def log_sigmoid(x):
 
 def gelu(x):
     r"""Gaussian error linear unit :math:`x \Phi(x) = \frac{x}{2}(1 + \text{erf}(x / \sqrt 2))`."""
-    return mx._gelu(x)  # one kernel forward, one (x Phi'(x) + Phi(x)) backward
+    return mx._gelu(x)  # one kernel forward, one (mx._gelu_vjp) backward
 
 
 def gelu_approx(x):
     r"""tanh approximation of GELU:
     :math:`\frac{x}{2}(1 + \tanh(\sqrt{2/\pi}\,(x + 0.044715 x^3)))`."""
-    return mx._gelu_approx(x)  # one kernel forward, one (its derivative) backward
+    return mx._gelu_approx(x)  # one kernel forward, one (mx._gelu_approx_vjp) backward
 
 
 def gelu_fast_approx(x):
