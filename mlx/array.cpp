@@ -226,6 +226,32 @@ void array::detach() {
   desc_->inputs.clear();
 }
 
+namespace {
+
+void check_rewritable(const array& a) {
+  if (a.status() != array::Status::unscheduled || !a.has_primitive()) {
+    throw std::logic_error("[array] Only unevaluated nodes can be rewritten.");
+  }
+}
+
+}  // namespace
+
+void array::rewrite_dtype(Dtype dtype) {
+  check_rewritable(*this);
+  desc_->dtype = dtype;
+}
+
+void array::rewrite_primitive(std::shared_ptr<Primitive> primitive) {
+  check_rewritable(*this);
+  if (const OutputGroup* group = desc_->group_view.load(std::memory_order_acquire)) {
+    for (const auto& o : group->outputs) {
+      o.desc_->primitive = primitive;
+    }
+  } else {
+    desc_->primitive = std::move(primitive);
+  }
+}
+
 bool array::is_available() const {
   return status() != Status::unscheduled && desc_->event.is_signaled() &&
          status() == Status::available;

@@ -182,6 +182,14 @@ class array {
   uintptr_t id() const { return reinterpret_cast<uintptr_t>(desc_.get()); }
   // Drops the primitive, inputs and siblings: the array becomes a leaf.
   void detach();
+  // Handles that share this node, its output group's reference included (an output of a
+  // multi-output step that one consumer reads has 2).
+  long use_count() const { return desc_.use_count(); }
+  // For graph rewrites of unevaluated nodes that nothing outside the rewrite can reach
+  // (transforms/widen_products.cpp), so that no one sees the change: this output's dtype, and
+  // the primitive of its step (every output's). Both throw std::logic_error once it is scheduled.
+  void rewrite_dtype(Dtype dtype);
+  void rewrite_primitive(std::shared_ptr<Primitive> primitive);
   // Part of a function being traced by a transform: eval keeps its graph (the transform
   // walks it afterwards). Arrays computed from tracers are tracers.
   bool is_tracer() const { return desc_->is_tracer && detail::in_tracing(); }

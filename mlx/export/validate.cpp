@@ -30,6 +30,8 @@ namespace mlx::core::detail {
 
 namespace {
 
+bool is_half(Dtype t) { return t == float16 || t == bfloat16; }
+
 bool is_one_of(const char* name, std::initializer_list<const char*> names) {
   for (const char* n : names) {
     if (std::strcmp(name, n) == 0) {
@@ -470,8 +472,13 @@ void check_step(Primitive& prim, const std::vector<array>& in, const std::vector
     const Shape& y = in[a + 1].shape();
     need(std::equal(x.begin(), x.end() - 2, y.begin()) && x.back() == y[y.size() - 2],
          "its operands' shapes do not multiply");
+    auto* mm = dynamic_cast<Matmul*>(&prim);
+    const bool wide = mm && mm->float32_out();
+    need(!wide || (is_half(in[0].dtype()) && dtypes[0] == float32),
+         "only float16 / bfloat16 operands have a float32 product");
     for (auto& v : in) {
-      need(v.dtype() == dtypes[0], "its operands differ from the output dtype");
+      need(v.dtype() == in[0].dtype() && (wide || v.dtype() == dtypes[0]),
+           "its operands differ from the output dtype");
     }
     if (a == 1) {
       Shape out = x;
@@ -482,12 +489,16 @@ void check_step(Primitive& prim, const std::vector<array>& in, const std::vector
       }
       need(fits, "its addend does not broadcast to the product's shape");
     }
-  } else if (dynamic_cast<MatmulColumnSums*>(&prim)) {
+  } else if (auto* mcs = dynamic_cast<MatmulColumnSums*>(&prim)) {
     need(in.size() == 2 && in[0].shape().size() == 2 && in[1].shape().size() == 2 &&
              in[0].shape(1) == in[1].shape(0),
          "its operands' shapes do not multiply");
-    need(dtypes.size() == 2 && in[0].dtype() == dtypes[0] && in[1].dtype() == dtypes[0] &&
-             dtypes[1] == dtypes[0],
+    const Dtype dt = in[0].dtype();
+    need(mcs->float32_outputs() < 4 && (mcs->float32_outputs() == 0 || is_half(dt)),
+         "only float16 / bfloat16 operands have float32 outputs");
+    need(dtypes.size() == 2 && in[1].dtype() == dt &&
+             dtypes[0] == (mcs->float32_output(0) ? float32 : dt) &&
+             dtypes[1] == (mcs->float32_output(1) ? float32 : dt),
          "its operands differ from the output dtype");
   } else if (auto* q = dynamic_cast<QuantizedProduct*>(&prim)) {
     // x, w, scales, then biases (affine) or an optional global scale (nvfp4, gather only), then

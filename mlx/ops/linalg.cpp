@@ -85,14 +85,21 @@ MatmulOperands matmul_operands(const array& in_a, const array& in_b, Dtype dtype
 
 }  // namespace
 
-array matmul(const array& a, const array& b, StreamOrDevice s) {
+array detail::matmul(const array& a, const array& b, bool float32_out, StreamOrDevice s) {
   Dtype dtype = promote_types(a.dtype(), b.dtype());
+  float32_out = float32_out && (dtype == float16 || dtype == bfloat16);
+  Dtype out_dtype = float32_out ? float32 : dtype;
   auto ops = matmul_operands(a, b, dtype, "matmul", s);
   if (ops.a.shape(-1) == 0) {
-    return zeros(ops.out_shape, dtype, s);
+    return zeros(ops.out_shape, out_dtype, s);
   }
-  array out(ops.shape, dtype, std::make_shared<Matmul>(to_stream(s)), {ops.a, ops.b});
+  array out(ops.shape, out_dtype, std::make_shared<Matmul>(to_stream(s), float32_out),
+            {ops.a, ops.b});
   return reshape(out, ops.out_shape, s);
+}
+
+array matmul(const array& a, const array& b, StreamOrDevice s) {
+  return detail::matmul(a, b, false, s);
 }
 
 array addmm(array c, array a, array b, const float& alpha, const float& beta, StreamOrDevice s) {

@@ -29,4 +29,12 @@ array tensordot(const array& a, const array& b, const int axis = 2, StreamOrDevi
 array tensordot(const array& a, const array& b, const std::vector<int>& axes_a,
                 const std::vector<int>& axes_b, StreamOrDevice s = {});
 
+namespace detail {
+
+// matmul(a, b), accumulated and stored in float32 when `float32_out` and the operands are
+// float16 / bfloat16 (Matmul's float32_out); the plain matmul otherwise.
+array matmul(const array& a, const array& b, bool float32_out, StreamOrDevice s = {});
+
+}  // namespace detail
+
 }  // namespace mlx::core

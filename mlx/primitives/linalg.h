@@ -1,23 +1,33 @@
 // Matrix product primitives. Inputs arrive broadcast to the output's batch shape, in the
-// output dtype; the CPU kernels read them through their strides.
+// output dtype (except the float32 outputs of 16-bit products below); the kernels read them
+// through their strides.
 #pragma once
 
 #include "mlx/primitives/primitive.h"
 
 namespace mlx::core {
 
-// out = a @ b for a: (..., M, K), b: (..., K, N).
+// out = a @ b for a: (..., M, K), b: (..., K, N), in the operands' dtype or, with
+// `float32_out` for float16 / bfloat16 operands, accumulated and stored in float32 (never
+// rounded to 16 bits). AsType's vjp makes those of the weight gradients of mixed-precision
+// layers (transforms/widen_products.cpp).
 class Matmul : public UnaryPrimitive {
  public:
-  explicit Matmul(Stream stream) : UnaryPrimitive(stream) {}
+  explicit Matmul(Stream stream, bool float32_out = false)
+      : UnaryPrimitive(stream), float32_out_(float32_out) {}
   MLX_DECLARE_EVAL
-  MLX_SERIALIZABLE(Matmul)
+  MLX_SERIALIZABLE(Matmul, MLX_TRAILING(float32_out_))
   MLX_DECLARE_TRANSFORM_RULES
   const char* name() const override { return "Matmul"; }
   bool is_equivalent(const Primitive& other) const override {
-    return dynamic_cast<const Matmul*>(&other) != nullptr;
+    auto* o = dynamic_cast<const Matmul*>(&other);
+    return o && o->float32_out_ == float32_out_;
   }
   std::vector<Shape> output_shapes(const std::vector<array>& inputs) override;
+  bool float32_out() const { return float32_out_; }
+
+ private:
+  bool float32_out_;
 };
 
 // out = alpha * (a @ b) + beta * c with inputs {c, a, b}; c has the output's rank and either
@@ -42,18 +52,26 @@ class AddMM : public UnaryPrimitive {
 
 // Outputs {l @ r, r summed over its rows (1, N)} for l: (M, K), r: (K, N). With r the
 // cotangent of a Linear layer's output these are its weight and bias gradients, which the GPU
-// computes in one pass over r (cuBLASLt's bias-gradient epilogue).
+// computes in one pass over r (cuBLASLt's bias-gradient epilogue). Bit k of `float32_outputs`
+// makes output k float32 for float16 / bfloat16 operands (as Matmul's `float32_out`).
 class MatmulColumnSums : public Primitive {
  public:
-  explicit MatmulColumnSums(Stream stream) : Primitive(stream) {}
+  explicit MatmulColumnSums(Stream stream, uint8_t float32_outputs = 0)
+      : Primitive(stream), float32_outputs_(float32_outputs) {}
   MLX_DECLARE_EVAL
-  MLX_SERIALIZABLE(MatmulColumnSums)
+  MLX_SERIALIZABLE(MatmulColumnSums, MLX_TRAILING(float32_outputs_))
   MLX_DECLARE_TRANSFORM_RULES
   const char* name() const override { return "MatmulColumnSums"; }
   bool is_equivalent(const Primitive& other) const override {
-    return dynamic_cast<const MatmulColumnSums*>(&other) != nullptr;
+    auto* o = dynamic_cast<const MatmulColumnSums*>(&other);
+    return o && o->float32_outputs_ == float32_outputs_;
   }
   std::vector<Shape> output_shapes(const std::vector<array>& inputs) override;
+  uint8_t float32_outputs() const { return float32_outputs_; }
+  bool float32_output(int k) const { return (float32_outputs_ >> k) & 1; }
+
+ private:
+  uint8_t float32_outputs_;
 };
 
 }  // namespace mlx::core

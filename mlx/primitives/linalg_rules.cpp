@@ -20,6 +20,30 @@ array matmul_cotangent(int arg, const array& a, const array& b, const array& g, 
   return arg == 0 ? matmul(g, mT(b, s), s) : matmul(mT(a, s), g, s);
 }
 
+// The tangent of l @ r (float32 when `float32_out`) for the tangents of the operands argnums.
+array product_tangent(const std::vector<array>& primals, const std::vector<array>& tangents,
+                      const std::vector<int>& argnums, bool float32_out, StreamOrDevice s) {
+  std::optional<array> out;
+  for (size_t k = 0; k < argnums.size(); ++k) {
+    const array& l = argnums[k] == 0 ? tangents[k] : primals[0];
+    const array& r = argnums[k] == 1 ? tangents[k] : primals[1];
+    array term = detail::matmul(l, r, float32_out, s);
+    out = out ? add(*out, term, s) : term;
+  }
+  return *out;
+}
+
+// The cotangent of a product's float32 output, in its 16-bit operands' dtype: the rules
+// multiply in the operands' precision, as for a product that was never widened.
+array operand_precision(const array& g, const array& operand, bool float32_out, StreamOrDevice s) {
+  return float32_out ? astype(g, operand.dtype(), s) : g;
+}
+
+// The column sums of r, in float32 when `float32_out`.
+array column_sums(const array& r, bool float32_out, StreamOrDevice s) {
+  return sum(float32_out ? astype(r, float32, s) : r, -2, true, s);
+}
+
 }  // namespace
 
 // Matmul
@@ -27,22 +51,16 @@ array matmul_cotangent(int arg, const array& a, const array& b, const array& g, 
 std::vector<array> Matmul::jvp(const std::vector<array>& primals,
                                const std::vector<array>& tangents,
                                const std::vector<int>& argnums) {
-  StreamOrDevice s = stream();
-  std::optional<array> out;
-  for (size_t k = 0; k < argnums.size(); ++k) {
-    array term =
-        argnums[k] == 0 ? matmul(tangents[k], primals[1], s) : matmul(primals[0], tangents[k], s);
-    out = out ? add(*out, term, s) : term;
-  }
-  return {*out};
+  return {product_tangent(primals, tangents, argnums, float32_out_, stream())};
 }
 
 std::vector<array> Matmul::vjp(const std::vector<array>& primals,
                                const std::vector<array>& cotangents,
                                const std::vector<int>& argnums, const std::vector<array>&) {
+  array g = operand_precision(cotangents[0], primals[0], float32_out_, stream());
   std::vector<array> out;
   for (int arg : argnums) {
-    out.push_back(matmul_cotangent(arg, primals[0], primals[1], cotangents[0], stream()));
+    out.push_back(matmul_cotangent(arg, primals[0], primals[1], g, stream()));
   }
   return out;
 }
@@ -52,7 +70,7 @@ std::pair<std::vector<array>, std::vector<int>> Matmul::vmap(const std::vector<a
   // Batch axes in front; an unmapped operand broadcasts over them.
   array a = detail::batch_first(inputs[0], axes[0]);
   array b = detail::batch_first(inputs[1], axes[1]);
-  return {{matmul(a, b, stream())}, {0}};
+  return {{detail::matmul(a, b, float32_out_, stream())}, {0}};
 }
 
 // AddMM: out = alpha * (a @ b) + beta * c with inputs {c, a, b}.
@@ -145,16 +163,13 @@ std::vector<array> MatmulColumnSums::jvp(const std::vector<array>& primals,
                                          const std::vector<array>& tangents,
                                          const std::vector<int>& argnums) {
   StreamOrDevice s = stream();
-  std::optional<array> product, sums;
-  for (size_t k = 0; k < argnums.size(); ++k) {
-    array term =
-        argnums[k] == 0 ? matmul(tangents[k], primals[1], s) : matmul(primals[0], tangents[k], s);
-    product = product ? add(*product, term, s) : term;
-    if (argnums[k] == 1) {
-      sums = sum(tangents[k], 0, true, s);
-    }
+  array product = product_tangent(primals, tangents, argnums, float32_output(0), s);
+  auto r = std::find(argnums.begin(), argnums.end(), 1);
+  if (r != argnums.end()) {
+    return {product, column_sums(tangents[r - argnums.begin()], float32_output(1), s)};
   }
-  return {*product, sums ? *sums : zeros({1, primals[1].shape(1)}, primals[1].dtype(), s)};
+  Dtype sums_dtype = float32_output(1) ? float32 : primals[1].dtype();
+  return {product, zeros({1, primals[1].shape(1)}, sums_dtype, s)};
 }
 
 std::vector<array> MatmulColumnSums::vjp(const std::vector<array>& primals,
@@ -162,11 +177,14 @@ std::vector<array> MatmulColumnSums::vjp(const std::vector<array>& primals,
                                          const std::vector<int>& argnums,
                                          const std::vector<array>&) {
   StreamOrDevice s = stream();
+  array g = operand_precision(cotangents[0], primals[1], float32_output(0), s);
   std::vector<array> out;
   for (int arg : argnums) {
-    array grad = matmul_cotangent(arg, primals[0], primals[1], cotangents[0], s);
+    array grad = matmul_cotangent(arg, primals[0], primals[1], g, s);
     // Each row of r adds to the sums: their cotangent reaches every row.
-    out.push_back(arg == 1 ? add(grad, cotangents[1], s) : grad);
+    out.push_back(
+        arg == 1 ? add(grad, operand_precision(cotangents[1], primals[1], float32_output(1), s), s)
+                 : grad);
   }
   return out;
 }
@@ -176,12 +194,12 @@ std::pair<std::vector<array>, std::vector<int>> MatmulColumnSums::vmap(
   StreamOrDevice s = stream();
   array l = detail::batch_first(inputs[0], axes[0]);
   array r = detail::batch_first(inputs[1], axes[1]);
-  array sums = sum(r, -2, true, s);
+  array sums = column_sums(r, float32_output(1), s);
   if (axes[1] < 0) {
     // Every output carries the batch axis: the sums of an unmapped r are broadcast.
     sums = broadcast_to(expand_dims(sums, 0, s), {l.shape(0), 1, r.shape(-1)}, s);
   }
-  return {{matmul(l, r, s), sums}, {0, 0}};
+  return {{detail::matmul(l, r, float32_output(0), s), sums}, {0, 0}};
 }
 
 }  // namespace mlx::core

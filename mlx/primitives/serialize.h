@@ -6,8 +6,9 @@
 // defines state() (those values as a tuple), write_state() (the class name then each value)
 // and registers a factory that reads the values back and calls the constructor, so writing
 // and reading can never disagree. Enum fields are wrapped, MLX_ENUM(field_, LastValue), so a
-// value read from a file is range-checked. A primitive without the macro cannot be exported
-// (write_state's default throws naming it).
+// value read from a file is range-checked; a field added to a primitive after files were
+// written goes last, wrapped MLX_TRAILING(field_) (left out while it holds its default). A
+// primitive without the macro cannot be exported (write_state's default throws naming it).
 #pragma once
 
 #include <cstdint>
@@ -77,6 +78,15 @@ struct EnumField {
   operator E() const { return value; }
 };
 
+// A last field that files written before it existed do not have: left out when it holds
+// T{}, and read as T{} when the primitive's bytes end before it. So primitives that do not use
+// it are written as before, and older files still load.
+template <class T>
+struct TrailingField {
+  T value;
+  operator T() const { return value; }
+};
+
 // Codec<T>::put writes a parameter, get reads it back checked (conv.h adds ConvParams).
 template <class T, class = void>
 struct Codec;
@@ -134,6 +144,18 @@ template <>
 struct Codec<Dtype> {
   static void put(StateWriter& w, Dtype v) { w.u8(static_cast<uint8_t>(v.val)); }
   static Dtype get(StateReader& r);
+};
+
+template <class T>
+struct Codec<TrailingField<T>> {
+  static void put(StateWriter& w, const TrailingField<T>& v) {
+    if (v.value != T{}) {
+      Codec<T>::put(w, v.value);
+    }
+  }
+  static TrailingField<T> get(StateReader& r) {
+    return {r.remaining() == 0 ? T{} : Codec<T>::get(r)};
+  }
 };
 
 template <class T>
@@ -206,6 +228,10 @@ void write_primitive(StateWriter& w, const P& p) {
 
 #define MLX_ENUM(field, last) \
   ::mlx::core::serial::EnumField<decltype(field), decltype(field)::last> { field }
+
+// The last field only (see TrailingField).
+#define MLX_TRAILING(field) \
+  ::mlx::core::serial::TrailingField<decltype(field)> { field }
 
 // In a primitive's class body: the constructor's arguments after the stream, in order.
 #define MLX_SERIALIZABLE(Class, ...)                                     \

@@ -6,6 +6,7 @@
 #include "mlx/ops.h"
 #include "mlx/primitives/shape.h"
 #include "mlx/transforms/rule_utils.h"
+#include "mlx/transforms/widen_products.h"
 #include "mlx/utils.h"
 
 namespace mlx::core {
@@ -91,6 +92,13 @@ std::vector<array> AsType::jvp(const std::vector<array>&, const std::vector<arra
 std::vector<array> AsType::vjp(const std::vector<array>& primals,
                                const std::vector<array>& cotangents, const std::vector<int>&,
                                const std::vector<array>&) {
+  // float32 weights cast to 16 bits: their gradient is stored in float32 by the product that
+  // computes it when nothing else reads its 16-bit result.
+  if (primals[0].dtype() == float32) {
+    if (auto wide = detail::widen_product_cotangent(cotangents[0])) {
+      return {*wide};
+    }
+  }
   return {astype(cotangents[0], primals[0].dtype(), stream())};
 }
 std::pair<std::vector<array>, std::vector<int>> AsType::vmap(const std::vector<array>& inputs,

@@ -784,6 +784,47 @@ def test_linear_bias_epilogues(dtype):
                                      + c.get("MatmulColumnSums:gemm+reduce", 0)), c
 
 
+@pytest.mark.parametrize("dtype", [mx.float16, mx.bfloat16])
+def test_mixed_precision_gradients(dtype):
+    # float32 weights (and biases) cast to 16 bits: their gradients come out of the products as
+    # float32 (cuBLASLt with a float32 D; the bias-gradient epilogue with a float32 bias vector
+    # or, with one output widened, its bias type set apart or the product and a reduction).
+    x = sample((3, 37, 24), dtype, 1)
+    c = sample((3, 37, 40), dtype, 2, low=-1, high=1)
+    w = sample((40, 24), mx.float32, 3)
+    b = sample((40,), mx.float32, 4)
+    mx.eval(x, c, w, b)
+
+    def grads(cast_w, cast_b):
+        def run(b, x, w, stream):
+            with mx.stream(stream):
+                def f(b, w):
+                    wc = w.astype(dtype) if cast_w else w
+                    bc = b.astype(dtype) if cast_b else b
+                    return [mx.addmm(bc, x, wc.T)]
+
+                primals = [b if cast_b else b.astype(dtype), w if cast_w else w.astype(dtype)]
+                return mx.vjp(f, primals, [c if x.ndim == 3 else c[0]])[1]
+        return run
+
+    for cast_w, cast_b in [(True, True), (True, False), (False, True)]:
+        # float32 gradients to float32 rounding; a 16-bit one to its own.
+        tol = 1e-4 if cast_w and cast_b else 2e-2
+        check(grads(cast_w, cast_b), b, x[0], w, rtol=tol, atol=tol)
+        check(grads(cast_w, cast_b), b, x, w, rtol=tol, atol=tol)
+
+    def no_bias(x, w, stream):  # a Matmul of the batch's rows
+        with mx.stream(stream):
+            return mx.vjp(lambda w: [x @ w.astype(dtype).T], [w], [c])[1]
+
+    check(no_bias, x, w, rtol=1e-4, atol=1e-4)
+    # Both outputs float32: one pass, the bias-gradient epilogue.
+    mx._kernel_counts(True, True)
+    mx.eval(grads(True, True)(b, x[0], w, mx.gpu))
+    counts = mx._kernel_counts(False, True)
+    assert counts.get("MatmulColumnSums:epilogue", 0) == 1, counts
+
+
 @pytest.mark.parametrize("dtype", [mx.float32, mx.float16, mx.bfloat16])
 def test_convolutions(dtype):
     rt = {mx.float16: 2e-2, mx.bfloat16: 8e-2}.get(dtype, 1e-4)

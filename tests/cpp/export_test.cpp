@@ -7,8 +7,10 @@
 
 #include "mlx/export/export_detail.h"
 #include "mlx/export/memory_plan.h"
+#include "mlx/export/validate.h"
 #include "mlx/mlx.h"
 #include "mlx/primitives/elementwise.h"
+#include "mlx/primitives/linalg.h"
 #include "mlx/primitives/reduction.h"
 #include "mlx/primitives/transform.h"
 #include "mlx/primitives/with_kernels.h"
@@ -33,6 +35,87 @@ TEST(Export, PrimitiveStateRoundTrips) {
   EXPECT_EQ(r.remaining(), 0u);
   EXPECT_TRUE(rebuilt->is_equivalent(original));
   EXPECT_FALSE(rebuilt->is_equivalent(Reduce(s, Reduce::Sum, {0, 2})));
+}
+
+// A field added last (MLX_TRAILING) is left out while it holds its default: files written
+// before it existed read as the default, and primitives that do not use it are written as
+// before.
+TEST(Export, TrailingFieldsKeepOlderFilesReadable) {
+  Stream s = default_stream(Device(Device::cpu));
+  auto round_trip = [&](const Primitive& p, size_t expected_bytes) {
+    serial::StateWriter w;
+    p.write_state(w);
+    serial::StateReader r(w.bytes(), "test");
+    auto factory = serial::find_factory(r.str());
+    EXPECT_EQ(r.remaining(), expected_bytes);
+    auto rebuilt = factory(s, r);
+    EXPECT_EQ(r.remaining(), 0u);
+    EXPECT_TRUE(rebuilt->is_equivalent(p));
+    return rebuilt;
+  };
+  auto plain = round_trip(Matmul(s), 0);
+  EXPECT_FALSE(static_cast<Matmul&>(*plain).float32_out());
+  auto wide = round_trip(Matmul(s, true), 1);
+  EXPECT_TRUE(static_cast<Matmul&>(*wide).float32_out());
+  EXPECT_FALSE(wide->is_equivalent(Matmul(s)));
+  round_trip(MatmulColumnSums(s), 0);
+  auto sums = round_trip(MatmulColumnSums(s, 2), 8);
+  EXPECT_EQ(static_cast<MatmulColumnSums&>(*sums).float32_outputs(), 2);
+}
+
+TEST(Export, Float32ProductsOfHalfOperandsRoundTrip) {
+  // A mixed-precision weight gradient (a bfloat16 product stored in float32) survives export
+  // and import, which checks the output dtype against the primitive's flag.
+  array x = astype(random_array({4, 3}), bfloat16);
+  ExportFn fun = [x](const Args& args, const Kwargs&) {
+    auto f = [x](const std::vector<array>& w) {
+      return std::vector<array>{matmul(x, transpose(astype(w[0], bfloat16)))};
+    };
+    return vjp(f, {args[0]}, {astype(args[1], bfloat16)}).second;
+  };
+  array w = random_array({2, 3}, float32, -1, 1, 5);
+  array g = random_array({4, 2}, float32, -1, 1, 6);
+  std::string path = temp_path("cpp_export_f32_product.mlxfn");
+  export_function(path, fun, {w, g});
+  auto imported = import_function(path);
+  auto expected = fun({w, g}, {});
+  auto got = imported({w, g});
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].dtype(), float32);
+  expect_close(got[0], to_vector(expected[0]), expected[0].shape(), 0, 0);
+  std::remove(path.c_str());
+}
+
+TEST(Export, ImportChecksFloat32ProductFlags) {
+  // An imported product's output dtypes must match its float32 flags, which only 16-bit
+  // operands may carry.
+  Stream s = default_stream(Device(Device::cpu));
+  auto ok = [](Primitive& p, const std::vector<array>& in, const std::vector<Shape>& shapes,
+               const std::vector<Dtype>& dtypes) {
+    try {
+      detail::check_step(p, in, shapes, dtypes,
+                         [](const std::string& why) { throw std::runtime_error(why); });
+      return true;
+    } catch (const std::runtime_error&) {
+      return false;
+    }
+  };
+  auto operands = [](Dtype dt) {
+    return std::vector<array>{array({2, 3}, dt, nullptr, {}), array({3, 4}, dt, nullptr, {})};
+  };
+  Matmul plain(s), wide(s, true);
+  EXPECT_TRUE(ok(wide, operands(bfloat16), {{2, 4}}, {float32}));
+  EXPECT_TRUE(ok(wide, operands(float16), {{2, 4}}, {float32}));
+  EXPECT_FALSE(ok(wide, operands(bfloat16), {{2, 4}}, {bfloat16}));
+  EXPECT_FALSE(ok(wide, operands(float32), {{2, 4}}, {float32}));
+  EXPECT_FALSE(ok(plain, operands(bfloat16), {{2, 4}}, {float32}));
+  EXPECT_TRUE(ok(plain, operands(bfloat16), {{2, 4}}, {bfloat16}));
+  MatmulColumnSums sums(s, 2), bad(s, 4);
+  std::vector<Shape> shapes{{2, 4}, {1, 4}};
+  EXPECT_TRUE(ok(sums, operands(bfloat16), shapes, {bfloat16, float32}));
+  EXPECT_FALSE(ok(sums, operands(bfloat16), shapes, {float32, float32}));
+  EXPECT_FALSE(ok(sums, operands(float32), shapes, {float32, float32}));
+  EXPECT_FALSE(ok(bad, operands(bfloat16), shapes, {bfloat16, bfloat16}));
 }
 
 template <class P>

@@ -264,10 +264,47 @@ void gemm(const BlasLayout& la, const BlasLayout& lb, int M, int N, int K, T alp
   });
 }
 
+// Where a product of float16 / bfloat16 operands accumulates C (M x N per batch) in float32:
+// the output itself when it is float32 (Matmul's float32_out), else scratch that store()
+// rounds into the output once. out holds c when beta != 0.
+class HalfProductTarget {
+ public:
+  HalfProductTarget(array& out, int64_t size, float beta)
+      : out_(out),
+        size_(size),
+        beta_(beta),
+        in_place_(out.dtype() == float32),
+        buf_(in_place_ ? 0 : size) {}
+  // C of batch i, holding beta's c.
+  float* load(size_t i) {
+    if (in_place_) {
+      return out_.data<float>() + i * size_;
+    }
+    if (beta_ != 0) {
+      convert_contiguous(batch(i), out_.dtype(), buf_.data(), float32, size_);
+    }
+    return buf_.data();
+  }
+  void store(size_t i) {
+    if (!in_place_) {
+      convert_contiguous(buf_.data(), float32, batch(i), out_.dtype(), size_);
+    }
+  }
+
+ private:
+  char* batch(size_t i) { return out_.data<char>() + i * size_ * out_.itemsize(); }
+  array& out_;
+  int64_t size_;
+  float beta_;
+  bool in_place_;
+  Scratch<float> buf_;
+};
+
 // bfloat16 products through bf16_gemm, on the operands' own memory whatever their strides,
-// C in float32 rounded once into out. Few rows of A times W.T with both read along K in place
-// (x @ W.T in decode) take bf16_skinny_gemm instead; other few-row products times a matrix
-// BLAS can read stay with half_matvec, which reads the matrix once without packing it.
+// C in float32 rounded once into out (or stored as it is into a float32 out). Few rows of A times
+// W.T with both read along K in place (x @ W.T in decode) take bf16_skinny_gemm instead; other
+// few-row products times a matrix BLAS can read stay with half_matvec, which reads the matrix once
+// without packing it.
 bool bf16_products(const Problem& p, const array& a, const array& b, array& out, float alpha,
                    float beta) {
   if (!use_bf16_gemm()) {
@@ -285,28 +322,24 @@ bool bf16_products(const Problem& p, const array& a, const array& b, array& out,
   if (!skinny && p.M <= kHalfMatvecRows && blas_layout(p.K, p.N, p.b_sr, p.b_sc)) {
     return false;
   }
-  Scratch<float> c_buf(p.M * p.N);
+  HalfProductTarget target(out, p.M * p.N, beta);
   for (size_t i = 0; i < p.a_off.size(); ++i) {
-    bfloat16_t* c = out.data<bfloat16_t>() + i * p.M * p.N;
-    if (beta != 0) {
-      convert_contiguous(c, bfloat16, c_buf.data(), float32, p.M * p.N);
-    }
+    float* c = target.load(i);
     const bfloat16_t* pa = a.data<bfloat16_t>() + p.a_off[i];
     const bfloat16_t* pb = b.data<bfloat16_t>() + p.b_off[i];
     if (skinny) {
-      bf16_skinny_gemm(p.M, p.N, p.K, alpha, pa, p.a_sr, pb, p.b_sc, beta, c_buf.data(), p.N);
+      bf16_skinny_gemm(p.M, p.N, p.K, alpha, pa, p.a_sr, pb, p.b_sc, beta, c, p.N);
     } else {
-      bf16_gemm(p.M, p.N, p.K, alpha, pa, p.a_sr, p.a_sc, pb, p.b_sr, p.b_sc, beta, c_buf.data(),
-                p.N);
+      bf16_gemm(p.M, p.N, p.K, alpha, pa, p.a_sr, p.a_sc, pb, p.b_sr, p.b_sc, beta, c, p.N);
     }
-    convert_contiguous(c_buf.data(), float32, c, bfloat16, p.M * p.N);
+    target.store(i);
   }
   return true;
 }
 
 // BLAS on T's own memory (float32, float64, complex64), or through float32 copies for
-// float16 / bfloat16 (bf16_products first where the CPU has AVX512-BF16). `out` already holds
-// c when beta != 0.
+// float16 / bfloat16 (bf16_products first where the CPU has AVX512-BF16), whose out may be
+// float32. `out` already holds c when beta != 0.
 template <typename T>
 void blas_products(const Problem& p, const array& a, const array& b, array& out, float alpha,
                    float beta) {
@@ -318,22 +351,18 @@ void blas_products(const Problem& p, const array& a, const array& b, array& out,
   constexpr bool half = std::is_same_v<T, float16_t> || std::is_same_v<T, bfloat16_t>;
   using Acc = std::conditional_t<half, float, T>;
   MatrixSource<T, Acc> sa(a.data<T>(), p.M, p.K, p.a_sr, p.a_sc, true);
-  std::optional<Scratch<float>> c_buf;
+  std::optional<HalfProductTarget> target;
   if constexpr (half) {
-    c_buf.emplace(p.M * p.N);
+    target.emplace(out, p.M * p.N, beta);
     // Few rows: the 16-bit matrix is read in place instead of converted whole.
     auto lb = blas_layout(p.K, p.N, p.b_sr, p.b_sc);
     if (p.M <= kHalfMatvecRows && lb) {
       for (size_t i = 0; i < p.a_off.size(); ++i) {
         BlasLayout la;
         const float* pa = sa.get(p.a_off[i], la);
-        T* c = out.data<T>() + i * p.M * p.N;
-        if (beta != 0) {
-          convert_contiguous(c, out.dtype(), c_buf->data(), float32, p.M * p.N);
-        }
         half_matvec(p.M, p.N, p.K, alpha, pa, la.ld, b.data<T>() + p.b_off[i], lb->trans, lb->ld,
-                    beta, c_buf->data(), p.N);
-        convert_contiguous(c_buf->data(), float32, c, out.dtype(), p.M * p.N);
+                    beta, target->load(i), p.N);
+        target->store(i);
       }
       return;
     }
@@ -360,16 +389,12 @@ void blas_products(const Problem& p, const array& a, const array& b, array& out,
     BlasLayout la, lb;
     const Acc* pa = sa.get(p.a_off[i], la);
     const Acc* pb = sb.get(p.b_off[i], lb);
-    T* c = out.data<T>() + i * p.M * p.N;
     int M = static_cast<int>(p.M), N = static_cast<int>(p.N), K = static_cast<int>(p.K);
     if constexpr (half) {
-      if (beta != 0) {
-        convert_contiguous(c, out.dtype(), c_buf->data(), float32, p.M * p.N);
-      }
-      gemm(la, lb, M, N, K, alpha, pa, pb, beta, c_buf->data(), N);
-      convert_contiguous(c_buf->data(), float32, c, out.dtype(), p.M * p.N);
+      gemm(la, lb, M, N, K, alpha, pa, pb, beta, target->load(i), N);
+      target->store(i);
     } else {
-      gemm(la, lb, M, N, K, Acc(alpha), pa, pb, Acc(beta), c, N);
+      gemm(la, lb, M, N, K, Acc(alpha), pa, pb, Acc(beta), out.data<T>() + i * p.M * p.N, N);
     }
   }
 }
@@ -422,7 +447,8 @@ void loop_products(const Problem& p, const array& a, const array& b, array& out)
 
 void products(const array& a, const array& b, array& out, float alpha, float beta) {
   Problem p = make_problem(a, b);
-  dispatch_all(out.dtype(), "matmul", [&]<typename T>() {
+  // The operands' dtype: the output's, or float16 / bfloat16 for a float32 output.
+  dispatch_all(a.dtype(), "matmul", [&]<typename T>() {
     if constexpr (std::is_integral_v<T>) {
       loop_products<T>(p, a, b, out);
     } else {
@@ -476,7 +502,9 @@ void AddMM::eval_cpu(const std::vector<array>& inputs, array& out) {
 }
 
 void MatmulColumnSums::eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) {
-  Matmul(stream()).eval_cpu(inputs, outputs[0]);
+  // Each output in its own dtype: the kernels write a float32 one of 16-bit operands as it is
+  // accumulated, never rounded.
+  Matmul(stream(), float32_output(0)).eval_cpu(inputs, outputs[0]);
   Reduce(stream(), Reduce::Sum, {0}).eval_cpu({inputs[1]}, outputs[1]);
 }
 

@@ -106,7 +106,8 @@ cudaDataType_t cuda_type(Dtype dt) {
   }
 }
 
-// Column-major D[m, n] = alpha * op(A)[m, k] op(B)[k, n] + beta * C, batched.
+// Column-major D[m, n] = alpha * op(A)[m, k] op(B)[k, n] + beta * C, batched. A and B are of
+// `type`, C and D of `out_type` (float32 for a widened product of 16-bit operands, else `type`).
 struct GemmShape {
   cudaDataType_t type;
   bool ta, tb;
@@ -116,18 +117,22 @@ struct GemmShape {
   uint32_t align_a = 256, align_b = 256, align_c = 256;
   cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_DEFAULT;
   uint32_t align_bias = 256;
+  cudaDataType_t out_type = CUDA_R_32F;
+  cudaDataType_t bias_type = CUDA_R_32F;  // the bias (or its gradient) vector's
   auto key() const {
-    return std::make_tuple(int(type), ta, tb, m, n, k, lda, ldb, ldc, batch, sa, sb, sc, align_a,
-                           align_b, align_c, int(epilogue), align_bias);
+    return std::make_tuple(int(type), int(out_type), ta, tb, m, n, k, lda, ldb, ldc, batch, sa, sb,
+                           sc, align_a, align_b, align_c, int(epilogue), align_bias,
+                           int(bias_type));
   }
 };
 
 // What cuBLASLt does besides the product: add a bias vector (length m of the column-major
 // product, broadcast over its columns and batches) or write the sums of A over k (the bias
-// gradient), at `bias`.
+// gradient), at `bias`, of dtype `bias_dtype` (cuBLASLt's default is D's type).
 struct Epilogue {
   cublasLtEpilogue_t kind = CUBLASLT_EPILOGUE_DEFAULT;
   void* bias = nullptr;
+  Dtype bias_dtype = float32;
 };
 
 uint32_t alignment(const void* p) {
@@ -188,10 +193,16 @@ const GemmPlan& gemm_plan(const GemmShape& g, void* bias) {
                                                   &g.epilogue, sizeof(g.epilogue)));
     MLX_CUDA_CHECK(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
                                                   sizeof(bias)));
+    if (g.bias_type != g.out_type) {
+      // A float32 bias gradient of a 16-bit product, or the reverse: the heuristic finds no
+      // algorithm where cuBLASLt lacks the pair, and the caller falls back.
+      MLX_CUDA_CHECK(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE,
+                                                    &g.bias_type, sizeof(g.bias_type)));
+    }
   }
   p.a = make_layout(g.type, g.ta ? g.k : g.m, g.ta ? g.m : g.k, g.lda, g.batch, g.sa);
   p.b = make_layout(g.type, g.tb ? g.n : g.k, g.tb ? g.k : g.n, g.ldb, g.batch, g.sb);
-  p.c = make_layout(g.type, g.m, g.n, g.ldc, g.batch, g.sc);
+  p.c = make_layout(g.out_type, g.m, g.n, g.ldc, g.batch, g.sc);
   cublasLtMatmulPreference_t pref;
   MLX_CUDA_CHECK(cublasLtMatmulPreferenceCreate(&pref));
   size_t ws = 0;
@@ -281,8 +292,9 @@ void int_products(const array& a, const array& b, array& out) {
 }
 
 // out (row-major, holding c when beta != 0) = alpha * a @ b + beta * out, with the epilogue's
-// bias work on b (cuBLASLt's A). False, with nothing done, when cuBLASLt has no algorithm for
-// that epilogue.
+// bias work on b (cuBLASLt's A). out has the operands' dtype, or float32 for float16 /
+// bfloat16 operands (accumulated in float32 either way). False, with nothing done, when
+// cuBLASLt has no algorithm for that epilogue.
 bool products(const array& a_in, const array& b_in, array& out, float alpha, float beta,
               Epilogue epilogue = {}) {
   if (!is_floating_point(out.dtype()) && out.dtype() != complex64) {
@@ -315,8 +327,9 @@ bool products(const array& a_in, const array& b_in, array& out, float alpha, flo
     batch = 1;
   }
   // Row-major C = A B is column-major C^T = B^T A^T: cuBLASLt's A is our b.
-  GemmShape g{
-      cuda_type(out.dtype()), tb, ta, N, M, K, ldb, lda, N, batch, bt.b_stride, bt.a_stride, M * N};
+  GemmShape g{cuda_type(a.dtype()), tb,          ta,   N, M, K, ldb, lda, N, batch,
+              bt.b_stride,          bt.a_stride, M * N};
+  g.out_type = cuda_type(out.dtype());
   if (batch == 1) {
     g.sa = g.sb = g.sc = 0;
   }
@@ -328,6 +341,8 @@ bool products(const array& a_in, const array& b_in, array& out, float alpha, flo
   g.align_c = alignment(c);
   g.epilogue = epilogue.kind;
   g.align_bias = alignment(epilogue.bias);
+  g.bias_type =
+      epilogue.kind == CUBLASLT_EPILOGUE_DEFAULT ? g.out_type : cuda_type(epilogue.bias_dtype);
   const GemmPlan& plan = gemm_plan(g, epilogue.bias);
   if (!plan.found) {
     return false;
@@ -385,7 +400,7 @@ void AddMM::eval_gpu(const std::vector<array>& inputs, array& out) {
     // spread to the output's shape.
     cu::allocate(out);
     if (products(inputs[1], inputs[2], out, alpha_, 0.0f,
-                 {CUBLASLT_EPILOGUE_BIAS, const_cast<char*>(c.gpu_data<char>())})) {
+                 {CUBLASLT_EPILOGUE_BIAS, const_cast<char*>(c.gpu_data<char>()), c.dtype()})) {
       return;
     }
     cu::copy_strided(c, c_strides, 0, out, out.strides(), 0, out.shape());
@@ -425,8 +440,11 @@ void MatmulColumnSums::eval_gpu(const std::vector<array>& inputs, std::vector<ar
   array& sums = outputs[1];
   cu::allocate(product);
   cu::allocate(sums);
+  // Either output may be float32 for 16-bit operands (float32_outputs_): D's type and the bias
+  // gradient's are set apart.
   if (product.size() > 0 && r.shape(0) > 0 && is_floating_point(product.dtype()) &&
-      products(l, r, product, 1.0f, 0.0f, {CUBLASLT_EPILOGUE_BGRADA, sums.gpu_data<char>()})) {
+      products(l, r, product, 1.0f, 0.0f,
+               {CUBLASLT_EPILOGUE_BGRADA, sums.gpu_data<char>(), sums.dtype()})) {
     detail::count_path("MatmulColumnSums:epilogue");
     return;  // r is cuBLASLt's A, summed over k: its rows
   }
