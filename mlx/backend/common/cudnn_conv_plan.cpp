@@ -166,7 +166,10 @@ CudnnConvPlan plan_cudnn_conv(const ConvParams& p, const Shape& in, const Shape&
   if (dilated_input) {
     plan.op = CudnnConvPlan::Op::backward_data;
     plan.convolution_mode = !p.flip;
-    plan.transpose_weight = true;
+    // (G, Og, taps, Cg) -> (G, Cg, taps, Og) moves nothing where at most one of Og, Cg and
+    // the taps is above 1 (depthwise and pointwise filters): no copy then.
+    const int64_t taps = elements(ks);
+    plan.transpose_weight = (Og > 1) + (Cg > 1) + (taps > 1) > 1;
     plan.w_dims = dims(C, Og, ks);
   } else {
     plan.op = CudnnConvPlan::Op::forward;

@@ -53,7 +53,9 @@ struct CudnnConvPlan {
   // Per cuDNN spatial dimension: input elements dropped at the start (negative padding), and
   // where our output starts in y: our output index j is y's j + keep (zero outside y).
   std::vector<int> crop, keep;
-  // The filter is our weight (G * Og, kernel..., Cg) transposed to (G * Cg, kernel..., Og).
+  // The filter is our weight (G * Og, kernel..., Cg) transposed to (G * Cg, kernel..., Og)
+  // (backward data, where the transpose moves elements: our weight is the filter where at most
+  // one of Og, Cg and the kernel's taps is above 1).
   bool transpose_weight = false;
 
   bool crops_input() const;

@@ -646,7 +646,7 @@ bool cudnn_convolution(const ConvParams& p, bool filter_pass, const array& in, a
   const void* x = (cropped ? *cropped : in).gpu_data<char>();
   const void* w = (transposed ? *transposed : wt).gpu_data<char>();
   const void* y = (temp ? *temp : out).gpu_data<char>();
-  cudnn_check(api->SetStream(dev->handle, stream()), "cudnnSetStream", "conv");
+  cudnn_set_stream(*api, *dev, stream(), "conv");
   if (!c->chosen) {
     if (!choose_algorithm(*api, dev->handle, *c, x, w, y)) {
       c->usable = false;

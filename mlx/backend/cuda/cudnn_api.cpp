@@ -125,6 +125,14 @@ CudnnDevice* cudnn_device(int index) {
   return d;
 }
 
+void cudnn_set_stream(const CudnnApi& api, CudnnDevice& dev, cudaStream_t stream, const char* op) {
+  if (dev.stream == stream && stream != nullptr) {
+    return;
+  }
+  cudnn_check(api.SetStream(dev.handle, stream), "cudnnSetStream", op);
+  dev.stream = stream;
+}
+
 void cudnn_check(cudnnStatus_t status, const char* call, const char* op) {
   if (status == CUDNN_STATUS_SUCCESS) {
     return;

@@ -57,13 +57,20 @@ const CudnnApi* cudnn_api(std::string* error = nullptr);
 void* cudnn_library();
 
 // One device's handle (made on first use, on that device), used under `mutex`: a handle
-// serves one thread at a time, and each call first sets the caller's stream on it.
+// serves one thread at a time, and each call first sets the caller's stream on it
+// (cudnn_set_stream).
 struct CudnnDevice {
   std::mutex mutex;
   cudnnHandle_t handle = nullptr;
+  cudaStream_t stream = nullptr;  // the stream last set on handle (null: none yet)
 };
 // The current device's state, or null where cuDNN is unavailable or cudnnCreate fails there.
 CudnnDevice* cudnn_device(int device);
+
+// Sets `stream` on dev's handle (dev.mutex held) unless it is the one set last: cudnnSetStream
+// makes several driver queries on every call, unchanged stream or not (about 2.5 us of host
+// time each). Our streams live as long as the process, so a stream's handle names one stream.
+void cudnn_set_stream(const CudnnApi& api, CudnnDevice& dev, cudaStream_t stream, const char* op);
 
 // Whether MLX_CUDNN_DEBUG is set: one line per cuDNN decision (load failures, plans,
 // algorithms) on stderr.

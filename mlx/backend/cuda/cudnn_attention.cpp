@@ -239,8 +239,7 @@ CudnnDevice* ready_device(std::unique_lock<std::mutex>& lock) {
   }
   fe::cudnn_dlhandle = cudnn_library();
   lock = std::unique_lock<std::mutex>(dev->mutex);
-  cudnn_check(api->SetStream(dev->handle, stream()), "cudnnSetStream",
-              "scaled_dot_product_attention");
+  cudnn_set_stream(*api, *dev, stream(), "scaled_dot_product_attention");
   return dev;
 }
 
