@@ -840,7 +840,7 @@ def test_convolutions(dtype):
     check(lambda a, b, stream: mx.conv_transpose2d(a, b, stride=2, padding=1, stream=stream),
           x2, sample((5, 3, 3, 4), dtype, 6), rtol=rt, atol=rt)
     check(grads(lambda a, b: mx.conv2d(a, b, padding=1), (0, 1)), x2, w2, rtol=5e-2, atol=5e-2)
-    # Depthwise (the direct kernel), a true convolution (flipped kernel) with input dilation,
+    # Depthwise (the depthwise kernels), a true convolution (flipped kernel) with input dilation,
     # 3-D, and non-contiguous operands.
     check(lambda a, b, stream: mx.conv2d(a, b, groups=4, padding=2, stream=stream),
           x2, sample((4, 5, 5, 1), dtype, 7), rtol=rt, atol=rt)
@@ -865,10 +865,18 @@ def test_depthwise_weight_grad(dtype):
              ((1, 8, 9, 6), (6, 3, 3, 1), dict(padding=([-1, 1], [1, -1]))),
              ((3, 40, 33), (33, 5, 1), dict(stride=[2], padding=[2])),
              ((1, 5, 6, 7, 19), (19, 3, 3, 3, 1), dict(stride=[1, 2, 1], padding=[1, 1, 1]))]
+    # The depthwise kernels take every one (cuDNN refuses float64) but a transposed
+    # convolution's (input dilation), which is a convolution.
+    path = "depthwise" if dtype == mx.float64 else depthwise_path()
     for i, (xs, ws, kw) in enumerate(cases):
         x, w = sample(xs, dtype, 10 + i), sample(ws, dtype, 20 + i)
         f = lambda a, b: mx.conv_general(a, b, groups=xs[-1], **kw)
         check(grads(f, (1,)), x, w, rtol=rt, atol=rt)
+        weight_paths = conv_paths(grads(f, (1,)), x, w, primitive="ConvWeightGrad")
+        if "input_dilation" in kw:
+            assert weight_paths == {}, weight_paths
+        elif path == "depthwise":
+            assert weight_paths == {"depthwise": 1}, weight_paths
     # A batch of 64 (the pixels split over many blocks) and a transposed (strided) input.
     x = sample((64, 14, 14, 40), dtype, 30)
     w = sample((40, 3, 3, 1), dtype, 31)
@@ -893,15 +901,24 @@ def conv_paths(fn, *args, primitive="Convolution"):
     return {k[len(prefix):]: v for k, v in counts.items() if k.startswith(prefix)}
 
 
-def cudnn_expected():
-    """Whether GPU convolutions should reach cuDNN here: a cuDNN 9 library is findable (the
-    nvidia-cudnn-cu13 wheel, MLX_CUDNN_LIBNAME or the system's) and MLX_CUDA_CONV does not
-    turn it off."""
+def cudnn_findable():
+    """Whether a cuDNN 9 library is findable: the nvidia-cudnn-cu13 wheel (recorded by
+    `import mlx`), MLX_CUDNN_LIBNAME or the system's."""
     import ctypes.util
-    if os.environ.get("MLX_CUDA_CONV") == "im2col":
-        return False
     return bool(os.environ.get("MLX_CUDNN_LIBNAME") or os.environ.get("MLX_CUDNN_WHEEL_LIBNAME")
                 or ctypes.util.find_library("cudnn"))
+
+
+def cudnn_expected():
+    """Whether GPU convolutions should reach cuDNN here: a cuDNN library is findable and
+    MLX_CUDA_CONV does not turn it off."""
+    return os.environ.get("MLX_CUDA_CONV") != "im2col" and cudnn_findable()
+
+
+def depthwise_path():
+    """The path of depthwise convolutions (and their derivatives) on the GPU: their own kernels,
+    unless MLX_CUDA_CONV=cudnn hands them to a cuDNN that is present."""
+    return "cudnn" if os.environ.get("MLX_CUDA_CONV") == "cudnn" and cudnn_expected() else "depthwise"
 
 
 def conv_op(name, **kw):
@@ -913,7 +930,6 @@ CUDNN_CONVS = [
     ((2, 20, 6), (8, 3, 6), "conv1d", dict(stride=2, padding=1)),
     ((2, 11, 12, 4), (6, 3, 3, 4), "conv2d", dict(stride=(1, 2), padding=1, dilation=(2, 1))),
     ((2, 11, 12, 4), (8, 3, 3, 2), "conv2d", dict(groups=2)),
-    ((2, 11, 12, 8), (8, 5, 5, 1), "conv2d", dict(groups=8, padding=2)),  # depthwise
     ((4, 16, 16, 32), (64, 3, 3, 32), "conv2d", dict(stride=2, padding=1)),
     ((2, 14, 14, 64), (32, 1, 1, 64), "conv2d", {}),  # pointwise
     ((1, 5, 6, 7, 3), (4, 3, 2, 3, 3), "conv3d", dict(stride=(1, 2, 1), padding=1)),
@@ -961,8 +977,8 @@ def test_cudnn_convolutions(case, dtype):
 
 @pytest.mark.parametrize("dtype", [mx.float32, mx.float64])
 def test_convolutions_off_cudnn(dtype):
-    """What cuDNN cannot take runs im2col (or the direct kernel) and still matches the CPU:
-    float64, and input dilation with a stride above 1."""
+    """What cuDNN cannot take runs im2col (depthwise geometries their own kernels) and still
+    matches the CPU: float64, and input dilation with a stride above 1."""
     x, w = sample((2, 9, 10, 4), dtype, 80, -1, 1), sample((6, 3, 3, 4), dtype, 81, -1, 1)
     f = conv_op("conv_general", stride=2, padding=1, input_dilation=(2, 1))
     check(f, x, w, rtol=1e-4, atol=1e-4)
@@ -974,16 +990,134 @@ def test_convolutions_off_cudnn(dtype):
         depthwise = conv_op("conv2d", padding=1, groups=4)
         wd = sample((4, 3, 3, 1), dtype, 82, -1, 1)
         check(depthwise, x, wd, rtol=1e-9, atol=1e-9)
-        assert conv_paths(depthwise, x, wd) == {"direct": 1}
+        assert conv_paths(depthwise, x, wd) == {"depthwise": 1}
         # Weight derivatives off cuDNN: the im2col products (grouped, strided, flipped) and
         # the depthwise kernels.
         for kw, wshape, path in ((dict(stride=(2, 1), padding=1, groups=2), (6, 3, 3, 2), "im2col"),
                                  (dict(padding=([1, 0], [0, 1]), flip=True), (6, 2, 3, 4), "im2col"),
-                                 (dict(padding=1, groups=4), (4, 3, 3, 1), "direct")):
+                                 (dict(padding=1, groups=4), (4, 3, 3, 1), "depthwise")):
             wk = sample(wshape, dtype, 83, -1, 1)
             fg = grads(lambda a, b: mx.conv_general(a, b, **kw), (1,))
             check(fg, x, wk, rtol=1e-9, atol=1e-9)
             assert conv_paths(fg, x, wk, primitive="ConvWeightGrad") == {path: 1}
+
+
+# (input shape, weight shape, op, arguments): depthwise convolutions (groups = input channels,
+# channel multiplier m = weight rows / groups, 1 to 4) and the transposed form (groups of
+# several input channels and one output, as a multiplier's input derivative is), which run
+# their own GPU kernels (backend/cuda/conv_depthwise.h). Channels not a multiple of the kernels'
+# 8-wide packs (3, 5, 13, 33: element by element) and multiples (8, 16, 256: 16-byte packs).
+DEPTHWISE_CONVS = [
+    ((3, 7, 5, 13), (13, 3, 3, 1), "conv2d", dict(padding=1, groups=13)),
+    ((1, 7, 5, 3), (6, 3, 3, 1), "conv2d", dict(stride=2, padding=1, groups=3)),  # m = 2
+    ((3, 9, 8, 256), (256, 3, 3, 1), "conv2d", dict(padding=2, dilation=2, groups=256)),
+    ((1, 11, 10, 256), (512, 3, 3, 1), "conv2d", dict(stride=2, padding=1, dilation=2, groups=256)),
+    ((3, 7, 5, 16), (16, 3, 2, 1), "conv_general",
+     dict(stride=(2, 1), padding=([1, 0], [2, 1]), groups=16)),  # asymmetric padding
+    ((2, 8, 9, 6), (12, 3, 3, 1), "conv_general", dict(padding=([-1, 1], [1, -1]), groups=6)),
+    ((2, 9, 10, 8), (8, 3, 3, 1), "conv_general",
+     dict(padding=1, kernel_dilation=(2, 1), flip=True, groups=8)),
+    ((2, 1, 1, 13), (13, 3, 3, 1), "conv2d", dict(padding=1, groups=13)),  # a 1x1 input
+    ((3, 13, 5, 5), (15, 3, 3, 1), "conv2d", dict(padding=(0, 1), groups=5)),  # m = 3
+    ((1, 6, 7, 8), (32, 5, 5, 1), "conv2d", dict(padding=2, groups=8)),  # m = 4, 25 taps
+    ((1, 9, 10, 256), (256, 7, 7, 1), "conv2d", dict(padding=3, groups=256)),  # taps in chunks
+    ((3, 40, 33), (33, 5, 1), "conv1d", dict(stride=2, padding=2, groups=33)),
+    ((1, 17, 8), (16, 3, 1), "conv1d", dict(padding=2, dilation=2, groups=8)),  # m = 2
+    ((2, 100, 256), (256, 80, 1), "conv1d", dict(padding=10, groups=256)),  # 80 taps
+    ((1, 5, 6, 7, 19), (19, 3, 3, 3, 1), "conv3d", dict(stride=(1, 2, 1), padding=1, groups=19)),
+    ((2, 4, 5, 6, 8), (16, 2, 3, 3, 1), "conv3d", dict(padding=(0, 1, 1), groups=8)),  # m = 2
+    ((2, 7, 6, 26), (13, 3, 3, 2), "conv2d", dict(padding=1, groups=13)),  # transposed form
+    ((2, 7, 8, 12), (12, 3, 3, 1), "conv_transpose2d", dict(stride=2, padding=1, groups=12)),
+]
+
+
+@pytest.mark.parametrize("dtype", [mx.float32, mx.float16, mx.bfloat16])
+@pytest.mark.parametrize("case", range(len(DEPTHWISE_CONVS)))
+def test_depthwise_convolutions(case, dtype):
+    """GPU against CPU for depthwise convolutions, forward and both derivatives, and their
+    paths: the depthwise kernels for the convolution, for its input derivative (a transposed
+    depthwise convolution) and for its weight derivative (ConvWeightGrad)."""
+    xs, ws, op, kw = DEPTHWISE_CONVS[case]
+    rt = {mx.float16: 2e-2, mx.bfloat16: 8e-2}.get(dtype, 1e-4)
+    x, w = sample(xs, dtype, 90 + case, -1, 1), sample(ws, dtype, 120 + case, -1, 1)
+    f = conv_op(op, **kw)
+    check(f, x, w, rtol=rt, atol=rt)
+    path = depthwise_path()
+    assert conv_paths(f, x, w) == {path: 1}
+    fg = grads(lambda a, b: getattr(mx, op)(a, b, **kw), (0, 1))
+    gt = max(rt, 5e-2) if dtype != mx.float32 else 1e-3
+    check(fg, x, w, rtol=gt, atol=gt)
+    if path != "depthwise":
+        return
+    # The forward convolution and its input derivative (a transposed convolution's weight
+    # derivative is a convolution too, with the batch as channels, and may take any path).
+    paths = conv_paths(fg, x, w)
+    assert paths.get("depthwise", 0) >= 2, paths
+    weight_paths = conv_paths(fg, x, w, primitive="ConvWeightGrad")
+    if "transpose" in op:
+        assert weight_paths == {}, weight_paths
+    else:
+        assert paths == {"depthwise": 2}, paths
+        if ws[-1] == 1:
+            assert weight_paths == {"depthwise": 1}, weight_paths
+        else:  # groups of two input channels: cuDNN's filter pass or im2col
+            assert sum(weight_paths.values()) == 1 and "depthwise" not in weight_paths, weight_paths
+
+
+@pytest.mark.parametrize("dtype", [mx.float32, mx.float16, mx.bfloat16, mx.float64])
+def test_depthwise_layouts_and_sizes(dtype):
+    """Depthwise convolutions of non-contiguous and offset operands, float64 (the kernels take
+    it too), empty batches and inputs that only padding reaches."""
+    rt = {mx.float16: 2e-2, mx.bfloat16: 8e-2, mx.float64: 1e-9}.get(dtype, 1e-4)
+    x = sample((2, 9, 8, 40), dtype, 150, -1, 1)
+    w = sample((40, 3, 3, 1), dtype, 151, -1, 1)
+    f = conv_op("conv2d", padding=1, groups=40)
+    fg = grads(lambda a, b: mx.conv2d(a, b, padding=1, groups=40), (0, 1))
+    gt = max(rt, 5e-2) if dtype in (mx.float16, mx.bfloat16) else rt * 10
+    for v in (x[:, ::-1, ::2], x.transpose(0, 2, 1, 3), x[..., ::-1]):
+        check(f, v, w, rtol=rt, atol=rt)
+        check(fg, v, w, rtol=gt, atol=gt)
+    flat = sample((2 * 9 * 8 * 40 + 3,), dtype, 152, -1, 1)
+    check(f, flat[3:].reshape(2, 9, 8, 40), w[::-1], rtol=rt, atol=rt)  # data 3 elements in
+    check(fg, flat[3:].reshape(2, 9, 8, 40), w[::-1], rtol=gt, atol=gt)
+    path = "depthwise" if dtype == mx.float64 else depthwise_path()
+    assert conv_paths(f, x[:, ::-1, ::2], w) == {path: 1}
+    # No batch; an input of height 0 whose output only padding reaches (zeros).
+    check(f, sample((0, 9, 8, 40), dtype, 153), w)
+    empty = conv_op("conv2d", padding=1, groups=40)
+    check(empty, sample((2, 0, 8, 40), dtype, 154), sample((40, 1, 3, 1), dtype, 155))
+    # More than 1024 taps over few outputs: left to products that split the sums.
+    xl, wl = sample((1, 1200, 8), dtype, 156, -1, 1), sample((8, 1100, 1), dtype, 157, -1, 1)
+    long = conv_op("conv1d", groups=8)
+    check(long, xl, wl, rtol=rt, atol=rt)
+    assert "depthwise" not in conv_paths(long, xl, wl)
+
+
+CONV_DEPTHWISE_SWITCH = """
+import mlx.core as mx
+x = mx.random.uniform(shape=(2, 9, 10, 8), key=mx.random.key(0))
+w = mx.random.uniform(shape=(8, 3, 3, 1), key=mx.random.key(1))
+f = lambda a, b: mx.sum(mx.conv2d(a, b, stride=2, padding=1, groups=8, stream=mx.gpu))
+mx._kernel_counts(True)
+mx.eval(mx.value_and_grad(f, argnums=(0, 1))(x, w))
+counts = mx._kernel_counts(False)
+print(repr({k: v for k, v in counts.items() if k.startswith(("Convolution:", "ConvWeightGrad:"))}))
+"""
+
+
+@pytest.mark.parametrize("mode", ["im2col", "cudnn"])
+def test_cuda_conv_switch_depthwise(mode):
+    """MLX_CUDA_CONV=im2col keeps depthwise convolutions and their derivatives on the depthwise
+    kernels; MLX_CUDA_CONV=cudnn hands them to cuDNN where a cuDNN library is findable."""
+    env = dict(os.environ, MLX_CUDA_CONV=mode)
+    out = subprocess.run([sys.executable, "-c", CONV_DEPTHWISE_SWITCH], env=env,
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    got = eval(out.stdout.strip().splitlines()[-1])
+    if mode == "cudnn" and cudnn_findable():
+        assert got.get("Convolution:cudnn", 0) >= 1, got
+    else:
+        assert got == {"Convolution:depthwise": 2, "ConvWeightGrad:depthwise": 1}, got
 
 
 CONV_IM2COL = """

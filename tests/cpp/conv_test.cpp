@@ -5,8 +5,11 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <map>
 
 #include "mlx/mlx.h"
+#include "mlx/runtime/kernel_counter.h"
 #include "test_utils.h"
 #include "transform_check.h"
 
@@ -134,6 +137,79 @@ TEST(ConvWeightGrad, MatchesTheConvolutionForm) {
         expect_close(dw, to_vector(expected), w.shape(), tol, tol);
       }
     }
+  }
+}
+
+// Depthwise convolutions on a GPU, where they run their own kernels (backend/cuda/
+// conv_depthwise.h), against the CPU: the forward convolution and both derivatives (vjp) for
+// channel multipliers 1 to 4 and the transposed form (groups of 2 input channels and one
+// output), every float dtype, strides, kernel and input dilation, asymmetric and negative
+// padding, flips, 1-D to 3-D, a kernel whose taps are staged in chunks; the paths counted.
+TEST(Conv, DepthwiseOnTheGpuMatchesTheCpu) {
+  if (!is_available(Device::gpu)) {
+    GTEST_SKIP() << "no GPU";
+  }
+  if (const char* v = std::getenv("MLX_CUDA_CONV"); v && std::string(v) == "cudnn") {
+    GTEST_SKIP() << "MLX_CUDA_CONV=cudnn hands depthwise convolutions to cuDNN";
+  }
+  const std::vector<GradCase> cases = {
+      {{3, 7, 5, 13}, {13, 3, 3, 1}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, 13, false},
+      {{1, 7, 5, 3}, {6, 3, 3, 1}, {2, 2}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, 3, false},
+      {{2, 9, 8, 16}, {16, 3, 3, 1}, {1, 1}, {2, 1}, {1, 2}, {2, 2}, {1, 1}, 16, true},
+      {{2, 8, 9, 6}, {12, 3, 3, 1}, {1, 2}, {-1, 1}, {1, -1}, {1, 1}, {1, 1}, 6, false},
+      {{2, 20, 5}, {15, 4, 1}, {2}, {2}, {1}, {1}, {1}, 5, false},
+      {{1, 5, 6, 7, 8},
+       {32, 3, 2, 3, 1},
+       {1, 2, 1},
+       {1, 0, 1},
+       {1, 1, 1},
+       {1, 1, 1},
+       {1, 1, 1},
+       8,
+       false},
+      {{2, 6, 7, 10}, {5, 3, 3, 2}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, 5, false},
+      {{1, 4, 5, 8}, {8, 3, 3, 1}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, {2, 2}, 8, true},
+      {{1, 9, 10, 256}, {256, 7, 7, 1}, {1, 1}, {3, 3}, {3, 3}, {1, 1}, {1, 1}, 256, false},
+      {{1, 1, 1, 24}, {48, 3, 3, 1}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, 24, false},
+  };
+  Stream cpu = default_stream(Device::cpu), gpu = default_stream(Device::gpu);
+  uint32_t seed = 70;
+  for (const auto& c : cases) {
+    const bool transposed = std::any_of(c.idil.begin(), c.idil.end(), [](int d) { return d != 1; });
+    for (Dtype dt : {float32, float16, bfloat16, float64}) {
+      SCOPED_TRACE("input " + to_string(c.x) + " weight " + to_string(c.w) + " " + dtype_name(dt));
+      array x = random_array(c.x, dt, -1, 1, seed), w = random_array(c.w, dt, -1, 1, seed + 1);
+      auto conv = [&](Stream s) {
+        return [&, s](const std::vector<array>& in) {
+          return std::vector<array>{conv_general(in[0], in[1], c.stride, c.lo, c.hi, c.kdil, c.idil,
+                                                 c.groups, c.flip, s)};
+        };
+      };
+      array y = conv(cpu)({x, w})[0];
+      array cot = random_array(y.shape(), dt, -1, 1, seed + 2);
+      auto [cpu_out, cpu_grads] = vjp(conv(cpu), {x, w}, {cot});
+      core::detail::kernel_counts(true);
+      core::detail::set_kernel_counting(true);
+      auto [gpu_out, gpu_grads] = vjp(conv(gpu), {x, w}, {cot});
+      eval(gpu_out[0], gpu_grads[0], gpu_grads[1]);
+      core::detail::set_kernel_counting(false);
+      std::map<std::string, int64_t> paths;
+      for (auto& [name, k] : core::detail::kernel_counts(true)) {
+        paths[name] = k.count;
+      }
+      const double tol = dt == float64 ? 1e-10 : dt == float32 ? 1e-4 : dt == float16 ? 2e-2 : 8e-2;
+      expect_close(gpu_out[0], to_vector(cpu_out[0]), y.shape(), tol, tol);
+      expect_close(gpu_grads[0], to_vector(cpu_grads[0]), x.shape(), tol, tol);
+      expect_close(gpu_grads[1], to_vector(cpu_grads[1]), w.shape(), tol * 4, tol * 4);
+      // The forward convolution and its input derivative; a transposed convolution's weight
+      // derivative is a convolution too, which may take another path.
+      EXPECT_GE(paths["Convolution:depthwise"], 2);
+      if (!transposed) {
+        EXPECT_EQ(paths["Convolution:cudnn"] + paths["Convolution:im2col"], 0);
+        EXPECT_EQ(paths["ConvWeightGrad:depthwise"], c.w.back() == 1 ? 1 : 0);
+      }
+    }
+    seed += 3;
   }
 }
 

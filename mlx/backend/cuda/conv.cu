@@ -1,29 +1,36 @@
 // Convolution::eval_gpu and ConvWeightGrad::eval_gpu, channels last (primitives/conv.h).
 // Which path runs:
-// 1. cuDNN (loaded at run time, cudnn_api.h) wherever backend/common/cudnn_conv_plan.h maps
+// 1. Depthwise geometries (groups of one input channel and at most 4 output channels, or the
+//    transposed form: one output and at most 4 input channels, as their input derivatives are)
+//    run their own kernels (conv_depthwise.h), whatever the dtype, stride, padding or
+//    dilations; so do depthwise weight derivatives. cuDNN's grouped NHWC kernels are slow for
+//    them (an H100, bf16 28x28x256 3x3: 0.37 ms forward against PyTorch's 0.03).
+// 2. cuDNN (loaded at run time, cudnn_api.h) wherever backend/common/cudnn_conv_plan.h maps
 //    the convolution: float32 (FMA math; TF32 only under MLX_ENABLE_TF32), float16 and bfloat16
 //    (tensor-op math) with any groups, stride, kernel dilation and padding (negative padding
 //    crops a copy of the input; asymmetric padding has cuDNN write a temporary output whose
 //    window is copied) through cudnnConvolutionForward, and input dilation with stride 1
 //    (transposed convolutions and the input derivatives of strided ones) through
-//    cudnnConvolutionBackwardData with a per-group transposed copy of the weight. A weight
-//    derivative whose convolution maps to the forward call runs cudnnConvolutionBackwardFilter
-//    on the same descriptors (the cotangent zero-padded into a temporary y where ours is a
-//    window of it). Descriptors are cached per device, pass and geometry; the algorithm is
-//    chosen at a geometry's first run by timing cuDNN's algorithms on its operands (Find, run
-//    twice so that lazy kernel loading does not count; at most 256 MiB of workspace from our
-//    allocator), or from the heuristics under MLX_CUDNN_FIND=0 (at most 1 GiB).
-// 2. Otherwise (float64, input dilation beside a stride above 1, sizes past 32-bit indices,
+//    cudnnConvolutionBackwardData with a per-group transposed copy of the weight (none where
+//    the transpose keeps the layout). A weight derivative whose convolution maps to the forward
+//    call runs cudnnConvolutionBackwardFilter on the same descriptors (the cotangent
+//    zero-padded into a temporary y where ours is a window of it). Descriptors are cached per
+//    device, pass and geometry; the algorithm is chosen at a geometry's first run by timing
+//    cuDNN's algorithms on its operands (Find, run twice so that lazy kernel loading does not
+//    count; at most 256 MiB of workspace from our allocator), or from the heuristics under
+//    MLX_CUDNN_FIND=0 (at most 1 GiB).
+// 3. Otherwise (float64, input dilation beside a stride above 1, sizes past 32-bit indices,
 //    cuDNN missing or rejecting the geometry, MLX_CUDA_CONV=im2col): im2col over a chunk of
 //    output pixels (one row per pixel: kernel taps x group channels, zeros for taps in the
 //    padding or between dilated input elements) followed by one cuBLASLt product per group with
 //    the group's weights (for the weight derivative: the group's cotangent transposed times the
-//    columns, summed over chunks); depthwise-like convolutions (one output channel per group,
-//    few channels per group) run a direct kernel instead of per-group products of one column,
-//    and depthwise weight derivatives sum per channel and tap with their own kernels.
-// While mx._kernel_counts counts, each evaluation also counts its path ("Convolution:cudnn",
-// ":im2col", ":direct"; "ConvWeightGrad:cudnn", ":im2col", ":direct"); MLX_CUDNN_DEBUG=1 prints
-// each geometry's plan and algorithm or its reason to fall back.
+//    columns, summed over chunks).
+// MLX_CUDA_CONV=im2col keeps every convolution off cuDNN (depthwise ones still take 1, the
+// rest 3); MLX_CUDA_CONV=cudnn gives cuDNN the depthwise geometries it maps too (the depthwise
+// kernels then run only what it does not take: float64, refusals), to compare with it.
+// While mx._kernel_counts counts, each evaluation also counts its path ("Convolution:depthwise",
+// ":cudnn", ":im2col"; "ConvWeightGrad:depthwise", ":cudnn", ":im2col"); MLX_CUDNN_DEBUG=1
+// prints each geometry's cuDNN plan and algorithm or its reason to fall back.
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -34,12 +41,12 @@
 
 #include "mlx/backend/common/conv_geometry.h"
 #include "mlx/backend/common/cudnn_conv_plan.h"
+#include "mlx/backend/cuda/conv_depthwise.h"
 #include "mlx/backend/cuda/copy.cuh"
 #include "mlx/backend/cuda/cudnn_api.h"
 #include "mlx/backend/cuda/device_types.cuh"
 #include "mlx/backend/cuda/gemm.h"
 #include "mlx/backend/cuda/kernel_utils.cuh"
-#include "mlx/backend/cuda/occupancy.cuh"
 #include "mlx/backend/cuda/tf32.h"
 #include "mlx/primitives/conv.h"
 #include "mlx/runtime/kernel_counter.h"
@@ -88,32 +95,6 @@ __global__ void im2col_kernel(const T* in, T* cols, ConvGeometry g, int64_t r0, 
   }
 }
 
-// out[r, grp] = sum over taps and the group's channels of w[grp, tap, c] in[pixel, grp Cg + c]
-// (one output channel per group), one thread per output element, accumulated in float.
-template <typename T>
-__global__ void direct_kernel(const T* in, const T* wt, T* out, ConvGeometry g) {
-  const int64_t total = g.N * g.X * g.G;
-  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < total;
-       i += int64_t(gridDim.x) * blockDim.x) {
-    const int64_t r = i / g.G, grp = i - r * g.G, n = r / g.X, x = r - n * g.X;
-    compute_t<T> acc = 0;
-    for (int64_t tap = 0; tap < g.K; ++tap) {
-      const int64_t pix = input_pixel(g, x, tap);
-      if (pix < 0) {
-        continue;
-      }
-      const T* src = in + (n * g.S + pix) * g.C + grp * g.Cg;
-      const T* w = wt + (grp * g.K + tap) * g.Cg;
-      for (int64_t c = 0; c < g.Cg; ++c) {
-        acc += static_cast<compute_t<T>>(w[c]) * static_cast<compute_t<T>>(src[c]);
-      }
-    }
-    out[i] = cast_to<T>(acc);
-  }
-}
-
-// Up to this many channels per group, single-output groups use the direct kernel.
-constexpr int64_t kDirectMaxGroupChannels = 16;
 // Bytes of im2col columns per chunk of output rows.
 constexpr int64_t kChunkBytes = int64_t(64) << 20;
 
@@ -212,70 +193,6 @@ void im2col_weight_grad(const ConvGeometry& g, const array& in, const array& cot
   check_launch("ConvWeightGrad");
 }
 
-// The depthwise weight derivative's sums, in two passes. Blocks of 32 channels x 8 lanes of pixels,
-// one block row per kernel tap (blockIdx.y) and slice of the batch's output pixels (blockIdx.z):
-// each thread folds in[pixel read by the tap, c] * cot[pixel, c] over its pixels, coalesced
-// over channels, and the block writes partial[slice, tap, c]; the second pass adds the slices
-// in order (no atomics: the result does not depend on scheduling).
-template <typename T, typename Acc>
-__global__ void depthwise_weight_partials(const T* in, const T* cot, Acc* partial, ConvGeometry g,
-                                          int64_t per_slice) {
-  __shared__ Acc lanes[8][33];
-  const int64_t c = int64_t(blockIdx.x) * 32 + threadIdx.x, tap = blockIdx.y;
-  const int64_t p0 = blockIdx.z * per_slice, p1 = min(g.N * g.X, p0 + per_slice);
-  Acc acc = 0;
-  if (c < g.C) {
-    for (int64_t p = p0 + threadIdx.y; p < p1; p += 8) {
-      const int64_t n = p / g.X, pix = input_pixel(g, p - n * g.X, tap);
-      if (pix >= 0) {
-        acc += static_cast<Acc>(in[(n * g.S + pix) * g.C + c]) * static_cast<Acc>(cot[p * g.C + c]);
-      }
-    }
-  }
-  lanes[threadIdx.y][threadIdx.x] = acc;
-  __syncthreads();
-  if (threadIdx.y == 0 && c < g.C) {
-    for (int y = 1; y < 8; ++y) {
-      acc += lanes[y][threadIdx.x];
-    }
-    partial[(blockIdx.z * g.K + tap) * g.C + c] = acc;
-  }
-}
-
-// dw[c, tap] = the sum of partial[slice, tap, c] over the slices.
-template <typename T, typename Acc>
-__global__ void depthwise_weight_sum(const Acc* partial, T* dw, ConvGeometry g, int64_t slices) {
-  const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;  // tap * C + c
-  if (i >= g.K * g.C) {
-    return;
-  }
-  Acc v = 0;
-  for (int64_t s = 0; s < slices; ++s) {
-    v += partial[s * g.K * g.C + i];
-  }
-  const int64_t tap = i / g.C, c = i - tap * g.C;
-  dw[c * g.K + tap] = cast_to<T>(v);
-}
-
-template <typename T>
-void depthwise_weight_grad(const ConvGeometry& g, const array& in, const array& cot, array& dw) {
-  using Acc = acc_t<T>;
-  const int64_t pixels = g.N * g.X, column_blocks = (g.C + 31) / 32 * g.K;
-  // Slices of pixels so that the grid fills the GPU once, each with a few hundred pixels.
-  const int64_t wave = resident_blocks<depthwise_weight_partials<T, Acc>, 256>();
-  const int64_t slices =
-      std::clamp<int64_t>(std::min(wave / column_blocks, (pixels + 255) / 256), 1, 65535);
-  const int64_t per_slice = (pixels + slices - 1) / slices;
-  Scratch partial(sizeof(Acc) * slices * g.K * g.C);
-  dim3 grid(static_cast<unsigned>((g.C + 31) / 32), static_cast<unsigned>(g.K),
-            static_cast<unsigned>(slices));
-  depthwise_weight_partials<T, Acc><<<grid, dim3(32, 8), 0, stream()>>>(
-      in.gpu_data<T>(), cot.gpu_data<T>(), partial.as<Acc>(), g, per_slice);
-  depthwise_weight_sum<T, Acc><<<blocks_for(g.K * g.C), kThreads, 0, stream()>>>(
-      partial.as<Acc>(), dw.gpu_data<T>(), g, slices);
-  check_launch("ConvWeightGrad");
-}
-
 // cuDNN (see the file's comment).
 
 // The most workspace an algorithm may take; cuDNN's ranking continues past larger ones. Find
@@ -283,14 +200,21 @@ void depthwise_weight_grad(const ConvGeometry& g, const array& in, const array& 
 constexpr size_t kMaxCudnnWorkspace = size_t(1) << 30;
 constexpr size_t kFindWorkspace = size_t(256) << 20;
 
-// MLX_CUDA_CONV=im2col keeps every convolution off cuDNN.
-bool cudnn_enabled() {
-  static const bool on = [] {
+// MLX_CUDA_CONV (see the file's comment): unset (or any other value) the depthwise kernels,
+// then cuDNN, then im2col; "im2col" no cuDNN; "cudnn" cuDNN before the depthwise kernels.
+enum class ConvPaths { standard, im2col, cudnn_first };
+ConvPaths conv_paths() {
+  static const ConvPaths paths = [] {
     const char* v = std::getenv("MLX_CUDA_CONV");
-    return v == nullptr || std::strcmp(v, "im2col") != 0;
+    return v == nullptr                    ? ConvPaths::standard
+           : std::strcmp(v, "im2col") == 0 ? ConvPaths::im2col
+           : std::strcmp(v, "cudnn") == 0  ? ConvPaths::cudnn_first
+                                           : ConvPaths::standard;
   }();
-  return on;
+  return paths;
 }
+
+bool cudnn_enabled() { return conv_paths() != ConvPaths::im2col; }
 
 // MLX_CUDNN_FIND=0 takes the heuristics' first algorithm instead of timing them (Find): no
 // first-call cost per geometry, but the heuristics' pick can be several times slower.
@@ -684,6 +608,25 @@ bool cudnn_convolution(const ConvParams& p, bool filter_pass, const array& in, a
   return true;
 }
 
+// Runs the first path that takes an evaluation (see the file's comment): the depthwise kernels
+// where `depthwise` (they apply) and cuDNN has not been asked first (MLX_CUDA_CONV=cudnn), else
+// cudnn() (true where cuDNN ran it; it counts its own path), else the depthwise kernels where
+// they apply, else im2col(); counted as `depthwise_path` or `im2col_path`.
+template <typename Cudnn, typename Depthwise, typename Im2col>
+void run_first_path(bool depthwise, const char* depthwise_path, const char* im2col_path,
+                    Cudnn&& cudnn, Depthwise&& run_depthwise, Im2col&& im2col) {
+  if ((!depthwise || conv_paths() == ConvPaths::cudnn_first) && cudnn()) {
+    return;
+  }
+  if (depthwise) {
+    run_depthwise();
+    detail::count_path(depthwise_path);
+  } else {
+    im2col();
+    detail::count_path(im2col_path);
+  }
+}
+
 }  // namespace
 
 void ConvWeightGrad::eval_gpu(const std::vector<array>& inputs, array& out) {
@@ -699,18 +642,14 @@ void ConvWeightGrad::eval_gpu(const std::vector<array>& inputs, array& out) {
     MLX_CUDA_CHECK(cudaMemsetAsync(out.gpu_data<char>(), 0, out.nbytes(), cu::stream()));
     return;
   }
-  if (cudnn_convolution(params_, /*filter_pass=*/true, in, out, cot)) {
-    return;
-  }
-  dispatch_float<DeviceTypes>(out.dtype(), "ConvWeightGrad", [&]<typename T>() {
-    if (g.Cg == 1 && g.Og == 1) {
-      depthwise_weight_grad<T>(g, in, cot, out);
-      detail::count_path("ConvWeightGrad:direct");
-    } else {
-      im2col_weight_grad<T>(g, in, cot, out);
-      detail::count_path("ConvWeightGrad:im2col");
-    }
-  });
+  run_first_path(
+      depthwise_weight_grad_supported(g), "ConvWeightGrad:depthwise", "ConvWeightGrad:im2col",
+      [&] { return cudnn_convolution(params_, /*filter_pass=*/true, in, out, cot); },
+      [&] { depthwise_weight_grad(g, in, cot, out); },
+      [&] {
+        dispatch_float<DeviceTypes>(out.dtype(), "ConvWeightGrad",
+                                    [&]<typename T>() { im2col_weight_grad<T>(g, in, cot, out); });
+      });
 }
 
 void Convolution::eval_gpu(const std::vector<array>& inputs, array& out) {
@@ -720,26 +659,19 @@ void Convolution::eval_gpu(const std::vector<array>& inputs, array& out) {
   }
   array in = dense_copy(inputs[0]);
   array wt = dense_copy(inputs[1]);
-  ConvGeometry g = conv_geometry(params_, in, wt, out);
+  const ConvGeometry g = conv_geometry(params_, in, wt, out);
   if (g.Cg == 0) {
     MLX_CUDA_CHECK(cudaMemsetAsync(out.gpu_data<char>(), 0, out.nbytes(), cu::stream()));
     return;
   }
-  if (cudnn_convolution(params_, /*filter_pass=*/false, in, wt, out)) {
-    return;
-  }
-  dispatch_float<DeviceTypes>(out.dtype(), "conv", [&]<typename T>() {
-    if (g.Og == 1 && g.G > 1 && g.Cg <= kDirectMaxGroupChannels) {
-      const int64_t total = g.N * g.X * g.G;
-      direct_kernel<T><<<blocks_for(total), kThreads, 0, cu::stream()>>>(
-          in.gpu_data<T>(), wt.gpu_data<T>(), out.gpu_data<T>(), g);
-      check_launch("conv");
-      detail::count_path("Convolution:direct");
-    } else {
-      im2col_conv<T>(g, in, wt, out);
-      detail::count_path("Convolution:im2col");
-    }
-  });
+  run_first_path(
+      depthwise_conv_supported(g), "Convolution:depthwise", "Convolution:im2col",
+      [&] { return cudnn_convolution(params_, /*filter_pass=*/false, in, wt, out); },
+      [&] { depthwise_conv(g, in, wt, out); },
+      [&] {
+        dispatch_float<DeviceTypes>(out.dtype(), "conv",
+                                    [&]<typename T>() { im2col_conv<T>(g, in, wt, out); });
+      });
 }
 
 }  // namespace mlx::core
