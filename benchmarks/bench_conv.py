@@ -1,4 +1,5 @@
-"""conv2d on ResNet-50 layer shapes (and a depthwise layer): mlx.core against PyTorch,
+"""conv2d on ResNet-50 layer shapes (and depthwise layers: 3x3, 3x3 stride 2, 5x5 with channel
+multiplier 2): mlx.core against PyTorch,
 forward and forward+backward, printed as one markdown table.
 
 Each library runs in its own process (idle BLAS / OpenMP threads of one would take cores from
@@ -34,8 +35,11 @@ SHAPES = [
     ("l4 3x3 512", 7, 7, 512, 512, 3, 1, 1, 1),
     ("l4 1x1 512->2048", 7, 7, 512, 2048, 1, 1, 0, 1),
     ("depthwise 3x3 256", 28, 28, 256, 256, 3, 1, 1, 256),
+    ("depthwise 3x3/2 256", 56, 56, 256, 256, 3, 2, 1, 256),
+    ("depthwise 5x5 512 x2", 14, 14, 512, 1024, 5, 1, 2, 512),
 ]
-BACKWARD = {"l1 3x3 64", "l3 3x3 256", "l4 1x1 512->2048", "depthwise 3x3 256"}
+BACKWARD = {"l1 3x3 64", "l3 3x3 256", "l4 1x1 512->2048", "depthwise 3x3 256",
+            "depthwise 3x3/2 256", "depthwise 5x5 512 x2"}
 
 
 def options(ap):
