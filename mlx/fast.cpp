@@ -1,6 +1,7 @@
 #include "mlx/fast.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <sstream>
 #include <stdexcept>
@@ -144,10 +145,20 @@ bool attention_gpu_kernel_applies(Dtype dtype, int head_dim, int value_dim, bool
          !has_sinks;
 }
 
-array scaled_dot_product_attention(const array& queries, const array& keys, const array& values,
-                                   const float scale, const std::string& mask_mode,
-                                   std::optional<array> mask_arr, const std::optional<array>& sinks,
-                                   StreamOrDevice s) {
+namespace {
+
+// The op's checked arguments: the primitive's inputs (cast to the common dtype t, a mask
+// broadcast to the scores' shape) and its parameters.
+struct AttentionCall {
+  std::vector<array> inputs;
+  Dtype t;
+  bool causal, has_mask, has_sinks;
+  Stream stream;
+};
+
+AttentionCall check_attention(const array& queries, const array& keys, const array& values,
+                              const std::string& mask_mode, const std::optional<array>& mask_arr,
+                              const std::optional<array>& sinks, StreamOrDevice s) {
   constexpr const char* op = "[scaled_dot_product_attention]";
   if (queries.ndim() != 4 || keys.ndim() != 4 || values.ndim() != 4) {
     throw std::invalid_argument(
@@ -216,18 +227,73 @@ array scaled_dot_product_attention(const array& queries, const array& keys, cons
     }
     inputs.push_back(astype(*sinks, t, s));
   }
-  Stream stream = to_stream(s);
-  if (stream.device.type == Device::gpu &&
-      !attention_gpu_kernel_applies(t, queries.shape(3), values.shape(3), mask_arr.has_value(),
-                                    sinks.has_value())) {
-    // Matmuls and a softmax on the GPU (differentiated as such) beat the CPU kernel's transfers.
-    return attention_composite(inputs, scale, causal, mask_arr.has_value(), sinks.has_value(),
-                               stream);
+  return {std::move(inputs), t, causal, mask_arr.has_value(), sinks.has_value(), to_stream(s)};
+}
+
+std::vector<array> fused_attention(AttentionCall c, float scale, bool with_lse) {
+  return attention_fused(std::move(c.inputs), scale, c.causal, c.has_mask, c.has_sinks, with_lse,
+                         c.stream);
+}
+
+std::atomic<detail::AttentionLse>& attention_lse_mode() {
+  static std::atomic<detail::AttentionLse> mode{detail::AttentionLse::gpu};
+  return mode;
+}
+
+// Whether a fused primitive built now on `s` outputs lse: only while a transform traces (its
+// backward, if any, is then built from this forward), on GPU streams unless the hook says
+// otherwise. The CPU backward does not read lse (fast_sdpa_vjp.cpp), so CPU streams skip it.
+bool wants_lse(const Stream& s) {
+  if (!core::detail::in_tracing()) {
+    return false;
   }
-  Shape out_shape = {B, n_q, t_q, values.shape(3)};
-  auto prim = std::make_shared<ScaledDotProductAttention>(stream, scale, causal,
-                                                          mask_arr.has_value(), sinks.has_value());
-  return array(std::move(out_shape), t, std::move(prim), std::move(inputs));
+  switch (attention_lse_mode().load(std::memory_order_relaxed)) {
+    case detail::AttentionLse::always:
+      return true;
+    case detail::AttentionLse::never:
+      return false;
+    case detail::AttentionLse::gpu:
+      break;
+  }
+  return s.device.type == Device::gpu;
+}
+
+}  // namespace
+
+namespace detail {
+
+void set_attention_lse(AttentionLse mode) {
+  attention_lse_mode().store(mode, std::memory_order_relaxed);
+}
+
+AttentionLse attention_lse() { return attention_lse_mode().load(std::memory_order_relaxed); }
+
+std::vector<array> scaled_dot_product_attention_with_lse(const array& queries, const array& keys,
+                                                         const array& values, float scale,
+                                                         const std::string& mask_mode,
+                                                         std::optional<array> mask_arr,
+                                                         const std::optional<array>& sinks,
+                                                         StreamOrDevice s) {
+  return fused_attention(check_attention(queries, keys, values, mask_mode, mask_arr, sinks, s),
+                         scale, true);
+}
+
+}  // namespace detail
+
+array scaled_dot_product_attention(const array& queries, const array& keys, const array& values,
+                                   const float scale, const std::string& mask_mode,
+                                   std::optional<array> mask_arr, const std::optional<array>& sinks,
+                                   StreamOrDevice s) {
+  AttentionCall c = check_attention(queries, keys, values, mask_mode, mask_arr, sinks, s);
+  if (c.stream.device.type == Device::gpu &&
+      !attention_gpu_kernel_applies(c.t, queries.shape(3), values.shape(3), c.has_mask,
+                                    c.has_sinks)) {
+    // Matmuls and a softmax on the GPU (differentiated as such) beat the CPU kernel's transfers.
+    return attention_composite(c.inputs, scale, c.causal, c.has_mask, c.has_sinks, false,
+                               c.stream)[0];
+  }
+  bool with_lse = wants_lse(c.stream);
+  return fused_attention(std::move(c), scale, with_lse)[0];
 }
 
 std::vector<array> cross_entropy_parts(const array& logits, const array& targets, Stream s) {

@@ -84,4 +84,26 @@ std::vector<array> gated_delta_update(const array& q, const array& k, const arra
                                       const std::optional<array>& mask = std::nullopt,
                                       StreamOrDevice s = {});
 
+namespace detail {
+
+// When scaled_dot_product_attention's fused primitive also outputs each query row's
+// log-sum-exp (ScaledDotProductAttention's `output_lse`, read by its backward): where it is
+// built on a GPU stream while a transform traces (grad, vjp, value_and_grad, compile, vmap,
+// jvp, export; detail::in_tracing) by default, wherever a transform traces, or never. The
+// hook for tests, which force it on CPU streams; plain (untraced) calls never ask for it.
+enum class AttentionLse { gpu, always, never };
+void set_attention_lse(AttentionLse mode);
+AttentionLse attention_lse();
+
+// scaled_dot_product_attention's fused primitive with `output_lse`, on any stream, traced or
+// not: {out, lse} with lse float32 (B, N_q, T_q) (ScaledDotProductAttention). For tests.
+std::vector<array> scaled_dot_product_attention_with_lse(const array& queries, const array& keys,
+                                                         const array& values, float scale,
+                                                         const std::string& mask_mode = "",
+                                                         std::optional<array> mask_arr = {},
+                                                         const std::optional<array>& sinks = {},
+                                                         StreamOrDevice s = {});
+
+}  // namespace detail
+
 }  // namespace mlx::core::fast

@@ -308,11 +308,13 @@ void check_step(Primitive& prim, const std::vector<array>& in, const std::vector
          "its frequencies do not fit its dims");
   } else if (dynamic_cast<fast::ScaledDotProductAttention*>(&prim) ||
              dynamic_cast<fast::ScaledDotProductAttentionVJP*>(&prim)) {
-    bool vjp = dynamic_cast<fast::ScaledDotProductAttentionVJP*>(&prim) != nullptr;
-    auto [scale, causal, has_mask, has_sinks] =
-        vjp ? dynamic_cast<fast::ScaledDotProductAttentionVJP*>(&prim)->state()
-            : dynamic_cast<fast::ScaledDotProductAttention*>(&prim)->state();
-    size_t n = 3u + has_mask + has_sinks + (vjp ? 2u : 0u);
+    auto* backward = dynamic_cast<fast::ScaledDotProductAttentionVJP*>(&prim);
+    bool vjp = backward != nullptr;
+    // The last field: the forward outputs lse / the backward reads it as its last input.
+    auto [scale, causal, has_mask, has_sinks, lse_field] =
+        vjp ? backward->state() : dynamic_cast<fast::ScaledDotProductAttention*>(&prim)->state();
+    bool lse = lse_field;
+    size_t n = 3u + has_mask + has_sinks + (vjp ? 2u + lse : 0u);
     need(in.size() == n && rank0 == 4 && in[1].shape().size() == 4 && in[2].shape().size() == 4,
          "it takes (B, N, T, D) queries, keys and values");
     const Shape &q = in[0].shape(), &k = in[1].shape(), &v = in[2].shape();
@@ -328,11 +330,24 @@ void check_step(Primitive& prim, const std::vector<array>& in, const std::vector
     if (has_sinks) {
       need(in[3 + has_mask].size() == static_cast<size_t>(q[1]), "its sinks are not one per head");
     }
+    const Shape rows = {q[0], q[1], q[2]};
     if (vjp) {
       Shape out = q;
       out[3] = v[3];
-      need(in[n - 2].shape() == out && in[n - 1].shape() == out,
+      size_t o = 3u + has_mask + has_sinks;
+      need(in[o].shape() == out && in[o + 1].shape() == out,
            "its output and cotangent do not have the output's shape");
+      need(!lse || (in.back().shape() == rows && in.back().dtype() == float32),
+           "its lse is not float32 (B, N, Tq)");
+      need(dtypes.size() == 3u + has_sinks &&
+               std::all_of(dtypes.begin(), dtypes.end(),
+                           [&](Dtype t) { return t == in[0].dtype(); }),
+           "its gradients are not in the operands' dtype");
+    } else {
+      need(
+          dtypes.size() == 1u + lse && dtypes[0] == in[0].dtype() && (!lse || dtypes[1] == float32),
+          "its outputs are not the operands' dtype (and float32 lse)");
+      need(!lse || shapes[1] == rows, "its lse is not (B, N, Tq)");
     }
   } else if (dynamic_cast<Inverse*>(&prim) || dynamic_cast<Cholesky*>(&prim) ||
              dynamic_cast<QRF*>(&prim) || dynamic_cast<SVD*>(&prim) || dynamic_cast<Eigh*>(&prim) ||

@@ -21,13 +21,17 @@ bool RoPE::is_equivalent(const Primitive& other) const {
 bool ScaledDotProductAttention::is_equivalent(const Primitive& other) const {
   auto* o = dynamic_cast<const ScaledDotProductAttention*>(&other);
   return o && o->scale_ == scale_ && o->causal_ == causal_ && o->has_mask_ == has_mask_ &&
-         o->has_sinks_ == has_sinks_;
+         o->has_sinks_ == has_sinks_ && o->output_lse_ == output_lse_;
 }
 
 std::vector<Shape> ScaledDotProductAttention::output_shapes(const std::vector<array>& inputs) {
   Shape shape = inputs[0].shape();
   shape.back() = inputs[2].shape().back();
-  return {shape};
+  if (!output_lse_) {
+    return {shape};
+  }
+  Shape lse(shape.begin(), shape.end() - 1);
+  return {shape, lse};
 }
 
 bool RMSNormVJP::is_equivalent(const Primitive& other) const {
@@ -61,7 +65,7 @@ std::vector<Shape> LayerNormVJP::output_shapes(const std::vector<array>& inputs)
 bool ScaledDotProductAttentionVJP::is_equivalent(const Primitive& other) const {
   auto* o = dynamic_cast<const ScaledDotProductAttentionVJP*>(&other);
   return o && o->scale_ == scale_ && o->causal_ == causal_ && o->has_mask_ == has_mask_ &&
-         o->has_sinks_ == has_sinks_;
+         o->has_sinks_ == has_sinks_ && o->has_lse_ == has_lse_;
 }
 
 std::vector<Shape> ScaledDotProductAttentionVJP::output_shapes(const std::vector<array>& inputs) {

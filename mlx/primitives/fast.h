@@ -84,20 +84,30 @@ class RoPE : public UnaryPrimitive {
 };
 
 // Inputs {q, k, v, mask?, sinks?}; a mask is bool (keep) or additive in the output dtype and
-// broadcast to (B, N_q, T_q, T_kv).
-class ScaledDotProductAttention : public UnaryPrimitive {
+// broadcast to (B, N_q, T_q, T_kv). Outputs {out} or, with `output_lse`, {out, lse}: lse is
+// float32 (B, N_q, T_q), each query row's natural-log log-sum-exp of its softmax's logits (scale
+// * q k^T over the keys the row sees, plus the additive mask, and the sink's logit when there are
+// sinks): -inf for a row that sees no key and has no sink. The op asks for it where a transform
+// traces the forward on the GPU (fast.h, detail::AttentionLse), so that the backward
+// (ScaledDotProductAttentionVJP) reads the row statistics instead of recomputing them with
+// another forward pass.
+class ScaledDotProductAttention : public Primitive {
  public:
-  ScaledDotProductAttention(Stream stream, float scale, bool causal, bool has_mask, bool has_sinks)
-      : UnaryPrimitive(stream),
+  ScaledDotProductAttention(Stream stream, float scale, bool causal, bool has_mask, bool has_sinks,
+                            bool output_lse = false)
+      : Primitive(stream),
         scale_(scale),
         causal_(causal),
         has_mask_(has_mask),
-        has_sinks_(has_sinks) {}
+        has_sinks_(has_sinks),
+        output_lse_(output_lse) {}
   MLX_DECLARE_EVAL
-  MLX_SERIALIZABLE(ScaledDotProductAttention, scale_, causal_, has_mask_, has_sinks_)
+  MLX_SERIALIZABLE(ScaledDotProductAttention, scale_, causal_, has_mask_, has_sinks_,
+                   MLX_TRAILING(output_lse_))
   const char* name() const override { return "ScaledDotProductAttention"; }
   bool is_equivalent(const Primitive& other) const override;
   std::vector<Shape> output_shapes(const std::vector<array>& inputs) override;
+  bool output_lse() const { return output_lse_; }
 
   MLX_DECLARE_TRANSFORM_RULES
  private:
@@ -105,6 +115,7 @@ class ScaledDotProductAttention : public UnaryPrimitive {
   bool causal_;
   bool has_mask_;
   bool has_sinks_;
+  bool output_lse_;
 };
 
 // Backward passes of the norms. RMSNormVJP: inputs {x, weight?, cotangent}, outputs
@@ -143,22 +154,30 @@ class LayerNormVJP : public Primitive {
   bool has_bias_;
 };
 
-// Fused attention backward. Inputs {q, k, v, mask?, sinks?, out, d_out} (the forward's inputs,
-// output and the output's cotangent); outputs {dq, dk, dv, dsinks?}. Masks get no gradient.
+// Fused attention backward. Inputs {q, k, v, mask?, sinks?, out, d_out, lse?} (the forward's
+// inputs, output and the output's cotangent, and with `has_lse` the forward's lse output);
+// outputs {dq, dk, dv, dsinks?}. Masks get no gradient. The GPU's fused backward reads the
+// row statistics from lse where it is given and recomputes them with a forward pass where not;
+// the CPU kernel always forms them from the score rows it holds (see fast_sdpa_vjp.cpp).
 class ScaledDotProductAttentionVJP : public Primitive {
  public:
   ScaledDotProductAttentionVJP(Stream stream, float scale, bool causal, bool has_mask,
-                               bool has_sinks)
+                               bool has_sinks, bool has_lse = false)
       : Primitive(stream),
         scale_(scale),
         causal_(causal),
         has_mask_(has_mask),
-        has_sinks_(has_sinks) {}
+        has_sinks_(has_sinks),
+        has_lse_(has_lse) {}
   MLX_DECLARE_EVAL
-  MLX_SERIALIZABLE(ScaledDotProductAttentionVJP, scale_, causal_, has_mask_, has_sinks_)
+  MLX_SERIALIZABLE(ScaledDotProductAttentionVJP, scale_, causal_, has_mask_, has_sinks_,
+                   MLX_TRAILING(has_lse_))
   const char* name() const override { return "ScaledDotProductAttentionVJP"; }
   bool is_equivalent(const Primitive& other) const override;
   std::vector<Shape> output_shapes(const std::vector<array>& inputs) override;
+  bool has_lse() const { return has_lse_; }
+  // The index of `out` among the inputs (d_out follows it, then lse).
+  int out_index() const { return 3 + has_mask_ + has_sinks_; }
 
   MLX_DECLARE_TRANSFORM_RULES
  private:
@@ -166,6 +185,7 @@ class ScaledDotProductAttentionVJP : public Primitive {
   bool causal_;
   bool has_mask_;
   bool has_sinks_;
+  bool has_lse_;
 };
 
 // Cross entropy with class indices. Inputs {logits (..., C), targets (...) of any integer
@@ -284,12 +304,17 @@ array cross_entropy_vjp(const array& logits, const array& targets, const array& 
 // MLX_SDPA_FUSED not 0. Elsewhere the GPU runs the composite below.
 bool attention_gpu_kernel_applies(Dtype dtype, int head_dim, int value_dim, bool has_mask,
                                   bool has_sinks);
+// The fused primitive on inputs {q, k, v, mask?, sinks?} as the op checks and casts them:
+// its outputs, {out} or, with `output_lse`, {out, lse}.
+std::vector<array> attention_fused(std::vector<array> inputs, float scale, bool causal,
+                                   bool has_mask, bool has_sinks, bool output_lse, Stream s);
 // Attention of inputs {q, k, v, mask?, sinks?} as a composite of ops (matmul, softmax, where):
 // what the rules differentiate in forward mode, and the GPU's path where its fused kernel does
-// not apply.
-array attention_composite(const std::vector<array>& inputs, float scale, bool causal, bool has_mask,
-                          bool has_sinks, Stream s);
-// ScaledDotProductAttentionVJP's outputs as such a composite, from the same inputs.
+// not apply. {out} or, with `with_lse`, {out, lse} (ScaledDotProductAttention's outputs).
+std::vector<array> attention_composite(const std::vector<array>& inputs, float scale, bool causal,
+                                       bool has_mask, bool has_sinks, bool with_lse, Stream s);
+// ScaledDotProductAttentionVJP's outputs as such a composite, from the same inputs (an lse
+// input is not read: the probabilities are recomputed from q and k).
 std::vector<array> attention_vjp_composite(const std::vector<array>& inputs, float scale,
                                            bool causal, bool has_mask, bool has_sinks, Stream s);
 

@@ -492,8 +492,11 @@ struct AttnSpec {
   float scale;
   bool causal, has_mask, has_sinks;
   Stream s;
+  bool has_lse = false;  // the backward's inputs end with the forward's lse
   int sinks_index() const { return 3 + has_mask; }
   bool is_mask(int i) const { return has_mask && i == 3; }
+  // The backward's inputs: out at out_index(), then d_out (and lse).
+  int out_index() const { return 3 + has_mask + has_sinks; }
 };
 
 // (B, N_q, T, X) -> (B, N_kv, group, T, X): query heads grouped by their key/value head.
@@ -502,10 +505,11 @@ array by_kv_head(const array& x, int n_kv, Stream s) {
 }
 
 // The attention probabilities (B, N_q, T_q, T_kv) of inputs {q, k, v, mask?, sinks?, ...},
-// the sinks' probabilities (B, N_q, T_q, 1) when there are sinks, and the scaled queries
-// grouped by key/value head.
+// the sinks' probabilities (B, N_q, T_q, 1) when there are sinks, the scaled queries grouped
+// by key/value head, and the softmax's logits (the masked scores, after the sink's logit when
+// there are sinks).
 struct Probs {
-  array p, q5;
+  array p, q5, logits;
   std::optional<array> p_sink;
 };
 
@@ -532,17 +536,31 @@ Probs attention_probs(const std::vector<array>& in, const AttnSpec& a) {
   if (!a.has_sinks) {
     // Rows that see no key are zeros (the kernels' rule), not 0 / 0.
     array visible = any(not_equal(scores, neg_inf, s), std::vector<int>{-1}, true, s);
-    return {where(visible, softmax(scores, -1, true, s), array(0, t), s), q5, std::nullopt};
+    return {where(visible, softmax(scores, -1, true, s), array(0, t), s), q5, scores, std::nullopt};
   }
   array sink = reshape(in[a.sinks_index()], {1, n_q, 1, 1}, s);
-  array full =
-      softmax(concatenate({broadcast_to(sink, {B, n_q, t_q, 1}, s), scores}, -1, s), -1, true, s);
-  return {slice(full, {0, 0, 0, 1}, {B, n_q, t_q, t_kv + 1}, s), q5,
+  array logits = concatenate({broadcast_to(sink, {B, n_q, t_q, 1}, s), scores}, -1, s);
+  array full = softmax(logits, -1, true, s);
+  return {slice(full, {0, 0, 0, 1}, {B, n_q, t_q, t_kv + 1}, s), q5, logits,
           slice(full, {0, 0, 0, 0}, {B, n_q, t_q, 1}, s)};
 }
 
-// Composite forward: {q, k, v, mask?, sinks?} -> {out}.
-std::vector<array> attention_reference(const std::vector<array>& in, const AttnSpec& a) {
+// Each row's log-sum-exp of its logits (B, N_q, T_q, X), float32 (B, N_q, T_q), computed in the
+// accumulation type: -inf for a row of -inf (or no logits), whose derivative is zero rather
+// than the NaN of logsumexp's there.
+array row_lse(const array& logits, Stream s) {
+  const float inf = std::numeric_limits<float>::infinity();
+  array x = astype(logits, accumulation_dtype(logits.dtype()), s);
+  array visible = any(not_equal(x, array(-inf, x.dtype()), s), std::vector<int>{-1}, false, s);
+  array safe = where(expand_dims(visible, -1, s), x, array(0, x.dtype()), s);
+  array lse =
+      where(visible, logsumexp(safe, std::vector<int>{-1}, false, s), array(-inf, x.dtype()), s);
+  return astype(lse, float32, s);
+}
+
+// Composite forward: {q, k, v, mask?, sinks?} -> {out} or, with `with_lse`, {out, lse}.
+std::vector<array> attention_reference(const std::vector<array>& in, const AttnSpec& a,
+                                       bool with_lse = false) {
   Stream s = a.s;
   const array& v = in[2];
   Probs pr = attention_probs(in, a);
@@ -550,17 +568,24 @@ std::vector<array> attention_reference(const std::vector<array>& in, const AttnS
   array o = matmul(by_kv_head(pr.p, n_kv, s), expand_dims(v, 2, s), s);
   Shape shape = in[0].shape();
   shape.back() = v.shape(3);
-  return {reshape(o, shape, s)};
+  std::vector<array> out = {reshape(o, shape, s)};
+  if (with_lse) {
+    out.push_back(row_lse(pr.logits, s));
+  }
+  return out;
 }
 
-// Composite backward: {q, k, v, mask?, sinks?, out, d_out} -> {dq, dk, dv, dsinks?}.
+// Composite backward: {q, k, v, mask?, sinks?, out, d_out, lse?} -> {dq, dk, dv, dsinks?}. The
+// probabilities are recomputed from q and k, never read from lse: lse is a function of q and k
+// that this forms again, so the derivatives of the result (the backward's own rules) reach q
+// and k through it, and an lse input gets none.
 std::vector<array> attention_backward_reference(const std::vector<array>& in, const AttnSpec& a) {
   Stream s = a.s;
   const array& q = in[0];
   const array& k = in[1];
   const array& v = in[2];
-  const array& o = in[in.size() - 2];
-  const array& d_o = in.back();
+  const array& o = in[a.out_index()];
+  const array& d_o = in[a.out_index() + 1];
   int n_kv = k.shape(1);
   Probs pr = attention_probs(in, a);
   array do5 = by_kv_head(d_o, n_kv, s);
@@ -578,15 +603,6 @@ std::vector<array> attention_backward_reference(const std::vector<array>& in, co
   return out;
 }
 
-array attention_fused(std::vector<array> in, const AttnSpec& a) {
-  Shape shape = in[0].shape();
-  shape.back() = in[2].shape(3);
-  Dtype t = in[0].dtype();
-  auto prim =
-      std::make_shared<ScaledDotProductAttention>(a.s, a.scale, a.causal, a.has_mask, a.has_sinks);
-  return array(std::move(shape), t, std::move(prim), std::move(in));
-}
-
 std::vector<array> attention_vjp_fused(const std::vector<array>& in, const AttnSpec& a) {
   std::vector<Shape> shapes = {in[0].shape(), in[1].shape(), in[2].shape()};
   if (a.has_sinks) {
@@ -594,7 +610,7 @@ std::vector<array> attention_vjp_fused(const std::vector<array>& in, const AttnS
   }
   std::vector<Dtype> dtypes(shapes.size(), in[0].dtype());
   auto prim = std::make_shared<ScaledDotProductAttentionVJP>(a.s, a.scale, a.causal, a.has_mask,
-                                                             a.has_sinks);
+                                                             a.has_sinks, a.has_lse);
   return array::make_arrays(std::move(shapes), dtypes, prim, in);
 }
 
@@ -632,7 +648,8 @@ std::vector<array> attention_vjp(const ArrayFn& f, const std::vector<array>& pri
 }
 
 // Attention inputs with the mapped axis folded into the head axis: (B, N, T, X) operands
-// become (B, bv * N, T, X), or (B, N * bv, T, X) with `inner`, sinks (bv * N) or (N * bv).
+// become (B, bv * N, T, X), or (B, N * bv, T, X) with `inner`, sinks (bv * N) or (N * bv), and
+// the backward's lse input (B, N, T) like the queries, (B, bv * N, T).
 // Unmapped operands are broadcast, except keys and values with `inner`: each batch entry then
 // joins the query-head groups of the shared key/value heads.
 std::vector<array> fold_heads(const std::vector<array>& inputs, const std::vector<int>& axes,
@@ -651,22 +668,34 @@ std::vector<array> fold_heads(const std::vector<array>& inputs, const std::vecto
 
 }  // namespace
 
+// Through the composite; with lse, its tangent too: d lse = sum_j p_j d(logit_j), the sink's
+// logit included (the mask is constant).
 std::vector<array> ScaledDotProductAttention::jvp(const std::vector<array>& primals,
                                                   const std::vector<array>& tangents,
                                                   const std::vector<int>& argnums) {
   AttnSpec a{scale_, causal_, has_mask_, has_sinks_, stream()};
-  auto f = [a](const std::vector<array>& in) { return attention_reference(in, a); };
+  bool with_lse = output_lse_;
+  auto f = [a, with_lse](const std::vector<array>& in) {
+    return attention_reference(in, a, with_lse);
+  };
   return attention_jvp(f, primals, tangents, argnums, a);
 }
 
+// The fused backward, given the forward's lse when it has one. lse's cotangent (cotangents[1])
+// is not read: lse's only reader is ScaledDotProductAttentionVJP, whose own derivatives give it
+// a zero cotangent (they recompute the probabilities from q and k, see
+// attention_backward_reference), and the op never returns it.
 std::vector<array> ScaledDotProductAttention::vjp(const std::vector<array>& primals,
                                                   const std::vector<array>& cotangents,
                                                   const std::vector<int>& argnums,
                                                   const std::vector<array>& outputs) {
-  AttnSpec a{scale_, causal_, has_mask_, has_sinks_, stream()};
+  AttnSpec a{scale_, causal_, has_mask_, has_sinks_, stream(), output_lse_};
   std::vector<array> in = primals;
   in.push_back(outputs[0]);
   in.push_back(astype(cotangents[0], primals[0].dtype(), stream()));
+  if (output_lse_) {
+    in.push_back(outputs[1]);
+  }
   std::vector<array> grads = attention_vjp_fused(in, a);
   std::vector<array> out;
   for (int i : argnums) {
@@ -684,16 +713,23 @@ Rules ScaledDotProductAttention::vmap(const std::vector<array>& inputs,
   AttnSpec a{scale_, causal_, has_mask_, has_sinks_, stream()};
   int bv = batch_size(inputs, axes);
   bool inner = axes[1] < 0 && axes[2] < 0;
-  array out = attention_fused(fold_heads(inputs, axes, bv, inner, a), a);
+  std::vector<array> outs = attention_fused(fold_heads(inputs, axes, bv, inner, a), scale_, causal_,
+                                            has_mask_, has_sinks_, output_lse_, a.s);
   int n_q = slice_dim(inputs[0], axes[0], 1);
   int pos = 1 + inner;
-  return {{split_axis(out, 1, inner ? n_q : bv, inner ? bv : n_q, a.s)}, {pos}};
+  // out and lse both have the folded head axis at 1.
+  for (array& o : outs) {
+    o = split_axis(o, 1, inner ? n_q : bv, inner ? bv : n_q, a.s);
+  }
+  return {outs, std::vector<int>(outs.size(), pos)};
 }
 
+// The backward's own derivatives go through its composite, which does not read lse (an lse
+// input gets a zero cotangent, and its tangent is not read): see attention_backward_reference.
 std::vector<array> ScaledDotProductAttentionVJP::jvp(const std::vector<array>& primals,
                                                      const std::vector<array>& tangents,
                                                      const std::vector<int>& argnums) {
-  AttnSpec a{scale_, causal_, has_mask_, has_sinks_, stream()};
+  AttnSpec a{scale_, causal_, has_mask_, has_sinks_, stream(), has_lse_};
   auto f = [a](const std::vector<array>& in) { return attention_backward_reference(in, a); };
   return attention_jvp(f, primals, tangents, argnums, a);
 }
@@ -702,14 +738,15 @@ std::vector<array> ScaledDotProductAttentionVJP::vjp(const std::vector<array>& p
                                                      const std::vector<array>& cotangents,
                                                      const std::vector<int>& argnums,
                                                      const std::vector<array>&) {
-  AttnSpec a{scale_, causal_, has_mask_, has_sinks_, stream()};
+  AttnSpec a{scale_, causal_, has_mask_, has_sinks_, stream(), has_lse_};
   auto f = [a](const std::vector<array>& in) { return attention_backward_reference(in, a); };
   return attention_vjp(f, primals, cotangents, argnums, a);
 }
 
+// lse, when given, is folded like the queries, so the mapped backward reads it too.
 Rules ScaledDotProductAttentionVJP::vmap(const std::vector<array>& inputs,
                                          const std::vector<int>& axes) {
-  AttnSpec a{scale_, causal_, has_mask_, has_sinks_, stream()};
+  AttnSpec a{scale_, causal_, has_mask_, has_sinks_, stream(), has_lse_};
   int bv = batch_size(inputs, axes);
   std::vector<array> grads = attention_vjp_fused(fold_heads(inputs, axes, bv, false, a), a);
   std::vector<array> out;
@@ -724,9 +761,23 @@ Rules ScaledDotProductAttentionVJP::vmap(const std::vector<array>& inputs,
   return {out, out_axes};
 }
 
-array attention_composite(const std::vector<array>& inputs, float scale, bool causal, bool has_mask,
-                          bool has_sinks, Stream s) {
-  return attention_reference(inputs, AttnSpec{scale, causal, has_mask, has_sinks, s})[0];
+std::vector<array> attention_fused(std::vector<array> inputs, float scale, bool causal,
+                                   bool has_mask, bool has_sinks, bool output_lse, Stream s) {
+  const array& q = inputs[0];
+  std::vector<Shape> shapes = {{q.shape(0), q.shape(1), q.shape(2), inputs[2].shape(3)}};
+  std::vector<Dtype> dtypes = {q.dtype()};
+  if (output_lse) {
+    shapes.push_back({q.shape(0), q.shape(1), q.shape(2)});
+    dtypes.push_back(float32);
+  }
+  auto prim = std::make_shared<ScaledDotProductAttention>(s, scale, causal, has_mask, has_sinks,
+                                                          output_lse);
+  return array::make_arrays(std::move(shapes), dtypes, std::move(prim), std::move(inputs));
+}
+
+std::vector<array> attention_composite(const std::vector<array>& inputs, float scale, bool causal,
+                                       bool has_mask, bool has_sinks, bool with_lse, Stream s) {
+  return attention_reference(inputs, AttnSpec{scale, causal, has_mask, has_sinks, s}, with_lse);
 }
 
 std::vector<array> attention_vjp_composite(const std::vector<array>& inputs, float scale,

@@ -85,6 +85,28 @@ nb::tuple fused_by_dtype(const char* op, const std::vector<array>& p,
   return n_out == 3 ? nb::make_tuple(out[0], out[1], out[2]) : nb::make_tuple(out[0], out[1]);
 }
 
+// scaled_dot_product_attention's mask argument (None, "causal" or an array) as the C++ op's
+// mask_mode and mask array.
+std::pair<std::string, std::optional<array>> attention_mask(nb::handle mask) {
+  if (nb::isinstance<nb::str>(mask)) {
+    std::string mode = nb::cast<std::string>(mask);
+    if (mode != "causal") {
+      throw std::invalid_argument(msg("[scaled_dot_product_attention] Invalid mask '", mode,
+                                      "'; the only supported string mask is 'causal'."));
+    }
+    return {mode, std::nullopt};
+  }
+  if (nb::isinstance<array>(mask)) {
+    return {"array", nb::cast<array>(mask)};
+  }
+  if (!mask.is_none()) {
+    throw nb::type_error(
+        "[scaled_dot_product_attention] mask must be None, 'causal' or an "
+        "array.");
+  }
+  return {"", std::nullopt};
+}
+
 }  // namespace
 
 void init_fast(nb::module_& parent) {
@@ -121,22 +143,7 @@ void init_fast(nb::module_& parent) {
          std::optional<array> sinks, bool force_fused, StreamOrDevice s) {
         // Every path of this build is the fused kernel, so force_fused changes nothing.
         (void)force_fused;
-        std::string mode;
-        std::optional<array> mask_arr;
-        if (nb::isinstance<nb::str>(mask)) {
-          mode = nb::cast<std::string>(mask);
-          if (mode != "causal") {
-            throw std::invalid_argument(msg("[scaled_dot_product_attention] Invalid mask '", mode,
-                                            "'; the only supported string mask is 'causal'."));
-          }
-        } else if (nb::isinstance<array>(mask)) {
-          mode = "array";
-          mask_arr = nb::cast<array>(mask);
-        } else if (!mask.is_none()) {
-          throw nb::type_error(
-              "[scaled_dot_product_attention] mask must be None, 'causal' or an "
-              "array.");
-        }
+        auto [mode, mask_arr] = attention_mask(mask);
         return fast::scaled_dot_product_attention(q, k, v, scale, mode, mask_arr, sinks, s);
       },
       nb::arg("q"), nb::arg("k"), nb::arg("v"), nb::kw_only(), nb::arg("scale"),
@@ -144,6 +151,44 @@ void init_fast(nb::module_& parent) {
       nb::arg("force_fused") = false, nb::arg("stream") = nb::none(),
       "softmax(scale * q @ k^T + mask) @ v, with grouped-query heads, 'causal' or array masks and "
       "per-head attention sinks.");
+  m.def(
+      "_scaled_dot_product_attention_with_lse",
+      [](const array& q, const array& k, const array& v, float scale, nb::handle mask,
+         std::optional<array> sinks, StreamOrDevice s) {
+        auto [mode, mask_arr] = attention_mask(mask);
+        auto outs = fast::detail::scaled_dot_product_attention_with_lse(q, k, v, scale, mode,
+                                                                        mask_arr, sinks, s);
+        return nb::make_tuple(outs[0], outs[1]);
+      },
+      nb::arg("q"), nb::arg("k"), nb::arg("v"), nb::kw_only(), nb::arg("scale"),
+      nb::arg("mask").none() = nb::none(), nb::arg("sinks") = nb::none(),
+      nb::arg("stream") = nb::none(),
+      "Testing: (out, lse) of the fused attention primitive asked for its lse output (float32 "
+      "(B, N_q, T_q), each query row's natural-log log-sum-exp of its softmax's logits), on any "
+      "stream, the primitive's own kernels (never the GPU's composite).");
+  m.def(
+      "_set_attention_lse",
+      [](const std::string& mode) {
+        using fast::detail::AttentionLse;
+        auto previous = fast::detail::attention_lse();
+        if (mode == "gpu") {
+          fast::detail::set_attention_lse(AttentionLse::gpu);
+        } else if (mode == "always") {
+          fast::detail::set_attention_lse(AttentionLse::always);
+        } else if (mode == "never") {
+          fast::detail::set_attention_lse(AttentionLse::never);
+        } else {
+          throw std::invalid_argument(msg(
+              "[_set_attention_lse] mode must be 'gpu', 'always' or 'never'; got '", mode, "'."));
+        }
+        return previous == AttentionLse::gpu      ? "gpu"
+               : previous == AttentionLse::always ? "always"
+                                                  : "never";
+      },
+      nb::arg("mode"),
+      "Testing: where scaled_dot_product_attention's fused primitive, built while a transform "
+      "traces, also outputs each row's log-sum-exp for its backward: 'gpu' (the default: on GPU "
+      "streams), 'always' (CPU streams too) or 'never'. Returns the previous mode.");
   m.def(
       "cross_entropy",
       [](const array& logits, const array& targets, StreamOrDevice s) {

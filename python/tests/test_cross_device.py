@@ -549,17 +549,33 @@ def test_fused_cross_entropy_special_values_in_long_rows(dtype):
           atol=tol)
 
 
-def attention_reference(q, k, v, scale, causal):
-    """float64 NumPy attention with grouped heads; rows that see no key are zeros."""
-    q, k, v = (np.array(t.astype(mx.float32)).astype(np.float64) for t in (q, k, v))
-    group = q.shape[1] // k.shape[1]
-    k, v = np.repeat(k, group, axis=1), np.repeat(v, group, axis=1)
+def attention_scores(q, k, scale, causal):
+    """float64 NumPy scaled scores with grouped heads, -inf where a causal row does not look."""
+    q, k = (np.array(t.astype(mx.float32)).astype(np.float64) for t in (q, k))
+    k = np.repeat(k, q.shape[1] // k.shape[1], axis=1)
     s = scale * q @ k.swapaxes(-1, -2)
     tq, tk = s.shape[-2:]
     if causal:
         seen = np.arange(tk)[None, :] <= np.arange(tq)[:, None] + (tk - tq)
         s = np.where(seen, s, -np.inf)
-    if tk == 0:
+    return s
+
+
+def attention_lse_reference(q, k, scale, causal):
+    """Each query row's natural-log log-sum-exp of its scaled scores, -inf where it sees none."""
+    s = attention_scores(q, k, scale, causal)
+    m = s.max(axis=-1, initial=-np.inf)
+    safe = np.where(np.isfinite(m), m, 0.0)
+    with np.errstate(divide="ignore"):
+        return np.where(np.isfinite(m), safe + np.log(np.exp(s - safe[..., None]).sum(-1)), -np.inf)
+
+
+def attention_reference(q, k, v, scale, causal):
+    """float64 NumPy attention with grouped heads; rows that see no key are zeros."""
+    v = np.array(v.astype(mx.float32)).astype(np.float64)
+    v = np.repeat(v, q.shape[1] // v.shape[1], axis=1)
+    s = attention_scores(q, k, scale, causal)
+    if s.shape[-1] == 0:
         return np.zeros(q.shape[:-1] + v.shape[-1:])
     m = s.max(axis=-1, keepdims=True)
     p = np.exp(s - np.where(np.isfinite(m), m, 0))
@@ -705,11 +721,114 @@ def test_fused_attention_names_its_path():
             a, b, c, scale=0.125, mask="causal", stream=mx.gpu).astype(mx.float32).sum())(a)
 
     paths = attention_paths(fwd_bwd, q, k, v)
+    # (The lse paths, counted beside these, say whether the backward reused the forward's.)
+    paths = {p: n for p, n in paths.items() if ":lse" not in p}
     assert sum(n for p, n in paths.items() if p.startswith("ScaledDotProductAttention:")) == 1
     assert sum(n for p, n in paths.items() if p.startswith("ScaledDotProductAttentionVJP:")) == 1
     assert set(p.split(":")[1] for p in paths) <= {"cudnn", "flash"}, paths
     if os.environ.get("MLX_SDPA_CUDNN") == "0":
         assert all(p.endswith(":flash") for p in paths), paths
+
+
+@pytest.mark.parametrize("dtype", [mx.float16, mx.bfloat16])
+@pytest.mark.parametrize("d", [64, 128])
+@pytest.mark.parametrize("tq,tk", [(1, 300), (70, 130), (128, 128), (130, 64), (64, 0)],
+                         ids=str)
+def test_fused_attention_lse_output(dtype, d, tq, tk):
+    """The lse a forward traced for a backward writes beside out (cuDNN's stats, or the flash
+    kernel's with MLX_SDPA_CUDNN=0 or where cuDNN declines): float32 natural-log log-sum-exp of
+    the scaled scores, -inf for causal rows that see no key and with no keys, against float64."""
+    q = sample((2, 4, tq, d), dtype, seed=1, low=-1, high=1)
+    k = sample((2, 2, tk, d), dtype, seed=2, low=-1, high=1)
+    v = sample((2, 2, tk, d), dtype, seed=3)
+    tol = 2e-2 if dtype == mx.bfloat16 else 5e-3
+    for causal in (False, True):
+        mask = "causal" if causal else None
+        mx._kernel_counts(True)
+        out, lse = mx.fast._scaled_dot_product_attention_with_lse(q, k, v, scale=d**-0.5,
+                                                                  mask=mask, stream=mx.gpu)
+        mx.eval(out, lse)
+        assert mx._kernel_counts(False).get("ScaledDotProductAttention:lse") == 1
+        assert lse.dtype == mx.float32 and lse.shape == (2, 4, tq)
+        want = attention_lse_reference(q, k, d**-0.5, causal)
+        got = np.array(lse)
+        np.testing.assert_array_equal(np.isneginf(got), np.isneginf(want))
+        seen = np.isfinite(want)
+        np.testing.assert_allclose(got[seen], want[seen], rtol=1e-4, atol=1e-4)
+        np.testing.assert_allclose(np.array(out.astype(mx.float32)),
+                                   attention_reference(q, k, v, d**-0.5, causal), rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("dtype", [mx.float16, mx.bfloat16])
+@pytest.mark.parametrize("tq,tk", [(96, 96), (70, 130), (130, 64)], ids=str)
+def test_fused_attention_backward_reuses_the_forward_lse(dtype, tq, tk):
+    """A training step's forward writes lse and its backward reads it instead of running another
+    forward pass (ScaledDotProductAttentionVJP:lse-reused), under compile too; a plain forward
+    writes none, and with lse turned off the backward recomputes it. The gradients agree either
+    way, and with the CPU's float64 ones."""
+    d = 64
+    q = sample((2, 4, tq, d), dtype, seed=1, low=-1, high=1)
+    k = sample((2, 2, tk, d), dtype, seed=2, low=-1, high=1)
+    v = sample((2, 2, tk, d), dtype, seed=3)
+    w = sample((2, 4, tq, d), mx.float32, seed=4)
+
+    def loss(a, b, c, stream=mx.gpu):
+        out = mx.fast.scaled_dot_product_attention(a, b, c, scale=d**-0.5, mask="causal",
+                                                   stream=stream)
+        return (out.astype(mx.float32) * w).sum(stream=stream)
+
+    step = mx.value_and_grad(loss, argnums=(0, 1, 2))
+    for fn in (step, mx.compile(mx.value_and_grad(loss, argnums=(0, 1, 2)))):
+        paths = attention_paths(fn, q, k, v)
+        assert paths.get("ScaledDotProductAttention:lse") == 1, paths
+        assert paths.get("ScaledDotProductAttentionVJP:lse-reused") == 1, paths
+        assert "ScaledDotProductAttentionVJP:lse-recomputed" not in paths, paths
+    assert "ScaledDotProductAttention:lse" not in attention_paths(loss, q, k, v)
+    reused = step(q, k, v)[1]
+    previous = mx.fast._set_attention_lse("never")
+    try:
+        paths = attention_paths(step, q, k, v)
+        recomputed = step(q, k, v)[1]
+    finally:
+        mx.fast._set_attention_lse(previous)
+    assert "ScaledDotProductAttention:lse" not in paths, paths
+    assert paths.get("ScaledDotProductAttentionVJP:lse-recomputed") == 1, paths
+    want = mx.grad(lambda a, b, c: loss(a, b, c, mx.cpu), argnums=(0, 1, 2))(
+        *(x.astype(mx.float64) for x in (q, k, v)))
+    tol = 3e-2 if dtype == mx.bfloat16 else 1e-2
+    for name, g, g0, r in zip("qkv", reused, recomputed, want):
+        assert g.dtype == dtype and g.shape == r.shape, name
+        g, g0, r = np.array(g.astype(mx.float32)), np.array(g0.astype(mx.float32)), np.array(r)
+        scale = max(np.abs(r).max(initial=0), 1e-3)
+        assert np.abs(g - r).max(initial=0) / scale < tol, name
+        assert np.abs(g - g0).max(initial=0) / scale < tol / 4, name
+
+
+def test_fused_attention_lse_under_vmap_of_grad():
+    """vmap of a training step: the forward's lse is mapped with it (its head axis folded and
+    split as out's) and the mapped backward reads it; per-slice gradients agree."""
+    d, tq, tk = 64, 40, 72
+    qs = sample((3, 2, 4, tq, d), mx.bfloat16, seed=1, low=-1, high=1)
+    ks = sample((3, 2, 2, tk, d), mx.bfloat16, seed=2, low=-1, high=1)
+    vs = sample((3, 2, 2, tk, d), mx.bfloat16, seed=3)
+
+    def loss(a, b, c):
+        out = mx.fast.scaled_dot_product_attention(a, b, c, scale=0.125, mask="causal",
+                                                   stream=mx.gpu)
+        return out.astype(mx.float32).sum()
+
+    grad = mx.grad(loss, argnums=(0, 1, 2))
+    for in_axes, args in (((0, 0, 0), (qs, ks, vs)), ((0, None, None), (qs, ks[0], vs[0]))):
+        mapped = mx.vmap(grad, in_axes=in_axes)
+        paths = attention_paths(mapped, *args)
+        assert paths.get("ScaledDotProductAttentionVJP:lse-reused") == 1, paths
+        got = mapped(*args)  # each gradient per batch entry (shared k, v too), along axis 0
+        for i in range(3):
+            per = grad(*(a[i] if ax == 0 else a for a, ax in zip(args, in_axes)))
+            for name, g, p in zip("qkv", got, per):
+                g, p = np.array(g[i].astype(mx.float32)), np.array(p.astype(mx.float32))
+                scale = max(np.abs(p).max(initial=0), 1e-3)
+                assert np.abs(g - p).max() / scale < 2e-2, (in_axes, name, i)
 
 
 def test_flash_kernels_without_cudnn():

@@ -10,6 +10,7 @@
 #include "mlx/export/validate.h"
 #include "mlx/mlx.h"
 #include "mlx/primitives/elementwise.h"
+#include "mlx/primitives/fast.h"
 #include "mlx/primitives/linalg.h"
 #include "mlx/primitives/reduction.h"
 #include "mlx/primitives/transform.h"
@@ -20,6 +21,18 @@ namespace mlx::core::test {
 namespace {
 
 std::string temp_path(const char* name) { return std::string(::testing::TempDir()) + name; }
+
+// Whether import's check of a step accepts these inputs and recorded outputs.
+bool ok(Primitive& p, const std::vector<array>& in, const std::vector<Shape>& shapes,
+        const std::vector<Dtype>& dtypes) {
+  try {
+    detail::check_step(p, in, shapes, dtypes,
+                       [](const std::string& why) { throw std::runtime_error(why); });
+    return true;
+  } catch (const std::runtime_error&) {
+    return false;
+  }
+}
 
 TEST(Export, PrimitiveStateRoundTrips) {
   Stream s = default_stream(Device(Device::cpu));
@@ -63,6 +76,110 @@ TEST(Export, TrailingFieldsKeepOlderFilesReadable) {
   EXPECT_EQ(static_cast<MatmulColumnSums&>(*sums).float32_outputs(), 2);
 }
 
+TEST(Export, AttentionLseFlagsAreTrailingFields) {
+  // Fused attention's forward with lse and backward reading it: one more byte each; files
+  // without them read as before.
+  Stream s = default_stream(Device(Device::cpu));
+  auto bytes = [](const Primitive& p) {
+    serial::StateWriter w;
+    p.write_state(w);
+    return w.bytes();
+  };
+  fast::ScaledDotProductAttention plain(s, 0.5f, true, false, true),
+      lse(s, 0.5f, true, false, true, true);
+  fast::ScaledDotProductAttentionVJP back(s, 0.5f, true, false, true),
+      back_lse(s, 0.5f, true, false, true, true);
+  for (auto [p, q] : {std::pair<const Primitive*, const Primitive*>{&plain, &lse},
+                      std::pair<const Primitive*, const Primitive*>{&back, &back_lse}}) {
+    std::string a = bytes(*p), b = bytes(*q);
+    EXPECT_EQ(b.size(), a.size() + 1);
+    EXPECT_EQ(b.substr(0, a.size()), a);
+    for (const std::string* state : {&a, &b}) {
+      serial::StateReader r(*state, "test");
+      auto rebuilt = serial::find_factory(r.str())(s, r);
+      EXPECT_EQ(r.remaining(), 0u);
+      EXPECT_TRUE(rebuilt->is_equivalent(state == &a ? *p : *q));
+      EXPECT_FALSE(rebuilt->is_equivalent(state == &a ? *q : *p));
+    }
+  }
+}
+
+TEST(Export, ImportChecksAttentionLse) {
+  // The forward's lse is float32 (B, N, Tq) and the backward's last input where flagged.
+  Stream s = default_stream(Device(Device::cpu));
+  auto shaped = [](Shape shape, Dtype dt = float16) { return array(shape, dt, nullptr, {}); };
+  std::vector<array> qkv = {shaped({1, 4, 5, 64}), shaped({1, 2, 7, 64}), shaped({1, 2, 7, 64})};
+  Shape out = {1, 4, 5, 64}, rows = {1, 4, 5};
+  fast::ScaledDotProductAttention plain(s, 0.5f, true, false, false),
+      lse(s, 0.5f, true, false, false, true);
+  EXPECT_TRUE(ok(plain, qkv, {out}, {float16}));
+  EXPECT_FALSE(ok(plain, qkv, {out}, {float32}));
+  EXPECT_FALSE(ok(plain, qkv, {out, rows}, {float16, float32}));
+  EXPECT_TRUE(ok(lse, qkv, {out, rows}, {float16, float32}));
+  EXPECT_FALSE(ok(lse, qkv, {out}, {float16}));
+  EXPECT_FALSE(ok(lse, qkv, {out, rows}, {float16, float16}));
+  EXPECT_FALSE(ok(lse, qkv, {out, {1, 4, 6}}, {float16, float32}));
+  fast::ScaledDotProductAttentionVJP back(s, 0.5f, true, false, false),
+      back_lse(s, 0.5f, true, false, false, true);
+  std::vector<array> in = qkv;
+  in.push_back(shaped(out));
+  in.push_back(shaped(out));
+  std::vector<Shape> grads = {qkv[0].shape(), qkv[1].shape(), qkv[2].shape()};
+  std::vector<Dtype> halves(3, float16);
+  EXPECT_TRUE(ok(back, in, grads, halves));
+  EXPECT_FALSE(ok(back_lse, in, grads, halves));
+  in.push_back(shaped(rows, float32));
+  EXPECT_TRUE(ok(back_lse, in, grads, halves));
+  EXPECT_FALSE(ok(back, in, grads, halves));
+  EXPECT_FALSE(ok(back_lse, in, grads, {float16, float16, float32}));
+  in.back() = shaped(rows, float16);
+  EXPECT_FALSE(ok(back_lse, in, grads, halves));
+  in.back() = shaped({1, 4, 7}, float32);
+  EXPECT_FALSE(ok(back_lse, in, grads, halves));
+}
+
+TEST(Export, AttentionGradientsWithLseRoundTrip) {
+  // A training step traced with the forward's lse (forced on the CPU here, as on the GPU by
+  // default): the two-output forward and the backward that reads lse go through the file.
+  auto previous = fast::detail::attention_lse();
+  fast::detail::set_attention_lse(fast::detail::AttentionLse::always);
+  ExportFn fun = [](const Args& args, const Kwargs&) {
+    auto f = [](const std::vector<array>& x) {
+      return std::vector<array>{fast::scaled_dot_product_attention(
+          x[0], x[1], x[2], 0.35f, "causal", {}, {}, Device(Device::cpu))};
+    };
+    auto [outs, grads] = vjp(f, {args[0], args[1], args[2]}, {args[3]});
+    grads.insert(grads.begin(), outs[0]);
+    return grads;
+  };
+  std::vector<array> args = {
+      random_array({2, 4, 6, 8}, float32, -1, 1, 1), random_array({2, 2, 9, 8}, float32, -1, 1, 2),
+      random_array({2, 2, 9, 5}, float32, -1, 1, 3), random_array({2, 4, 6, 5}, float32, -1, 1, 4)};
+  std::string path = temp_path("cpp_export_attention_lse.mlxfn");
+  export_function(path, fun, args);
+  fast::detail::set_attention_lse(previous);
+  // The file holds the flagged steps.
+  auto file = detail::read_export_file(path);
+  int forwards = 0, backwards = 0;
+  for (const auto& step : file->traces.at(0).program.steps) {
+    if (auto* p = dynamic_cast<fast::ScaledDotProductAttention*>(step.primitive.get())) {
+      forwards += p->output_lse() && step.shapes.size() == 2;
+    } else if (auto* p = dynamic_cast<fast::ScaledDotProductAttentionVJP*>(step.primitive.get())) {
+      backwards += p->has_lse() && step.inputs.size() == 6;
+    }
+  }
+  EXPECT_EQ(forwards, 1);
+  EXPECT_EQ(backwards, 1);
+  auto imported = import_function(path);
+  auto expected = fun(args, {});
+  auto got = imported(args);
+  ASSERT_EQ(got.size(), expected.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    expect_close(got[i], to_vector(expected[i]), expected[i].shape(), 1e-5, 1e-6);
+  }
+  std::remove(path.c_str());
+}
+
 TEST(Export, Float32ProductsOfHalfOperandsRoundTrip) {
   // A mixed-precision weight gradient (a bfloat16 product stored in float32) survives export
   // and import, which checks the output dtype against the primitive's flag.
@@ -90,16 +207,6 @@ TEST(Export, ImportChecksFloat32ProductFlags) {
   // An imported product's output dtypes must match its float32 flags, which only 16-bit
   // operands may carry.
   Stream s = default_stream(Device(Device::cpu));
-  auto ok = [](Primitive& p, const std::vector<array>& in, const std::vector<Shape>& shapes,
-               const std::vector<Dtype>& dtypes) {
-    try {
-      detail::check_step(p, in, shapes, dtypes,
-                         [](const std::string& why) { throw std::runtime_error(why); });
-      return true;
-    } catch (const std::runtime_error&) {
-      return false;
-    }
-  };
   auto operands = [](Dtype dt) {
     return std::vector<array>{array({2, 3}, dt, nullptr, {}), array({3, 4}, dt, nullptr, {})};
   };

@@ -251,12 +251,16 @@ struct AttnCase {
 };
 
 // Naive attention over row-major values. mask: (B, n_q, t_q, t_kv) expanded values, either
-// keep-flags (bool_mask) or additive; sinks per query head.
+// keep-flags (bool_mask) or additive; sinks per query head. Where lse is given, also each row's
+// log-sum-exp of its logits (the sink's included; -inf for a row that sees nothing).
 std::vector<double> ref_attention(const AttnCase& c, const std::vector<double>& q,
                                   const std::vector<double>& k, const std::vector<double>& v,
                                   double scale, bool causal, const std::vector<double>* mask,
-                                  bool bool_mask, const std::vector<double>* sinks) {
+                                  bool bool_mask, const std::vector<double>* sinks,
+                                  std::vector<double>* lse = nullptr) {
   std::vector<double> out(size_t(c.B) * c.n_q * c.t_q * c.Dv);
+  if (lse)
+    lse->assign(size_t(c.B) * c.n_q * c.t_q, 0.0);
   int group = c.n_q / c.n_kv;
   std::vector<double> s(c.t_kv);
   for (int b = 0; b < c.B; ++b)
@@ -281,6 +285,8 @@ std::vector<double> ref_attention(const AttnCase& c, const std::vector<double>& 
         double denom = sinks ? std::exp((*sinks)[h] - mx) : 0;
         for (int j = 0; j < c.t_kv; ++j)
           denom += std::exp(s[j] - mx);
+        if (lse)
+          (*lse)[(size_t(b) * c.n_q + h) * c.t_q + i] = std::isinf(mx) ? mx : mx + std::log(denom);
         for (int e = 0; e < c.Dv; ++e) {
           double acc = 0;
           for (int j = 0; j < c.t_kv; ++j)
@@ -302,22 +308,80 @@ AttnInputs attn_inputs(const AttnCase& c, Dtype t, uint32_t seed = 1) {
           random_array({c.B, c.n_kv, c.t_kv, c.Dv}, t, -1, 1, seed + 2)};
 }
 
-// Runs attention and compares it with the reference. mask is given unexpanded.
+// Runs attention and compares it with the reference. mask is given unexpanded. With
+// `with_lse`, through the fused primitive asked for its lse output, which is checked too.
 void check_attention(const AttnCase& c, const AttnInputs& in, const std::string& mode,
                      const std::optional<array>& mask = std::nullopt,
-                     const std::optional<array>& sinks = std::nullopt, double rtol = -1) {
+                     const std::optional<array>& sinks = std::nullopt, double rtol = -1,
+                     bool with_lse = false) {
   float scale = 1.0f / std::sqrt(static_cast<float>(c.D));
-  array out = fast::scaled_dot_product_attention(in.q, in.k, in.v, scale, mode, mask, sinks);
+  std::vector<array> outs = with_lse ? fast::detail::scaled_dot_product_attention_with_lse(
+                                           in.q, in.k, in.v, scale, mode, mask, sinks)
+                                     : std::vector<array>{fast::scaled_dot_product_attention(
+                                           in.q, in.k, in.v, scale, mode, mask, sinks)};
+  const array& out = outs[0];
   EXPECT_EQ(out.shape(), Shape({c.B, c.n_q, c.t_q, c.Dv}));
-  std::vector<double> mv, sv;
+  std::vector<double> mv, sv, lse;
   if (mask)
     mv = to_vector(broadcast_to(*mask, {c.B, c.n_q, c.t_q, c.t_kv}));
   if (sinks)
     sv = to_vector(*sinks);
-  auto ref =
-      ref_attention(c, to_vector(in.q), to_vector(in.k), to_vector(in.v), scale, mode == "causal",
-                    mask ? &mv : nullptr, mask && mask->dtype() == bool_, sinks ? &sv : nullptr);
+  auto ref = ref_attention(c, to_vector(in.q), to_vector(in.k), to_vector(in.v), scale,
+                           mode == "causal", mask ? &mv : nullptr, mask && mask->dtype() == bool_,
+                           sinks ? &sv : nullptr, &lse);
   expect_close(out, ref, out.shape(), rtol);
+  if (with_lse) {
+    // float32 whatever the inputs' dtype, from scores formed in the accumulation type (by the
+    // CPU kernel; the GPU's composite, for what its fused kernels do not take, forms 16-bit
+    // scores in 16 bits).
+    ASSERT_EQ(outs.size(), 2u);
+    EXPECT_EQ(outs[1].dtype(), float32);
+    double tol = default_device().type == Device::cpu
+                     ? 1e-5
+                     : std::max(1e-5, test::default_rtol(in.q.dtype()));
+    expect_close(outs[1], lse, {c.B, c.n_q, c.t_q}, tol, tol);
+  }
+}
+
+// The fused primitive's lse output (what its backward reads on the GPU) against float64
+// log-sum-exps: grouped heads, causal rows that see no key (-inf), masks with a fully
+// masked row, sinks, no keys, no values; its out is the one-output primitive's.
+TEST(Fast, AttentionLse) {
+  auto check = [](const AttnCase& c, const AttnInputs& in, const std::string& mode,
+                  const std::optional<array>& mask = std::nullopt,
+                  const std::optional<array>& sinks = std::nullopt) {
+    check_attention(c, in, mode, mask, sinks, -1, true);
+  };
+  // (Every dtype: AttentionDtypes.) Several key blocks and query tiles; more queries than keys
+  // (causal rows 0..69 see none).
+  AttnCase longq{1, 8, 2, 150, 80, 16, 8};
+  auto inl = attn_inputs(longq, float32, 3);
+  check(longq, inl, "causal");
+  check(longq, inl, "");
+  // Masks (row 2 fully masked: -inf, or the sink's logit with a sink), additive masks, sinks.
+  AttnCase m{2, 4, 2, 6, 70, 16, 8};
+  auto inm = attn_inputs(m, float32, 5);
+  std::vector<bool> keep(6 * 70);
+  for (size_t i = 0; i < keep.size(); ++i)
+    keep[i] = (i * 7 + i / 70) % 3 != 0 && i / 70 != 2;
+  array bmask(keep, {6, 70});
+  array sinks = random_array({4}, float32, -1, 2, 6);
+  check(m, inm, "array", bmask);
+  check(m, inm, "array", bmask, sinks);
+  check(m, inm, "array", random_array({1, 4, 6, 70}, float32, -3, 1, 7));
+  check(m, inm, "causal", std::nullopt, sinks);
+  // No keys: -inf rows, or the sinks' logits; no values: out is empty, lse is not.
+  AttnCase nok{1, 2, 2, 3, 0, 8, 8};
+  auto ink = attn_inputs(nok, float32);
+  check(nok, ink, "");
+  check(nok, ink, "causal", std::nullopt, array({0.5f, -1.0f}));
+  AttnCase nov{1, 2, 1, 3, 5, 8, 0};
+  check(nov, attn_inputs(nov, float32), "causal");
+  // The same out as the one-output primitive, bit for bit.
+  auto both =
+      fast::detail::scaled_dot_product_attention_with_lse(inl.q, inl.k, inl.v, 0.3f, "causal");
+  array plain = fast::scaled_dot_product_attention(inl.q, inl.k, inl.v, 0.3f, "causal");
+  EXPECT_TRUE(array_equal(both[0], plain).item<bool>());
 }
 
 TEST(Fast, AttentionDtypes) {
@@ -327,6 +391,7 @@ TEST(Fast, AttentionDtypes) {
     auto in = attn_inputs(c, t);
     check_attention(c, in, "");
     check_attention(c, in, "causal");
+    check_attention(c, in, "causal", std::nullopt, std::nullopt, -1, /*with_lse=*/true);
     EXPECT_EQ(fast::scaled_dot_product_attention(in.q, in.k, in.v, 0.25f).dtype(), t);
   }
 }

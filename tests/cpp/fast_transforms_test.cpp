@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
 #include <string>
 
 #include "mlx/mlx.h"
@@ -292,6 +293,32 @@ TEST(FastRules, RoPEVmap) {
 
 // ---------------------------------------------------------------------------- attention
 
+using fast::detail::AttentionLse;
+
+// Sets where the fused attention primitive outputs lse (fast::detail::AttentionLse) while alive.
+class LseMode {
+ public:
+  explicit LseMode(AttentionLse mode) : previous_(fast::detail::attention_lse()) {
+    fast::detail::set_attention_lse(mode);
+  }
+  ~LseMode() { fast::detail::set_attention_lse(previous_); }
+  LseMode(const LseMode&) = delete;
+  LseMode& operator=(const LseMode&) = delete;
+
+ private:
+  AttentionLse previous_;
+};
+
+// Runs `body` with the traced forwards' lse off and on, on every stream: the fused backward
+// then gets the forward's lse, which must change no value and no rule.
+void with_and_without_lse(const std::function<void()>& body) {
+  for (AttentionLse mode : {AttentionLse::never, AttentionLse::always}) {
+    SCOPED_TRACE(mode == AttentionLse::always ? "forward with lse" : "forward without lse");
+    LseMode scope(mode);
+    body();
+  }
+}
+
 struct AttnCase {
   int B = 1, n_q = 2, n_kv = 2, t_q = 3, t_kv = 4, D = 4, Dv = 3;
 };
@@ -322,48 +349,52 @@ GradCheckOptions attn_opts(std::vector<int> argnums = {}) {
 }
 
 TEST(FastRules, AttentionGrad) {
-  AttnCase c;
-  auto in = attn_inputs(c, float64);
-  check_grad(attn_fn(""), in, attn_opts());
-  check_grad(attn_fn("causal"), in, attn_opts());
-  // Grouped-query attention, more queries than keys.
-  AttnCase gqa{1, 4, 1, 3, 2, 2, 3};
-  check_grad(attn_fn(""), attn_inputs(gqa, float64, 2), attn_opts());
-  // Boolean mask (every row keeps a key) and additive mask; masks are constants.
-  array keep =
-      array({true, false, true, true, false, true, false, false, true, true, true, false}, {3, 4});
-  check_grad(attn_fn("array", keep), in, attn_opts());
-  array bias = random_array({1, 2, 3, 4}, float64, -2, 1, 7);
-  check_grad(attn_fn("array", bias), in, attn_opts());
-  // Sinks are differentiable inputs.
-  auto with_sinks = in;
-  with_sinks.push_back(random_array({2}, float64, -1, 1, 8));
-  check_grad(attn_fn("", std::nullopt, true), with_sinks, attn_opts());
-  check_grad(attn_fn("causal", std::nullopt, true), with_sinks, attn_opts());
-  // Transposed queries (B, T, N, D) and a batch of two.
-  auto transposed = [](const std::vector<array>& x) {
-    return attn_fn("causal")({swapaxes(x[0], 1, 2), x[1], x[2]});
-  };
-  AttnCase b2{2, 2, 1, 2, 3, 2, 2};
-  auto in2 = attn_inputs(b2, float64, 3);
-  in2[0] = swapaxes(in2[0], 1, 2);
-  check_grad(transposed, {contiguous(in2[0]), in2[1], in2[2]}, attn_opts());
-  check_grad(attn_fn(""), attn_inputs(c, float32, 4), attn_opts());
+  with_and_without_lse([&] {
+    AttnCase c;
+    auto in = attn_inputs(c, float64);
+    check_grad(attn_fn(""), in, attn_opts());
+    check_grad(attn_fn("causal"), in, attn_opts());
+    // Grouped-query attention, more queries than keys.
+    AttnCase gqa{1, 4, 1, 3, 2, 2, 3};
+    check_grad(attn_fn(""), attn_inputs(gqa, float64, 2), attn_opts());
+    // Boolean mask (every row keeps a key) and additive mask; masks are constants.
+    array keep = array(
+        {true, false, true, true, false, true, false, false, true, true, true, false}, {3, 4});
+    check_grad(attn_fn("array", keep), in, attn_opts());
+    array bias = random_array({1, 2, 3, 4}, float64, -2, 1, 7);
+    check_grad(attn_fn("array", bias), in, attn_opts());
+    // Sinks are differentiable inputs.
+    auto with_sinks = in;
+    with_sinks.push_back(random_array({2}, float64, -1, 1, 8));
+    check_grad(attn_fn("", std::nullopt, true), with_sinks, attn_opts());
+    check_grad(attn_fn("causal", std::nullopt, true), with_sinks, attn_opts());
+    // Transposed queries (B, T, N, D) and a batch of two.
+    auto transposed = [](const std::vector<array>& x) {
+      return attn_fn("causal")({swapaxes(x[0], 1, 2), x[1], x[2]});
+    };
+    AttnCase b2{2, 2, 1, 2, 3, 2, 2};
+    auto in2 = attn_inputs(b2, float64, 3);
+    in2[0] = swapaxes(in2[0], 1, 2);
+    check_grad(transposed, {contiguous(in2[0]), in2[1], in2[2]}, attn_opts());
+    check_grad(attn_fn(""), attn_inputs(c, float32, 4), attn_opts());
+  });
 }
 
 TEST(FastRules, AttentionMaskGetsNoGradient) {
-  AttnCase c;
-  auto in = attn_inputs(c, float32);
-  in.push_back(random_array({1, 2, 3, 4}, float32, -1, 1, 5));
-  auto f = [](const std::vector<array>& x) {
-    return std::vector<array>{
-        fast::scaled_dot_product_attention(x[0], x[1], x[2], 0.5f, "array", x[3])};
-  };
-  auto grads = vjp(f, in, {ones({1, 2, 3, 3})}).second;
-  expect_close(grads[3], std::vector<double>(24, 0.0), {1, 2, 3, 4});
-  if (default_device().type == Device::cpu) {  // the GPU runs the composite (no fused kernel yet)
-    EXPECT_TRUE(made_by(grads[0], "ScaledDotProductAttentionVJP"));
-  }
+  with_and_without_lse([&] {
+    AttnCase c;
+    auto in = attn_inputs(c, float32);
+    in.push_back(random_array({1, 2, 3, 4}, float32, -1, 1, 5));
+    auto f = [](const std::vector<array>& x) {
+      return std::vector<array>{
+          fast::scaled_dot_product_attention(x[0], x[1], x[2], 0.5f, "array", x[3])};
+    };
+    auto grads = vjp(f, in, {ones({1, 2, 3, 3})}).second;
+    expect_close(grads[3], std::vector<double>(24, 0.0), {1, 2, 3, 4});
+    if (default_device().type == Device::cpu) {  // the GPU runs the composite (no fused kernel yet)
+      EXPECT_TRUE(made_by(grads[0], "ScaledDotProductAttentionVJP"));
+    }
+  });
 }
 
 // Naive float64 attention backward. mask: expanded (B, n_q, t_q, t_kv) keep-flags or additive.
@@ -466,52 +497,56 @@ void check_attention_vjp(const AttnCase& c, Dtype t, const std::string& mode,
 }
 
 TEST(FastRules, AttentionVjpKernel) {
-  AttnCase c{2, 4, 2, 10, 12, 16, 16};
-  for (Dtype t : kFloatDtypes) {
-    check_attention_vjp(c, t, "");
-    check_attention_vjp(c, t, "causal", std::nullopt, true);
-  }
-  // Several key blocks and query tiles; feature widths that are not multiples of 8 (per-thread
-  // accumulators) and that are (accumulation in the outputs).
-  check_attention_vjp({2, 4, 2, 70, 150, 20, 12}, float32, "causal");
-  check_attention_vjp({2, 4, 2, 70, 150, 16, 24}, float32, "");
-  check_attention_vjp({1, 8, 1, 40, 130, 8, 8}, float64, "causal", std::nullopt, true);
-  check_attention_vjp({1, 2, 2, 130, 70, 16, 16}, bfloat16, "");
-  // Masks: boolean with a fully masked row (a sink keeps it finite), additive per head.
-  AttnCase m{2, 4, 2, 6, 70, 16, 8};
-  std::vector<bool> keep(6 * 70);
-  for (size_t i = 0; i < keep.size(); ++i)
-    keep[i] = (i * 7 + i / 70) % 3 != 0 && i / 70 != 2;
-  check_attention_vjp(m, float32, "array", array(keep, {6, 70}), true);
-  check_attention_vjp(m, float32, "array", random_array({1, 4, 6, 70}, float32, -3, 1, 9));
-  check_attention_vjp(m, float64, "array", transpose(random_array({70, 6}, float64, -1, 1, 10)));
-  // Decode step, size-1 everything.
-  check_attention_vjp({3, 6, 1, 1, 33, 32, 32}, float32, "causal");
-  check_attention_vjp({1, 1, 1, 1, 1, 1, 1}, float32, "");
+  with_and_without_lse([&] {
+    AttnCase c{2, 4, 2, 10, 12, 16, 16};
+    for (Dtype t : kFloatDtypes) {
+      check_attention_vjp(c, t, "");
+      check_attention_vjp(c, t, "causal", std::nullopt, true);
+    }
+    // Several key blocks and query tiles; feature widths that are not multiples of 8 (per-thread
+    // accumulators) and that are (accumulation in the outputs).
+    check_attention_vjp({2, 4, 2, 70, 150, 20, 12}, float32, "causal");
+    check_attention_vjp({2, 4, 2, 70, 150, 16, 24}, float32, "");
+    check_attention_vjp({1, 8, 1, 40, 130, 8, 8}, float64, "causal", std::nullopt, true);
+    check_attention_vjp({1, 2, 2, 130, 70, 16, 16}, bfloat16, "");
+    // Masks: boolean with a fully masked row (a sink keeps it finite), additive per head.
+    AttnCase m{2, 4, 2, 6, 70, 16, 8};
+    std::vector<bool> keep(6 * 70);
+    for (size_t i = 0; i < keep.size(); ++i)
+      keep[i] = (i * 7 + i / 70) % 3 != 0 && i / 70 != 2;
+    check_attention_vjp(m, float32, "array", array(keep, {6, 70}), true);
+    check_attention_vjp(m, float32, "array", random_array({1, 4, 6, 70}, float32, -3, 1, 9));
+    check_attention_vjp(m, float64, "array", transpose(random_array({70, 6}, float64, -1, 1, 10)));
+    // Decode step, size-1 everything.
+    check_attention_vjp({3, 6, 1, 1, 33, 32, 32}, float32, "causal");
+    check_attention_vjp({1, 1, 1, 1, 1, 1, 1}, float32, "");
+  });
 }
 
 TEST(FastRules, AttentionVjpEdgeCases) {
-  // Rows that see no key and have no sink are zeros in the forward and in dq.
-  AttnCase c{1, 1, 1, 4, 2, 4, 4};
-  auto in = attn_inputs(c, float32);
-  auto grads = vjp(attn_fn("causal"), in, {ones({1, 1, 4, 4})}).second;
-  auto dq = to_vector(grads[0]);
-  EXPECT_EQ(dq[0], 0.0);
-  EXPECT_FALSE(std::isnan(dq.back()));
-  EXPECT_NE(dq.back(), 0.0);
-  // No keys: empty dk, dv; with a sink the output is zeros and every gradient vanishes.
-  AttnCase nok{1, 2, 2, 3, 0, 4, 4};
-  auto ink = attn_inputs(nok, float32);
-  ink.push_back(array({0.5f, -1.0f}));
-  auto g0 = vjp(attn_fn("", std::nullopt, true), ink, {ones({1, 2, 3, 4})}).second;
-  expect_close(g0[0], std::vector<double>(24, 0.0), {1, 2, 3, 4});
-  expect_close(g0[1], {}, {1, 2, 0, 4});
-  expect_close(g0[3], {0, 0});
-  // No queries: zero dk and dv.
-  AttnCase noq{1, 2, 1, 0, 3, 4, 4};
-  auto g1 = vjp(attn_fn(""), attn_inputs(noq, float32), {zeros({1, 2, 0, 4})}).second;
-  expect_close(g1[1], std::vector<double>(12, 0.0), {1, 1, 3, 4});
-  expect_close(g1[2], std::vector<double>(12, 0.0), {1, 1, 3, 4});
+  with_and_without_lse([&] {
+    // Rows that see no key and have no sink are zeros in the forward and in dq.
+    AttnCase c{1, 1, 1, 4, 2, 4, 4};
+    auto in = attn_inputs(c, float32);
+    auto grads = vjp(attn_fn("causal"), in, {ones({1, 1, 4, 4})}).second;
+    auto dq = to_vector(grads[0]);
+    EXPECT_EQ(dq[0], 0.0);
+    EXPECT_FALSE(std::isnan(dq.back()));
+    EXPECT_NE(dq.back(), 0.0);
+    // No keys: empty dk, dv; with a sink the output is zeros and every gradient vanishes.
+    AttnCase nok{1, 2, 2, 3, 0, 4, 4};
+    auto ink = attn_inputs(nok, float32);
+    ink.push_back(array({0.5f, -1.0f}));
+    auto g0 = vjp(attn_fn("", std::nullopt, true), ink, {ones({1, 2, 3, 4})}).second;
+    expect_close(g0[0], std::vector<double>(24, 0.0), {1, 2, 3, 4});
+    expect_close(g0[1], {}, {1, 2, 0, 4});
+    expect_close(g0[3], {0, 0});
+    // No queries: zero dk and dv.
+    AttnCase noq{1, 2, 1, 0, 3, 4, 4};
+    auto g1 = vjp(attn_fn(""), attn_inputs(noq, float32), {zeros({1, 2, 0, 4})}).second;
+    expect_close(g1[1], std::vector<double>(12, 0.0), {1, 1, 3, 4});
+    expect_close(g1[2], std::vector<double>(12, 0.0), {1, 1, 3, 4});
+  });
 }
 
 TEST(FastRules, AttentionVjpMemory) {
@@ -565,53 +600,57 @@ TEST(FastRules, AttentionPrimitivesRunOnTheGpu) {
 }
 
 TEST(FastRules, AttentionVmap) {
-  AttnCase c{2, 4, 2, 3, 5, 4, 6};
-  auto in = attn_inputs(c, float32);
-  // Mapped along axis 0 of q, k and v: a vmap of three.
-  auto batched = [&](int seed) {
-    return std::vector<array>{random_array({3, 2, 4, 3, 4}, float32, -1, 1, seed),
-                              random_array({3, 2, 2, 5, 4}, float32, -1, 1, seed + 1),
-                              random_array({3, 2, 2, 5, 6}, float32, -1, 1, seed + 2)};
-  };
-  auto bin = batched(1);
-  check_vmap(attn_fn(""), bin, {0, 0, 0});
-  check_vmap(attn_fn("causal"), bin, {0, 0, 0}, {2});
-  // Only the queries mapped (keys and values shared), at another axis.
-  check_vmap(attn_fn("causal"), {moveaxis(bin[0], 0, 3), in[1], in[2]}, {3, -1, -1});
-  // Keys mapped at the last axis, queries unmapped.
-  check_vmap(attn_fn(""), {in[0], moveaxis(bin[1], 0, 4), in[2]}, {-1, 4, -1}, {1});
-  // Masks and sinks, mapped or not.
-  array bias = random_array({3, 4, 3, 5}, float32, -2, 1, 7);
-  auto with_mask = [](const std::vector<array>& x) {
-    return std::vector<array>{
-        fast::scaled_dot_product_attention(x[0], x[1], x[2], 0.5f, "array", x[3], x[4])};
-  };
-  array sinks = random_array({4}, float32, -1, 1, 8);
-  array bsinks = random_array({3, 4}, float32, -1, 1, 9);
-  check_vmap(with_mask, {bin[0], in[1], in[2], bias, sinks}, {0, -1, -1, 0, -1});
-  check_vmap(with_mask, {bin[0], bin[1], bin[2], take(bias, 0, 0), bsinks}, {0, 0, 0, -1, 0});
-  check_vmap(with_mask, {in[0], in[1], in[2], bias, bsinks}, {-1, -1, -1, 0, 0});
-  array keep = greater(random_array({3, 1, 3, 5}, float32, -1, 1, 10), array(-0.5f));
-  auto bool_mask = [](const std::vector<array>& x) {
-    return std::vector<array>{
-        fast::scaled_dot_product_attention(x[0], x[1], x[2], 0.5f, "array", x[3])};
-  };
-  check_vmap(bool_mask, {bin[0], bin[1], bin[2], keep}, {0, 0, 0, 0});
+  with_and_without_lse([&] {
+    AttnCase c{2, 4, 2, 3, 5, 4, 6};
+    auto in = attn_inputs(c, float32);
+    // Mapped along axis 0 of q, k and v: a vmap of three.
+    auto batched = [&](int seed) {
+      return std::vector<array>{random_array({3, 2, 4, 3, 4}, float32, -1, 1, seed),
+                                random_array({3, 2, 2, 5, 4}, float32, -1, 1, seed + 1),
+                                random_array({3, 2, 2, 5, 6}, float32, -1, 1, seed + 2)};
+    };
+    auto bin = batched(1);
+    check_vmap(attn_fn(""), bin, {0, 0, 0});
+    check_vmap(attn_fn("causal"), bin, {0, 0, 0}, {2});
+    // Only the queries mapped (keys and values shared), at another axis.
+    check_vmap(attn_fn("causal"), {moveaxis(bin[0], 0, 3), in[1], in[2]}, {3, -1, -1});
+    // Keys mapped at the last axis, queries unmapped.
+    check_vmap(attn_fn(""), {in[0], moveaxis(bin[1], 0, 4), in[2]}, {-1, 4, -1}, {1});
+    // Masks and sinks, mapped or not.
+    array bias = random_array({3, 4, 3, 5}, float32, -2, 1, 7);
+    auto with_mask = [](const std::vector<array>& x) {
+      return std::vector<array>{
+          fast::scaled_dot_product_attention(x[0], x[1], x[2], 0.5f, "array", x[3], x[4])};
+    };
+    array sinks = random_array({4}, float32, -1, 1, 8);
+    array bsinks = random_array({3, 4}, float32, -1, 1, 9);
+    check_vmap(with_mask, {bin[0], in[1], in[2], bias, sinks}, {0, -1, -1, 0, -1});
+    check_vmap(with_mask, {bin[0], bin[1], bin[2], take(bias, 0, 0), bsinks}, {0, 0, 0, -1, 0});
+    check_vmap(with_mask, {in[0], in[1], in[2], bias, bsinks}, {-1, -1, -1, 0, 0});
+    array keep = greater(random_array({3, 1, 3, 5}, float32, -1, 1, 10), array(-0.5f));
+    auto bool_mask = [](const std::vector<array>& x) {
+      return std::vector<array>{
+          fast::scaled_dot_product_attention(x[0], x[1], x[2], 0.5f, "array", x[3])};
+    };
+    check_vmap(bool_mask, {bin[0], bin[1], bin[2], keep}, {0, 0, 0, 0});
+  });
 }
 
 TEST(FastRules, AttentionVmapOfVjp) {
-  auto bin = std::vector<array>{random_array({3, 1, 4, 3, 4}, float32, -1, 1, 1),
-                                random_array({3, 1, 2, 5, 4}, float32, -1, 1, 2),
-                                random_array({3, 1, 2, 5, 6}, float32, -1, 1, 3),
-                                random_array({3, 4}, float32, -1, 1, 4),
-                                random_array({3, 1, 4, 3, 6}, float32, -1, 1, 5)};
-  auto f = vjp_fn(attn_fn("causal", std::nullopt, true), 4);
-  check_vmap(f, bin, {0, 0, 0, 0, 0});
-  // Shared keys, values and sinks: each batch entry gets its own dk, dv, dsinks.
-  check_vmap(f, {bin[0], take(bin[1], 0, 0), take(bin[2], 0, 0), take(bin[3], 0, 0), bin[4]},
-             {0, -1, -1, -1, 0}, {1, 0, 2, 1});
-  auto g = vjp_fn(attn_fn("", random_array({3, 5}, float32, -1, 1, 6)), 3);
-  check_vmap(g, {moveaxis(bin[0], 0, 2), bin[1], bin[2], bin[4]}, {2, 0, 0, 0});
+  with_and_without_lse([&] {
+    auto bin = std::vector<array>{random_array({3, 1, 4, 3, 4}, float32, -1, 1, 1),
+                                  random_array({3, 1, 2, 5, 4}, float32, -1, 1, 2),
+                                  random_array({3, 1, 2, 5, 6}, float32, -1, 1, 3),
+                                  random_array({3, 4}, float32, -1, 1, 4),
+                                  random_array({3, 1, 4, 3, 6}, float32, -1, 1, 5)};
+    auto f = vjp_fn(attn_fn("causal", std::nullopt, true), 4);
+    check_vmap(f, bin, {0, 0, 0, 0, 0});
+    // Shared keys, values and sinks: each batch entry gets its own dk, dv, dsinks.
+    check_vmap(f, {bin[0], take(bin[1], 0, 0), take(bin[2], 0, 0), take(bin[3], 0, 0), bin[4]},
+               {0, -1, -1, -1, 0}, {1, 0, 2, 1});
+    auto g = vjp_fn(attn_fn("", random_array({3, 5}, float32, -1, 1, 6)), 3);
+    check_vmap(g, {moveaxis(bin[0], 0, 2), bin[1], bin[2], bin[4]}, {2, 0, 0, 0});
+  });
 }
 
 // Attention from matmul and softmax, for comparing the fused backward with the derivative
@@ -638,42 +677,44 @@ array composite_attention(const array& q, const array& k, const array& v, float 
 }
 
 TEST(FastRules, AttentionVjpMatchesComposite) {
-  struct Case {
-    AttnCase c;
-    std::string mode;
-    bool bool_mask, add_mask, sinks;
-  };
-  for (const Case& k : {Case{{2, 4, 2, 9, 70, 16, 8}, "", false, false, false},
-                        Case{{1, 4, 1, 70, 80, 12, 16}, "causal", false, false, true},
-                        Case{{2, 2, 2, 5, 7, 8, 8}, "array", true, false, false},
-                        Case{{1, 6, 3, 5, 9, 8, 4}, "array", false, true, true}}) {
-    const AttnCase& c = k.c;
-    SCOPED_TRACE("mode '" + k.mode + "'");
-    auto in = attn_inputs(c, float32, 21);
-    if (k.sinks)
-      in.push_back(random_array({c.n_q}, float32, -1, 1, 25));
-    std::optional<array> mask;
-    if (k.bool_mask)
-      mask = greater(random_array({c.t_q, c.t_kv}, float32, -1, 1, 26), array(-0.6f));
-    if (k.add_mask)
-      mask = random_array({c.B, 1, c.t_q, c.t_kv}, float32, -2, 1, 27);
-    float scale = 0.4f;
-    auto composite = [&](const std::vector<array>& x) {
-      std::optional<array> s;
-      if (k.sinks)
-        s = x[3];
-      return std::vector<array>{
-          composite_attention(x[0], x[1], x[2], scale, k.mode == "causal", mask, s)};
+  with_and_without_lse([&] {
+    struct Case {
+      AttnCase c;
+      std::string mode;
+      bool bool_mask, add_mask, sinks;
     };
-    array d_o = random_array({c.B, c.n_q, c.t_q, c.Dv}, float32, -1, 1, 28);
-    auto fused = vjp(attn_fn(k.mode, mask, k.sinks, scale), in, {d_o});
-    auto ref = vjp(composite, in, {d_o});
-    expect_close(fused.first[0], to_vector(ref.first[0]), d_o.shape(), 1e-4, 1e-5);
-    for (size_t i = 0; i < in.size(); ++i) {
-      SCOPED_TRACE("input " + std::to_string(i));
-      expect_close(fused.second[i], to_vector(ref.second[i]), in[i].shape(), 1e-3, 1e-4);
+    for (const Case& k : {Case{{2, 4, 2, 9, 70, 16, 8}, "", false, false, false},
+                          Case{{1, 4, 1, 70, 80, 12, 16}, "causal", false, false, true},
+                          Case{{2, 2, 2, 5, 7, 8, 8}, "array", true, false, false},
+                          Case{{1, 6, 3, 5, 9, 8, 4}, "array", false, true, true}}) {
+      const AttnCase& c = k.c;
+      SCOPED_TRACE("mode '" + k.mode + "'");
+      auto in = attn_inputs(c, float32, 21);
+      if (k.sinks)
+        in.push_back(random_array({c.n_q}, float32, -1, 1, 25));
+      std::optional<array> mask;
+      if (k.bool_mask)
+        mask = greater(random_array({c.t_q, c.t_kv}, float32, -1, 1, 26), array(-0.6f));
+      if (k.add_mask)
+        mask = random_array({c.B, 1, c.t_q, c.t_kv}, float32, -2, 1, 27);
+      float scale = 0.4f;
+      auto composite = [&](const std::vector<array>& x) {
+        std::optional<array> s;
+        if (k.sinks)
+          s = x[3];
+        return std::vector<array>{
+            composite_attention(x[0], x[1], x[2], scale, k.mode == "causal", mask, s)};
+      };
+      array d_o = random_array({c.B, c.n_q, c.t_q, c.Dv}, float32, -1, 1, 28);
+      auto fused = vjp(attn_fn(k.mode, mask, k.sinks, scale), in, {d_o});
+      auto ref = vjp(composite, in, {d_o});
+      expect_close(fused.first[0], to_vector(ref.first[0]), d_o.shape(), 1e-4, 1e-5);
+      for (size_t i = 0; i < in.size(); ++i) {
+        SCOPED_TRACE("input " + std::to_string(i));
+        expect_close(fused.second[i], to_vector(ref.second[i]), in[i].shape(), 1e-3, 1e-4);
+      }
     }
-  }
+  });
 }
 
 TEST(FastRules, SecondOrder) {
@@ -688,13 +729,148 @@ TEST(FastRules, SecondOrder) {
   check_grad(vjp_fn(layer_fn(false, false), 1), {x, g});
   check_grad(vjp_fn(rope_fn(4, true, 2), 1),
              {random_array({2, 3, 4}, float64, -1, 1, 4), random_array({2, 3, 4}, float64)});
-  AttnCase c{1, 2, 1, 2, 3, 3, 2};
-  auto in = attn_inputs(c, float64, 5);
-  in.push_back(random_array({2}, float64, -1, 1, 8));
-  in.push_back(random_array({1, 2, 2, 2}, float64, -1, 1, 9));
-  check_grad(vjp_fn(attn_fn("causal", std::nullopt, true), 4), in);
-  in.erase(in.begin() + 3);
-  check_grad(vjp_fn(attn_fn("array", random_array({2, 3}, float64, -1, 1, 10)), 3), in);
+  // With lse, the backward's own rules give it no cotangent and recompute it.
+  with_and_without_lse([&] {
+    AttnCase c{1, 2, 1, 2, 3, 3, 2};
+    auto in = attn_inputs(c, float64, 5);
+    in.push_back(random_array({2}, float64, -1, 1, 8));
+    in.push_back(random_array({1, 2, 2, 2}, float64, -1, 1, 9));
+    check_grad(vjp_fn(attn_fn("causal", std::nullopt, true), 4), in);
+    in.erase(in.begin() + 3);
+    check_grad(vjp_fn(attn_fn("array", random_array({2, 3}, float64, -1, 1, 10)), 3), in);
+    check_grad(vjp_fn(attn_fn(""), 3), in);
+  });
+}
+
+// Where a transform traces the forward, the fused primitive also outputs lse (on GPU streams by
+// default, on any with AttentionLse::always) and its backward reads it; plain calls build the
+// one-output primitive. The CPU backward ignores it, so the gradients are the same bits.
+TEST(FastRules, AttentionLseOnlyWhereTraced) {
+  Stream cpu = default_stream(Device::cpu);
+  auto in = attn_inputs(AttnCase{1, 4, 2, 5, 7, 8, 6}, float32);
+  array d_o = random_array({1, 4, 5, 6}, float32, -1, 1, 3);
+  auto f = [cpu](const std::vector<array>& x) {
+    return std::vector<array>{
+        fast::scaled_dot_product_attention(x[0], x[1], x[2], 0.4f, "causal", {}, {}, cpu)};
+  };
+  auto lse_flag = [](const array& out) {
+    return static_cast<fast::ScaledDotProductAttention&>(out.primitive()).output_lse();
+  };
+  std::vector<array> ref;
+  {
+    LseMode scope(AttentionLse::never);
+    ref = vjp(f, in, {d_o}).second;
+    eval(ref);
+  }
+  for (AttentionLse mode : {AttentionLse::gpu, AttentionLse::always, AttentionLse::never}) {
+    SCOPED_TRACE(static_cast<int>(mode));
+    LseMode scope(mode);
+    const bool lse = mode == AttentionLse::always;  // the default: GPU streams only
+    array out = f(in)[0];
+    ASSERT_TRUE(made_by(out, "ScaledDotProductAttention"));
+    EXPECT_FALSE(lse_flag(out));
+    EXPECT_FALSE(out.has_siblings());
+    auto grads = vjp(f, in, {d_o}).second;
+    ASSERT_TRUE(made_by(grads[0], "ScaledDotProductAttentionVJP"));
+    EXPECT_EQ(static_cast<fast::ScaledDotProductAttentionVJP&>(grads[0].primitive()).has_lse(),
+              lse);
+    const std::vector<array>& back_in = grads[0].inputs();
+    ASSERT_EQ(back_in.size(), lse ? 6u : 5u);
+    const array& forward = back_in[3];
+    ASSERT_TRUE(made_by(forward, "ScaledDotProductAttention"));
+    EXPECT_EQ(lse_flag(forward), lse);
+    if (lse) {
+      auto outs = forward.outputs();
+      ASSERT_EQ(outs.size(), 2u);
+      EXPECT_EQ(back_in[5].id(), outs[1].id());
+      EXPECT_EQ(back_in[5].dtype(), float32);
+      EXPECT_EQ(back_in[5].shape(), Shape({1, 4, 5}));
+    }
+    for (int i = 0; i < 3; ++i) {
+      expect_close(grads[i], to_vector(ref[i]), ref[i].shape(), 0, 0);
+    }
+  }
+  // Seen from the traced function: value_and_grad and, under compile, both it and a plain
+  // forward (compile traces; the unread lse costs a float per row) ask for it.
+  LseMode scope(AttentionLse::always);
+  std::vector<bool> seen;
+  auto loss = [&](const std::vector<array>& x) {
+    array o = f(x)[0];
+    seen.push_back(lse_flag(o));
+    return std::vector<array>{sum(multiply(o, d_o))};
+  };
+  auto step = [&](const std::vector<array>& x) {
+    auto [value, g] = value_and_grad(loss, {0, 1, 2})(x);
+    g.insert(g.begin(), value[0]);
+    return g;
+  };
+  auto plain = loss(in);
+  EXPECT_FALSE(seen.back());
+  auto direct = step(in);
+  EXPECT_TRUE(seen.back());
+  seen.clear();
+  auto compiled = compile(step)(in);
+  ASSERT_FALSE(seen.empty());
+  EXPECT_TRUE(seen.back());
+  for (size_t i = 0; i < direct.size(); ++i) {
+    expect_close(compiled[i], to_vector(direct[i]), direct[i].shape(), 1e-6, 1e-6);
+    if (i > 0) {
+      expect_close(direct[i], to_vector(ref[i - 1]), ref[i - 1].shape(), 0, 0);
+    }
+  }
+  seen.clear();
+  compile(loss)(in);
+  ASSERT_FALSE(seen.empty());
+  EXPECT_TRUE(seen.back());
+  // Common subexpressions: a forward with lse is not one without.
+  fast::ScaledDotProductAttention with(cpu, 0.4f, true, false, false, true),
+      without(cpu, 0.4f, true, false, false);
+  EXPECT_FALSE(with.is_equivalent(without));
+  EXPECT_TRUE(
+      with.is_equivalent(fast::ScaledDotProductAttention(cpu, 0.4f, true, false, false, true)));
+  fast::ScaledDotProductAttentionVJP back_with(cpu, 0.4f, true, false, false, true),
+      back_without(cpu, 0.4f, true, false, false);
+  EXPECT_FALSE(back_with.is_equivalent(back_without));
+}
+
+// lse's own rules: its tangent (d lse = sum_j p_j d(logit_j), sinks included, masks constant)
+// against finite differences, and vmap of both outputs (lse's folded head axis split as out's).
+TEST(FastRules, AttentionLseTangentAndVmap) {
+  auto with_lse = [](const std::string& mode, std::optional<array> mask = std::nullopt,
+                     bool sinks = false) -> ArrayFn {
+    return [=](const std::vector<array>& x) {
+      std::optional<array> s;
+      if (sinks)
+        s = x[3];
+      return fast::detail::scaled_dot_product_attention_with_lse(x[0], x[1], x[2], 0.6f, mode, mask,
+                                                                 s);
+    };
+  };
+  // lse is float32 whatever the inputs: steps large enough for its differences to resolve.
+  GradCheckOptions jvp_only;
+  jvp_only.check_vjp = false;
+  jvp_only.eps = 1e-3;
+  jvp_only.rtol = 1e-3;
+  jvp_only.atol = 2e-4;
+  AttnCase c{1, 4, 2, 3, 5, 4, 3};
+  auto in = attn_inputs(c, float64);
+  check_grad(with_lse(""), in, jvp_only);
+  check_grad(with_lse("causal"), in, jvp_only);
+  check_grad(with_lse("array", random_array({1, 4, 3, 5}, float64, -2, 1, 7)), in, jvp_only);
+  auto with_sinks = in;
+  with_sinks.push_back(random_array({4}, float64, -1, 1, 8));
+  check_grad(with_lse("causal", std::nullopt, true), with_sinks, jvp_only);
+  // vmap: every operand mapped (the batch folded outside the heads), queries only (inside), keys
+  // only, and sinks.
+  auto bin = std::vector<array>{random_array({3, 1, 4, 3, 4}, float32, -1, 1, 1),
+                                random_array({3, 1, 2, 5, 4}, float32, -1, 1, 2),
+                                random_array({3, 1, 2, 5, 3}, float32, -1, 1, 3)};
+  auto in32 = attn_inputs(c, float32, 4);
+  check_vmap(with_lse("causal"), bin, {0, 0, 0});
+  check_vmap(with_lse(""), {moveaxis(bin[0], 0, 3), in32[1], in32[2]}, {3, -1, -1}, {2, 1});
+  check_vmap(with_lse("causal"), {in32[0], moveaxis(bin[1], 0, 4), in32[2]}, {-1, 4, -1});
+  check_vmap(with_lse("", std::nullopt, true),
+             {bin[0], in32[1], in32[2], random_array({3, 4}, float32, -1, 1, 5)}, {0, -1, -1, 0});
 }
 
 TEST(FastRules, RoPEVmapPerEntryFrequencies) {

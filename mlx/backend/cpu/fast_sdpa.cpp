@@ -2,7 +2,8 @@
 // exist at a time). A task is one batch entry, one key/value head and a tile of query
 // positions; the query heads that share the key/value head (grouped-query attention) are
 // stacked as rows of the same task, so each key/value block is read (and, unless it is
-// float32 with contiguous features, converted) once for all of them.
+// float32 with contiguous features, converted) once for all of them. Asked for lse, each row's
+// log-sum-exp comes from its running maximum and sum: m + log(l).
 #include "mlx/backend/cpu/fast_sdpa.h"
 
 #include <cmath>
@@ -12,6 +13,7 @@
 #include "mlx/backend/cpu/softmax_row.h"
 #include "mlx/backend/cpu/thread_pool.h"
 #include "mlx/primitives/fast.h"
+#include "mlx/runtime/kernel_counter.h"
 
 namespace mlx::core::fast {
 
@@ -27,12 +29,13 @@ class Attention {
   static constexpr int64_t kTaskRows = 64;
 
  public:
-  Attention(const std::vector<array>& in, array& out, float scale, bool causal, bool has_mask,
-            bool has_sinks)
+  Attention(const std::vector<array>& in, array& out, float* lse, float scale, bool causal,
+            bool has_mask, bool has_sinks)
       : q_(in[0]),
         k_(in[1]),
         v_(in[2]),
         out_(out),
+        lse_(lse),
         qv_(in[0]),
         kv_(in[1]),
         vv_(in[2]),
@@ -166,6 +169,10 @@ class Attention {
       for (int64_t c = 0; c < Dv_; ++c) {
         dst[c] = static_cast<T>(o[c] * inv);
       }
+      if (lse_) {
+        lse_[(b * n_q_ + row.h) * t_q_ + row.t] =
+            buf.l[r] > 0 ? static_cast<float>(buf.m[r] + std::log(buf.l[r])) : -INFINITY;
+      }
     }
   }
 
@@ -203,6 +210,7 @@ class Attention {
   const array& k_;
   const array& v_;
   array& out_;
+  float* lse_;  // dense (B, N_q, T_q), or null
   View4 qv_, kv_, vv_;
   const array* mask_ = nullptr;
   View4 mv_{qv_};
@@ -214,13 +222,22 @@ class Attention {
 
 }  // namespace
 
-void ScaledDotProductAttention::eval_cpu(const std::vector<array>& inputs, array& out) {
+void ScaledDotProductAttention::eval_cpu(const std::vector<array>& inputs,
+                                         std::vector<array>& outputs) {
+  array& out = outputs[0];
   out.set_data(allocator::malloc(out.nbytes()));
-  if (out.size() == 0) {
+  float* lse = nullptr;
+  if (output_lse_) {
+    outputs[1].set_data(allocator::malloc(outputs[1].nbytes()));
+    lse = outputs[1].data<float>();
+    core::detail::count_path("ScaledDotProductAttention:lse");
+  }
+  // Without values (D_v = 0) the rows still have their log-sum-exp.
+  if (out.size() == 0 && (!lse || outputs[1].size() == 0)) {
     return;
   }
   dispatch_float(out.dtype(), "scaled_dot_product_attention", [&]<typename T>() {
-    Attention<T>(inputs, out, scale_, causal_, has_mask_, has_sinks_).run();
+    Attention<T>(inputs, out, lse, scale_, causal_, has_mask_, has_sinks_).run();
   });
 }
 

@@ -7,6 +7,12 @@
 //      dQ += dS K, dK += dS^T Q (scales folded into Q and dQ).
 // dK and dV accumulate over the tiles of a task (in the outputs themselves when they are
 // float32 with rows of a multiple of 8, else in per-thread float buffers).
+//
+// The forward's lse, when the primitive has it as its last input, is not read: step 1 holds
+// every score of the tile's rows anyway, so their exact maximum and sum cost one pass over
+// them each, little next to the four products per score of step 2; and a float32 lse would
+// limit float64 gradients to float32's precision. (The GPU's backward, which would otherwise
+// run a whole forward pass for them, reads it.)
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -36,8 +42,8 @@ class AttentionVJP {
       : q_(in[0]),
         k_(in[1]),
         v_(in[2]),
-        o_(in[in.size() - 2]),
-        do_(in.back()),
+        o_(in[3 + has_mask + has_sinks]),
+        do_(in[4 + has_mask + has_sinks]),
         qv_(in[0]),
         kv_(in[1]),
         vv_(in[2]),

@@ -3,6 +3,9 @@
 // (cudnn_attention.h) where it takes the geometry, else our flash kernels (flash_attention.h).
 // Otherwise the composites the rules differentiate (fast.h: matmuls, the softmax kernel, masks
 // by where), run here with their own GPU kernels. Also the fused kernels' operand layouts.
+#include <optional>
+#include <utility>
+
 #include "mlx/backend/cuda/copy.cuh"
 #include "mlx/backend/cuda/cuda_check.h"
 #include "mlx/backend/cuda/cudnn_attention.h"
@@ -48,30 +51,41 @@ void zero(array& a) {
   }
 }
 
+// out, and each row's natural-log log-sum-exp into lse (dense float32 (B, N_q, T_q)) where
+// it is not null.
 void fused_attention(const array& queries, const array& keys, const array& values, array& out,
-                     float scale, bool causal) {
+                     array* lse, float scale, bool causal) {
   const Dtype dtype = out.dtype();
   array q = flash::kernel_operand(queries, dtype), k = flash::kernel_operand(keys, dtype),
         v = flash::kernel_operand(values, dtype);
   flash::allocate_in_order_of(out, q);
-  if (out.size() == 0) {
+  float* lse_data = nullptr;
+  if (lse) {
+    lse->set_gpu_data(allocator::gpu_malloc(lse->nbytes()));
+    lse_data = lse->gpu_data<float>();
+    detail::count_path("ScaledDotProductAttention:lse");
+  }
+  if (out.size() == 0) {  // so is lse: the value dim is at least 64
     return;
   }
-  if (k.shape(2) == 0) {  // no keys: every row is zeros
+  if (k.shape(2) == 0) {  // no keys: every row is zeros, its log-sum-exp -inf
     zero(out);
+    if (lse) {
+      flash::no_key_lse(lse_data, lse->size());
+    }
     return;
   }
-  if (cudnn_attention(q, k, v, out, scale, causal)) {
+  if (cudnn_attention(q, k, v, out, lse_data, scale, causal)) {
     detail::count_path("ScaledDotProductAttention:cudnn");
   } else {
-    flash_attention(q, k, v, out, scale, causal);
+    flash_attention(q, k, v, out, lse_data, scale, causal);
     detail::count_path("ScaledDotProductAttention:flash");
   }
 }
 
-// Gradients in their inputs' layouts.
+// Gradients in their inputs' layouts. Inputs {q, k, v, out, d_out, lse?}.
 void fused_attention_backward(const std::vector<array>& inputs, std::vector<array>& grads,
-                              float scale, bool causal) {
+                              bool has_lse, float scale, bool causal) {
   const Dtype dtype = inputs[0].dtype();
   array q = flash::kernel_operand(inputs[0], dtype), k = flash::kernel_operand(inputs[1], dtype),
         v = flash::kernel_operand(inputs[2], dtype), o = flash::kernel_operand(inputs[3], dtype),
@@ -85,12 +99,25 @@ void fused_attention_backward(const std::vector<array>& inputs, std::vector<arra
     }
     return;
   }
-  if (cudnn_attention_backward(q, k, v, o, g, grads[0], grads[1], grads[2], scale, causal)) {
+  // The forward's lse as both backward paths read it: dense float32 rows (the forward writes
+  // it so; a mapped or imported one may be a view).
+  std::optional<array> lse;
+  if (has_lse) {
+    const array& l = inputs[5];
+    bool dense = l.dtype() == float32 && l.flags().row_contiguous && l.data_size() == l.size();
+    lse = dense ? l : dense_copy(l, float32);
+  }
+  const float* lse_data = lse ? std::as_const(*lse).gpu_data<float>() : nullptr;
+  if (cudnn_attention_backward(q, k, v, o, g, lse_data, grads[0], grads[1], grads[2], scale,
+                               causal)) {
     detail::count_path("ScaledDotProductAttentionVJP:cudnn");
   } else {
-    flash_attention_backward(q, k, v, o, g, grads[0], grads[1], grads[2], scale, causal);
+    flash_attention_backward(q, k, v, o, g, lse_data, grads[0], grads[1], grads[2], scale, causal);
     detail::count_path("ScaledDotProductAttentionVJP:flash");
   }
+  // Whether the row statistics came with the inputs or took another forward pass.
+  detail::count_path(has_lse ? "ScaledDotProductAttentionVJP:lse-reused"
+                             : "ScaledDotProductAttentionVJP:lse-recomputed");
 }
 
 }  // namespace
@@ -99,23 +126,25 @@ void fused_attention_backward(const std::vector<array>& inputs, std::vector<arra
 
 namespace mlx::core::fast {
 
-void ScaledDotProductAttention::eval_gpu(const std::vector<array>& inputs, array& out) {
-  if (attention_gpu_kernel_applies(out.dtype(), inputs[0].shape(3), inputs[2].shape(3), has_mask_,
-                                   has_sinks_)) {
-    cu::fused_attention(inputs[0], inputs[1], inputs[2], out, scale_, causal_);
+void ScaledDotProductAttention::eval_gpu(const std::vector<array>& inputs,
+                                         std::vector<array>& outputs) {
+  if (attention_gpu_kernel_applies(outputs[0].dtype(), inputs[0].shape(3), inputs[2].shape(3),
+                                   has_mask_, has_sinks_)) {
+    cu::fused_attention(inputs[0], inputs[1], inputs[2], outputs[0],
+                        output_lse_ ? &outputs[1] : nullptr, scale_, causal_);
     return;
   }
-  std::vector<array> outs = {out};
   cu::run_graph_into(
-      {attention_composite(inputs, scale_, causal_, has_mask_, has_sinks_, stream())}, outs);
+      attention_composite(inputs, scale_, causal_, has_mask_, has_sinks_, output_lse_, stream()),
+      outputs);
 }
 
-// Inputs {q, k, v, mask?, sinks?, out, d_out}.
+// Inputs {q, k, v, mask?, sinks?, out, d_out, lse?}.
 void ScaledDotProductAttentionVJP::eval_gpu(const std::vector<array>& inputs,
                                             std::vector<array>& outputs) {
   if (attention_gpu_kernel_applies(inputs[0].dtype(), inputs[0].shape(3), inputs[2].shape(3),
                                    has_mask_, has_sinks_)) {
-    cu::fused_attention_backward(inputs, outputs, scale_, causal_);
+    cu::fused_attention_backward(inputs, outputs, has_lse_, scale_, causal_);
     return;
   }
   cu::run_graph_into(

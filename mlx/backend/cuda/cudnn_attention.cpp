@@ -248,59 +248,78 @@ bool every_row_sees_a_key(const array& q, const array& k, bool causal) {
   return !causal || q.shape(2) <= k.shape(2);
 }
 
+// Plan keys' first entry: which graph.
+enum Direction : int64_t {
+  kForward = 0,
+  kForwardStatsToScratch = 1,  // the backward's recomputation: out to dense scratch
+  kBackward = 2,
+  kForwardWithStats = 3,  // a forward traced for a backward: out and lse to the outputs
+};
+
 }  // namespace
 
-bool cudnn_attention(const array& q, const array& k, const array& v, array& out, float scale,
-                     bool causal) {
+bool cudnn_attention(const array& q, const array& k, const array& v, array& out, float* lse,
+                     float scale, bool causal) {
   std::unique_lock<std::mutex> lock;
   CudnnDevice* dev = every_row_sees_a_key(q, k, causal) ? ready_device(lock) : nullptr;
   if (!dev) {
     return false;
   }
-  const Plan& plan = plan_for(
-      key_of(0, scale, causal, q, k, v, out), dev->handle, "forward", describe(q, k, causal),
-      [&] { return forward_graph(q, k, v, strides_of(out), scale, causal, false); });
+  const bool stats = lse != nullptr;
+  const Plan& plan =
+      plan_for(key_of(stats ? kForwardWithStats : kForward, scale, causal, q, k, v, out),
+               dev->handle, stats ? "forward with stats" : "forward", describe(q, k, causal),
+               [&] { return forward_graph(q, k, v, strides_of(out), scale, causal, stats); });
   if (!plan.graph) {
     return false;
   }
   std::unordered_map<int64_t, void*> pack{
       {kQ, address(q)}, {kK, address(k)}, {kV, address(v)}, {kO, out.gpu_data<char>()}};
+  if (stats) {
+    pack.emplace(kStats, lse);
+  }
   execute(plan, dev->handle, pack, "scaled_dot_product_attention");
   return true;
 }
 
 bool cudnn_attention_backward(const array& q, const array& k, const array& v, const array& out,
-                              const array& d_out, array& dq, array& dk, array& dv, float scale,
-                              bool causal) {
+                              const array& d_out, const float* lse, array& dq, array& dk, array& dv,
+                              float scale, bool causal) {
   std::unique_lock<std::mutex> lock;
   CudnnDevice* dev = every_row_sees_a_key(q, k, causal) ? ready_device(lock) : nullptr;
   if (!dev) {
     return false;
   }
-  // The row statistics come from a forward pass with stats (its output, the same as `out`,
-  // goes to dense scratch).
   const std::string geometry = describe(q, k, causal);
-  const Plan& stats_plan =
-      plan_for(key_of(1, scale, causal, q, k, v), dev->handle, "forward with stats", geometry,
-               [&] { return forward_graph(q, k, v, dense_strides(out), scale, causal, true); });
   const Plan& plan = plan_for(
-      key_of(2, scale, causal, q, k, v, out, d_out, dq, dk, dv), dev->handle, "backward", geometry,
-      [&] { return backward_graph(q, k, v, out, d_out, dq, dk, dv, scale, causal); });
-  if (!stats_plan.graph || !plan.graph) {
+      key_of(kBackward, scale, causal, q, k, v, out, d_out, dq, dk, dv), dev->handle, "backward",
+      geometry, [&] { return backward_graph(q, k, v, out, d_out, dq, dk, dv, scale, causal); });
+  // Without the forward's lse, the row statistics come from a forward pass with stats (its
+  // output, the same as `out`, goes to dense scratch).
+  const Plan* stats_plan =
+      lse ? nullptr
+          : &plan_for(key_of(kForwardStatsToScratch, scale, causal, q, k, v), dev->handle,
+                      "forward with stats", geometry, [&] {
+                        return forward_graph(q, k, v, dense_strides(out), scale, causal, true);
+                      });
+  if (!plan.graph || (stats_plan && !stats_plan->graph)) {
     return false;
   }
   constexpr const char* op = "scaled_dot_product_attention vjp";
-  Scratch lse(q.shape(0) * q.shape(1) * q.shape(2) * sizeof(float));
-  Scratch recomputed(out.nbytes());
-  std::unordered_map<int64_t, void*> forward_pack{{kQ, address(q)},
-                                                  {kK, address(k)},
-                                                  {kV, address(v)},
-                                                  {kO, recomputed.as<void>()},
-                                                  {kStats, lse.as<void>()}};
-  execute(stats_plan, dev->handle, forward_pack, op);
+  Scratch stats(lse ? 0 : q.shape(0) * q.shape(1) * q.shape(2) * sizeof(float));
+  if (stats_plan) {
+    Scratch recomputed(out.nbytes());
+    std::unordered_map<int64_t, void*> forward_pack{{kQ, address(q)},
+                                                    {kK, address(k)},
+                                                    {kV, address(v)},
+                                                    {kO, recomputed.as<void>()},
+                                                    {kStats, stats.as<void>()}};
+    execute(*stats_plan, dev->handle, forward_pack, op);
+  }
+  void* row_stats = lse ? const_cast<float*>(lse) : stats.as<void>();
   std::unordered_map<int64_t, void*> pack{
       {kQ, address(q)},           {kK, address(k)},           {kV, address(v)},
-      {kO, address(out)},         {kDOut, address(d_out)},    {kStats, lse.as<void>()},
+      {kO, address(out)},         {kDOut, address(d_out)},    {kStats, row_stats},
       {kDQ, dq.gpu_data<char>()}, {kDK, dk.gpu_data<char>()}, {kDV, dv.gpu_data<char>()}};
   execute(plan, dev->handle, pack, op);
   return true;

@@ -8,16 +8,20 @@ namespace mlx::core::cu {
 
 // out (B, N_q, T_q, D) = softmax(scale * q k^T [causal]) v for q (B, N_q, T_q, D) and
 // k, v (B, N_kv, T_kv, D), N_q a multiple of N_kv: operands as flash::kernel_operand returns
-// them, out allocated (flash::allocate_in_order_of), none empty.
-void flash_attention(const array& q, const array& k, const array& v, array& out, float scale,
-                     bool causal);
+// them, out allocated (flash::allocate_in_order_of), none empty. Where lse is not null, also
+// each row's natural-log log-sum-exp of its scaled scores there (B * N_q * T_q floats, dense;
+// -inf for a row that sees no key).
+void flash_attention(const array& q, const array& k, const array& v, array& out, float* lse,
+                     float scale, bool causal);
 
 // The backward pass (flash_attention_backward.cu): dq, dk, dv (allocated) of the inputs
-// above, given the forward's out and its cotangent d_out, operands as above. Recomputes each
-// row's log-sum-exp and the probabilities tile by tile, never the [T_q, T_kv] matrix.
+// above, given the forward's out and its cotangent d_out, operands as above, and the
+// forward's lse (as flash_attention writes it) where not null; without it each row's
+// log-sum-exp is recomputed by an output-less forward pass first. The probabilities are
+// recomputed tile by tile, never the [T_q, T_kv] matrix.
 void flash_attention_backward(const array& q, const array& k, const array& v, const array& out,
-                              const array& d_out, array& dq, array& dk, array& dv, float scale,
-                              bool causal);
+                              const array& d_out, const float* lse, array& dq, array& dk, array& dv,
+                              float scale, bool causal);
 
 namespace flash {
 
@@ -36,6 +40,9 @@ void allocate_in_order_of(array& out, const array& like);
 // returns them, T_kv > 0.
 void forward_lse(const array& q, const array& k, const array& v, float* lse, float scale,
                  bool causal);
+
+// The lse of rows that see no key (T_kv = 0): n floats of -inf at lse.
+void no_key_lse(float* lse, int64_t n);
 
 }  // namespace flash
 

@@ -179,10 +179,11 @@ __global__ void __launch_bounds__(kBlockThreads)
 }
 
 // delta[r] = sum over d of d_out[r, d] * out[r, d] for the rows r = (b * heads + h) * t + i of
-// (B, heads, t, D) operands, a warp per row.
+// (B, heads, t, D) operands, a warp per row. Where lse_ln is not null (the forward's natural-log
+// lse, dense), also lse_log2[r] = lse_ln[r] * log2(e), the backward kernel's base-2 convention.
 template <typename T, int D>
 __global__ void row_dots(Heads<const T> out, Heads<const T> d_out, float* delta, int heads, int t,
-                         int64_t rows) {
+                         int64_t rows, const float* lse_ln = nullptr, float* lse_log2 = nullptr) {
   const int lane = threadIdx.x % 32;
   for (int64_t r = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) / 32; r < rows;
        r += int64_t(gridDim.x) * blockDim.x / 32) {
@@ -198,13 +199,16 @@ __global__ void row_dots(Heads<const T> out, Heads<const T> d_out, float* delta,
     }
     if (lane == 0) {
       delta[r] = s;
+      if (lse_ln != nullptr) {
+        lse_log2[r] = lse_ln[r] * 1.4426950408889634f;
+      }
     }
   }
 }
 
-// The backward kernel for inputs as launch_forward's, given lse (from launch_forward without
-// output) and delta (row_dots); dq_acc zeroed, float, shaped like q. Returns the launch's
-// error, if any.
+// The backward kernel for inputs as launch_forward's, given lse in base 2 (from launch_forward
+// without output, or the forward's converted by row_dots) and delta (row_dots); dq_acc zeroed,
+// float, shaped like q. Returns the launch's error, if any.
 template <typename T, int D>
 cudaError_t launch_backward(Heads<const T> q, Heads<const T> k, Heads<const T> v,
                             Heads<const T> d_out, const float* lse, const float* delta,

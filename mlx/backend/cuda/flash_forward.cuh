@@ -42,12 +42,13 @@ constexpr size_t forward_shared_bytes() {
 }
 
 // Writes out (unless kWithOutput is false) and, where lse is not null, each row's
-// log2-sum-exp2 of its scaled scores (log2(sum 2^(s * scale_log2))), -inf for a row that sees
-// no key.
+// log2-sum-exp2 of its scaled scores (log2(sum 2^(s * scale_log2))) times lse_unit: 1 keeps
+// it in base 2 (the backward kernel's convention), ln 2 makes it the natural log-sum-exp of
+// the scaled scores (the primitive's lse output). -inf for a row that sees no key.
 template <typename T, int D, bool kWithOutput>
 __global__ void __launch_bounds__(kBlockThreads)
     flash_forward(Heads<const T> q, Heads<const T> k, Heads<const T> v, Heads<T> out, float* lse,
-                  AttentionShape shape, float scale_log2) {
+                  AttentionShape shape, float scale_log2, float lse_unit) {
   extern __shared__ __align__(128) unsigned char smem[];
   constexpr int S = kStride<D>;
   T* s_q = reinterpret_cast<T*>(smem);
@@ -168,7 +169,8 @@ __global__ void __launch_bounds__(kBlockThreads)
     for (int i = 0; i < 2; ++i) {
       const int row = row0 + 8 * i;
       if (row < t_q) {
-        lse[bh * t_q + row] = row_sum[i] > 0.f ? row_max[i] + log2f(row_sum[i]) : -INFINITY;
+        lse[bh * t_q + row] =
+            row_sum[i] > 0.f ? (row_max[i] + log2f(row_sum[i])) * lse_unit : -INFINITY;
       }
     }
   }
@@ -197,12 +199,13 @@ __global__ void __launch_bounds__(kBlockThreads)
   }
 }
 
-// q (B, N_q, T_q, D), k and v (B, N_kv, T_kv, D), out like q; T_kv > 0. lse is dense,
-// B * N_q * T_q floats. Returns the launch's error, if any.
+// q (B, N_q, T_q, D), k and v (B, N_kv, T_kv, D), out like q; T_kv > 0. lse is null or dense,
+// B * N_q * T_q floats: natural logs with `natural_lse`, else base 2. Returns the launch's error,
+// if any.
 template <typename T, int D, bool kWithOutput>
 cudaError_t launch_forward(Heads<const T> q, Heads<const T> k, Heads<const T> v, Heads<T> out,
                            float* lse, const AttentionShape& shape, float scale,
-                           cudaStream_t stream) {
+                           cudaStream_t stream, bool natural_lse = false) {
   constexpr size_t smem = forward_shared_bytes<D>();
   auto kernel = flash_forward<T, D, kWithOutput>;
   if (cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -213,7 +216,8 @@ cudaError_t launch_forward(Heads<const T> q, Heads<const T> k, Heads<const T> v,
   const dim3 grid(static_cast<unsigned>(shape.batch * shape.heads),
                   static_cast<unsigned>((shape.t_q + kRows - 1) / kRows));
   kernel<<<grid, kBlockThreads, smem, stream>>>(q, k, v, out, lse, shape,
-                                                scale * 1.4426950408889634f);
+                                                scale * 1.4426950408889634f,
+                                                natural_lse ? 0.6931471805599453f : 1.f);
   return cudaGetLastError();
 }
 
