@@ -21,4 +21,5 @@ if [ ! -f build/build.ninja ] || [ $# -gt 0 ] || ! grep -q "Python_EXECUTABLE:FI
   cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DMLX_BUILD_PYTHON=ON \
     -DMLX_PYTHON_INPLACE=ON -DPython_EXECUTABLE="$python" "$@"
 fi
-cmake --build build -j "$jobs"
+# MLX_BUILD_TARGETS (e.g. "core" for the Python module alone) narrows what is built.
+cmake --build build -j "$jobs" ${MLX_BUILD_TARGETS:+--target $MLX_BUILD_TARGETS}
