@@ -237,7 +237,8 @@ CudnnDevice* ready_device(std::unique_lock<std::mutex>& lock) {
   if (!dev) {
     return nullptr;
   }
-  fe::cudnn_dlhandle = cudnn_library();
+  static const bool linked = (fe::cudnn_dlhandle = cudnn_library()) != nullptr;  // once
+  (void)linked;
   lock = std::unique_lock<std::mutex>(dev->mutex);
   cudnn_set_stream(*api, *dev, stream(), "scaled_dot_product_attention");
   return dev;
