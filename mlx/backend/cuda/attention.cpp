@@ -100,12 +100,10 @@ void fused_attention_backward(const std::vector<array>& inputs, std::vector<arra
     return;
   }
   // The forward's lse as both backward paths read it: dense float32 rows (the forward writes
-  // it so; a mapped or imported one may be a view).
+  // it so, and dense_copy then returns it as it is; a mapped or imported one may be a view).
   std::optional<array> lse;
   if (has_lse) {
-    const array& l = inputs[5];
-    bool dense = l.dtype() == float32 && l.flags().row_contiguous && l.data_size() == l.size();
-    lse = dense ? l : dense_copy(l, float32);
+    lse = dense_copy(inputs[5], float32);
   }
   const float* lse_data = lse ? std::as_const(*lse).gpu_data<float>() : nullptr;
   if (cudnn_attention_backward(q, k, v, o, g, lse_data, grads[0], grads[1], grads[2], scale,

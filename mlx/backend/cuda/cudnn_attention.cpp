@@ -72,11 +72,14 @@ std::vector<int64_t> dense_strides(const array& a) {
   return {a.shape(1) * a.shape(2) * a.shape(3), a.shape(2) * a.shape(3), a.shape(3), 1};
 }
 
-// Each query row's log-sum-exp of its scaled scores (natural log, cuDNN's convention), float
-// (B, N_q, T_q, 1), dense.
-std::vector<int64_t> stats_dims(const array& q) { return {q.shape(0), q.shape(1), q.shape(2), 1}; }
-std::vector<int64_t> stats_strides(const array& q) {
-  return {q.shape(1) * q.shape(2), q.shape(2), 1, 1};
+// Describes the row statistics: each query row's log-sum-exp of its scaled scores (natural
+// log, cuDNN's convention), float (B, N_q, T_q, 1), dense; the forward writes them, the
+// backward reads them.
+fe::graph::Tensor_attributes& as_stats(fe::graph::Tensor_attributes& t, const array& q) {
+  return t.set_uid(kStats)
+      .set_data_type(fe::DataType_t::FLOAT)
+      .set_dim({q.shape(0), q.shape(1), q.shape(2), 1})
+      .set_stride({q.shape(1) * q.shape(2), q.shape(2), 1, 1});
 }
 
 std::shared_ptr<fe::graph::Graph> new_graph(Dtype dtype) {
@@ -112,11 +115,7 @@ std::shared_ptr<fe::graph::Graph> forward_graph(const array& q, const array& k, 
       .set_dim({q.shape(0), q.shape(1), q.shape(2), v.shape(3)})
       .set_stride(std::move(out_strides));
   if (stats) {
-    lse->set_output(true)
-        .set_uid(kStats)
-        .set_data_type(fe::DataType_t::FLOAT)
-        .set_dim(stats_dims(q))
-        .set_stride(stats_strides(q));
+    as_stats(*lse, q).set_output(true);
   }
   return g;
 }
@@ -129,12 +128,8 @@ std::shared_ptr<fe::graph::Graph> backward_graph(const array& q, const array& k,
   auto attributes =
       fe::graph::SDPA_backward_attributes().set_name("sdpa_backward").set_attn_scale(scale);
   set_mask(attributes, causal);
-  Tensor lse = g->tensor(fe::graph::Tensor_attributes()
-                             .set_name("stats")
-                             .set_uid(kStats)
-                             .set_data_type(fe::DataType_t::FLOAT)
-                             .set_dim(stats_dims(q))
-                             .set_stride(stats_strides(q)));
+  fe::graph::Tensor_attributes stats;
+  Tensor lse = g->tensor(as_stats(stats.set_name("stats"), q));
   auto [gq, gk, gv] = g->sdpa_backward(input(*g, "q", kQ, q), input(*g, "k", kK, k),
                                        input(*g, "v", kV, v), input(*g, "o", kO, out),
                                        input(*g, "d_o", kDOut, d_out), lse, std::move(attributes));
@@ -170,9 +165,10 @@ std::string describe(const array& q, const array& k, bool causal) {
 }
 
 // The cached plan for `key`, made by `make` on first use (under the device's cuDNN mutex).
+// `q`, `k` and `causal` name the geometry in MLX_CUDNN_DEBUG's line.
 template <typename Make>
 const Plan& plan_for(const std::vector<int64_t>& key, cudnnHandle_t handle, const char* what,
-                     const std::string& geometry, Make make) {
+                     const array& q, const array& k, bool causal, Make make) {
   static std::mutex mutex;
   static auto* plans = new std::map<std::vector<int64_t>, Plan>();  // kept until exit
   {
@@ -189,7 +185,7 @@ const Plan& plan_for(const std::vector<int64_t>& key, cudnnHandle_t handle, cons
     plan.workspace = plan.graph->get_workspace_size();
   }
   if (cudnn_debug()) {
-    std::fprintf(stderr, "[sdpa] %s (%s): %s\n", what, geometry.c_str(),
+    std::fprintf(stderr, "[sdpa] %s (%s): %s\n", what, describe(q, k, causal).c_str(),
                  plan.graph ? ("cuDNN, workspace " + std::to_string(plan.workspace)).c_str()
                             : ("flash kernels (cuDNN: " + why + ")").c_str());
   }
@@ -269,7 +265,7 @@ bool cudnn_attention(const array& q, const array& k, const array& v, array& out,
   const bool stats = lse != nullptr;
   const Plan& plan =
       plan_for(key_of(stats ? kForwardWithStats : kForward, scale, causal, q, k, v, out),
-               dev->handle, stats ? "forward with stats" : "forward", describe(q, k, causal),
+               dev->handle, stats ? "forward with stats" : "forward", q, k, causal,
                [&] { return forward_graph(q, k, v, strides_of(out), scale, causal, stats); });
   if (!plan.graph) {
     return false;
@@ -291,16 +287,15 @@ bool cudnn_attention_backward(const array& q, const array& k, const array& v, co
   if (!dev) {
     return false;
   }
-  const std::string geometry = describe(q, k, causal);
   const Plan& plan = plan_for(
-      key_of(kBackward, scale, causal, q, k, v, out, d_out, dq, dk, dv), dev->handle, "backward",
-      geometry, [&] { return backward_graph(q, k, v, out, d_out, dq, dk, dv, scale, causal); });
+      key_of(kBackward, scale, causal, q, k, v, out, d_out, dq, dk, dv), dev->handle, "backward", q,
+      k, causal, [&] { return backward_graph(q, k, v, out, d_out, dq, dk, dv, scale, causal); });
   // Without the forward's lse, the row statistics come from a forward pass with stats (its
   // output, the same as `out`, goes to dense scratch).
   const Plan* stats_plan =
       lse ? nullptr
           : &plan_for(key_of(kForwardStatsToScratch, scale, causal, q, k, v), dev->handle,
-                      "forward with stats", geometry, [&] {
+                      "forward with stats", q, k, causal, [&] {
                         return forward_graph(q, k, v, dense_strides(out), scale, causal, true);
                       });
   if (!plan.graph || (stats_plan && !stats_plan->graph)) {
