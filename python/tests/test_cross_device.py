@@ -784,7 +784,10 @@ def test_fused_attention_backward_reuses_the_forward_lse(dtype, tq, tk):
         assert paths.get("ScaledDotProductAttentionVJP:lse-reused") == 1, paths
         assert "ScaledDotProductAttentionVJP:lse-recomputed" not in paths, paths
     assert "ScaledDotProductAttention:lse" not in attention_paths(loss, q, k, v)
+    # Evaluated now: vjp's forward overlap starts this step's forward at once, which must not
+    # run inside the next count.
     reused = step(q, k, v)[1]
+    mx.eval(reused)
     previous = mx.fast._set_attention_lse("never")
     try:
         paths = attention_paths(step, q, k, v)

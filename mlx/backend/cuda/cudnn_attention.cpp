@@ -90,11 +90,13 @@ std::shared_ptr<fe::graph::Graph> new_graph(Dtype dtype) {
   return g;
 }
 
-// MLX's causal mask: query i of T_q sees keys j <= i + T_kv - T_q.
+// MLX's causal mask: query i of T_q sees keys j <= i + T_kv - T_q. With T_q == T_kv that is
+// cuDNN's top-left causal mask, the form its Hopper kernels are tuned for.
 template <typename Attributes>
-void set_mask(Attributes& a, bool causal) {
+void set_mask(Attributes& a, bool causal, const array& q, const array& k) {
   if (causal) {
-    a.set_diagonal_alignment(fe::DiagonalAlignment_t::BOTTOM_RIGHT)
+    a.set_diagonal_alignment(q.shape(2) == k.shape(2) ? fe::DiagonalAlignment_t::TOP_LEFT
+                                                      : fe::DiagonalAlignment_t::BOTTOM_RIGHT)
         .set_diagonal_band_right_bound(0);
   }
 }
@@ -107,7 +109,7 @@ std::shared_ptr<fe::graph::Graph> forward_graph(const array& q, const array& k, 
   auto g = new_graph(q.dtype());
   auto attributes =
       fe::graph::SDPA_attributes().set_name("sdpa").set_generate_stats(stats).set_attn_scale(scale);
-  set_mask(attributes, causal);
+  set_mask(attributes, causal, q, k);
   auto [o, lse] = g->sdpa(input(*g, "q", kQ, q), input(*g, "k", kK, k), input(*g, "v", kV, v),
                           std::move(attributes));
   o->set_output(true)
@@ -127,7 +129,7 @@ std::shared_ptr<fe::graph::Graph> backward_graph(const array& q, const array& k,
   auto g = new_graph(q.dtype());
   auto attributes =
       fe::graph::SDPA_backward_attributes().set_name("sdpa_backward").set_attn_scale(scale);
-  set_mask(attributes, causal);
+  set_mask(attributes, causal, q, k);
   fe::graph::Tensor_attributes stats;
   Tensor lse = g->tensor(as_stats(stats.set_name("stats"), q));
   auto [gq, gk, gv] = g->sdpa_backward(input(*g, "q", kQ, q), input(*g, "k", kK, k),

@@ -194,8 +194,9 @@ const GemmPlan& gemm_plan(const GemmShape& g, void* bias) {
     MLX_CUDA_CHECK(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
                                                   sizeof(bias)));
     if (g.bias_type != g.out_type) {
-      // A float32 bias gradient of a 16-bit product, or the reverse: the heuristic finds no
-      // algorithm where cuBLASLt lacks the pair, and the caller falls back.
+      // A float32 bias gradient of a 16-bit product, or the reverse: where cuBLASLt lacks the
+      // pair the heuristic finds no algorithm or calls the pair invalid (CUDA 13 on an H200),
+      // and the caller falls back.
       MLX_CUDA_CHECK(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE,
                                                     &g.bias_type, sizeof(g.bias_type)));
     }
@@ -226,14 +227,14 @@ const GemmPlan& gemm_plan(const GemmShape& g, void* bias) {
   cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(device(0).cublaslt(), p.desc, p.a, p.b,
                                                          p.c, p.c, pref, 1, &result, &found);
   cublasLtMatmulPreferenceDestroy(pref);
-  if (g.epilogue == CUBLASLT_EPILOGUE_DEFAULT || status != CUBLAS_STATUS_NOT_SUPPORTED) {
+  if (g.epilogue == CUBLASLT_EPILOGUE_DEFAULT) {
     MLX_CUDA_CHECK(status);
+    if (found == 0) {
+      throw std::runtime_error(
+          msg("[matmul] cuBLASLt has no algorithm for ", g.m, "x", g.n, "x", g.k, "."));
+    }
   }
-  if (found == 0 && g.epilogue == CUBLASLT_EPILOGUE_DEFAULT) {
-    throw std::runtime_error(
-        msg("[matmul] cuBLASLt has no algorithm for ", g.m, "x", g.n, "x", g.k, "."));
-  }
-  p.found = found > 0;
+  p.found = status == CUBLAS_STATUS_SUCCESS && found > 0;
   p.algo = result.algo;
   return plans.emplace(g.key(), std::move(p)).first->second;
 }
