@@ -1,8 +1,10 @@
 #include "mlx/ops/conv.h"
 
 #include <algorithm>
+#include <limits>
 
 #include "mlx/ops/creation.h"
+#include "mlx/ops/linalg.h"
 #include "mlx/ops/shape.h"
 #include "mlx/primitives/conv.h"
 #include "mlx/utils.h"
@@ -78,6 +80,43 @@ Dtype check_operands(const array& in, const array& wt, const ConvParams& p) {
   return dt;
 }
 
+// A 1x1 kernel without padding, input dilation or groups: each output pixel is its input
+// pixel's channels times the weight, so the convolution is one product, (pixels, C) times the
+// weight's (O, C) transposed, after subsampling for a stride. Every device's GEMM then runs
+// it and its gradients (ResNet's 1x1 layers are most of its convolutions), with no
+// convolution library's per-call setup.
+bool is_pointwise(const array& input, const array& weight, const ConvParams& p) {
+  if (p.groups != 1 || input.shape(-1) == 0) {
+    return false;
+  }
+  int64_t pixels = 1;
+  for (size_t i = 0; i < p.stride.size(); ++i) {
+    if (weight.shape(i + 1) != 1 || p.padding_lo[i] != 0 || p.padding_hi[i] != 0 ||
+        p.input_dilation[i] != 1) {
+      return false;
+    }
+    pixels *= (input.shape(i + 1) + p.stride[i] - 1) / p.stride[i];
+  }
+  return pixels * input.shape(0) <= std::numeric_limits<int32_t>::max();
+}
+
+array pointwise_convolution(const array& input, const array& weight, const ConvParams& p,
+                            StreamOrDevice s) {
+  Dtype dt = promote_types(input.dtype(), weight.dtype());
+  array x = astype(input, dt, s);
+  if (std::any_of(p.stride.begin(), p.stride.end(), [](int v) { return v > 1; })) {
+    Shape strides(x.ndim(), 1);
+    std::copy(p.stride.begin(), p.stride.end(), strides.begin() + 1);
+    x = slice(x, Shape(x.ndim(), 0), x.shape(), std::move(strides), s);
+  }
+  const int C = x.shape(-1), O = weight.shape(0);
+  Shape out_shape = x.shape();
+  out_shape.back() = O;
+  array rows = reshape(x, {static_cast<int>(x.size() / C), C}, s);
+  array w = reshape(astype(weight, dt, s), {O, C}, s);
+  return reshape(matmul(rows, transpose(w, s), s), std::move(out_shape), s);
+}
+
 }  // namespace
 
 namespace detail {
@@ -129,6 +168,9 @@ array conv_general(array input, array weight, std::vector<int> stride, std::vect
               p.padding_hi[i], "), kernel dilation ", p.kernel_dilation[i], ", input dilation ",
               p.input_dilation[i], ")."));
     }
+  }
+  if (is_pointwise(input, weight, p)) {
+    return pointwise_convolution(input, weight, p, s);
   }
   return detail::convolution(input, weight, p, s);
 }

@@ -209,6 +209,14 @@ struct ConvNode {
   array in, wt, out;
 };
 
+// The Convolution node of conv_general's arguments, which it checks (throwing where invalid):
+// 1x1 kernels without padding included, which conv_general itself runs as a matmul.
+array convolution_node(const array& x, const array& w, const ConvParams& p) {
+  conv_general(x, w, p.stride, p.padding_lo, p.padding_hi, p.kernel_dilation, p.input_dilation,
+               p.groups, p.flip);
+  return detail::convolution(x, w, p);
+}
+
 ConvNode capture(const array& conv) {
   auto* prim = dynamic_cast<const Convolution*>(&conv.primitive());
   EXPECT_NE(prim, nullptr);
@@ -281,8 +289,7 @@ std::optional<ConvNode> random_conv(std::mt19937& gen, bool input_dilation) {
   try {
     array x = random_array(in, float64, -1, 1, gen());
     array w = random_array(wt, float64, -1, 1, gen());
-    return capture(conv_general(x, w, p.stride, p.padding_lo, p.padding_hi, p.kernel_dilation,
-                                p.input_dilation, p.groups, p.flip));
+    return capture(convolution_node(x, w, p));
   } catch (const std::invalid_argument&) {
     return std::nullopt;
   }
@@ -343,9 +350,7 @@ TEST(CudnnConvPlan, InputDilationMatchesConvGeneral) {
 std::vector<ConvNode> derivative_convs(const ConvNode& node, uint32_t seed) {
   const ConvParams p = node.p;
   auto f = [p](const std::vector<array>& a) {
-    return std::vector<array>{conv_general(a[0], a[1], p.stride, p.padding_lo, p.padding_hi,
-                                           p.kernel_dilation, p.input_dilation, p.groups, p.flip,
-                                           default_stream(Device::cpu))};
+    return std::vector<array>{detail::convolution(a[0], a[1], p, default_stream(Device::cpu))};
   };
   array cot = random_array(node.out.shape(), float64, -1, 1, seed);
   auto grads = vjp(f, {node.in, node.wt}, {cot}).second;
@@ -419,7 +424,8 @@ TEST(CudnnConvPlan, LayerGeometriesNeverFallBack) {
     std::optional<array> y;
     try {
       if (!transposed) {
-        y = conv_general(x, w, stride, pad, pad, dil, {}, groups);
+        y = convolution_node(x, w,
+                             ConvParams{stride, pad, pad, dil, std::vector<int>(nd, 1), groups, false});
       } else if (nd == 1) {
         y = conv_transpose1d(x, w, stride[0], pad[0], 1, out_pad[0], groups);
       } else if (nd == 2) {

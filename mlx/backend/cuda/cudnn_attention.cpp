@@ -187,8 +187,13 @@ const Plan& plan_for(const std::vector<int64_t>& key, cudnnHandle_t handle, cons
     plan.workspace = plan.graph->get_workspace_size();
   }
   if (cudnn_debug()) {
+    std::string engine;
+    if (plan.graph) {
+      plan.graph->get_plan_name(engine);
+    }
     std::fprintf(stderr, "[sdpa] %s (%s): %s\n", what, describe(q, k, causal).c_str(),
-                 plan.graph ? ("cuDNN, workspace " + std::to_string(plan.workspace)).c_str()
+                 plan.graph ? ("cuDNN " + engine + ", workspace " + std::to_string(plan.workspace))
+                                  .c_str()
                             : ("flash kernels (cuDNN: " + why + ")").c_str());
   }
   std::lock_guard<std::mutex> lock(mutex);
