@@ -189,7 +189,7 @@ const Plan& plan_for(const std::vector<int64_t>& key, cudnnHandle_t handle, cons
   if (cudnn_debug()) {
     std::string engine;
     if (plan.graph) {
-      plan.graph->get_plan_name(engine);
+      (void)plan.graph->get_plan_name(engine);  // stays empty where cuDNN has no name
     }
     std::fprintf(stderr, "[sdpa] %s (%s): %s\n", what, describe(q, k, causal).c_str(),
                  plan.graph ? ("cuDNN " + engine + ", workspace " + std::to_string(plan.workspace))
