@@ -173,6 +173,34 @@ def test_non_contiguous_inputs():
     close(mx.conv2d(xb, arr64(w)), ref_conv(np.broadcast_to(x[:1], (3, 6, 7, 3)), w), 1e-12, 1e-12)
 
 
+@pytest.mark.parametrize("stride", [1, 2, 3])
+def test_pointwise_convolution_is_a_product(stride):
+    """A 1x1 kernel without padding, input dilation or groups runs as one matmul over the pixels
+    (subsampled by the stride first): the same values and gradients as the definition, 1D to
+    3D, on non-contiguous inputs and with mixed dtypes; no Convolution node is built."""
+    for xs, ws in [((2, 7, 3), (5, 1, 3)), ((2, 7, 5, 4), (6, 1, 1, 4)),
+                   ((1, 4, 5, 3, 2), (3, 1, 1, 1, 2))]:
+        x, w = rand(*xs), rand(*ws)
+        nd = len(xs) - 2
+        out = mx.conv_general(arr64(x), arr64(w), stride=stride)
+        close(out, ref_conv(x, w, stride=[stride] * nd), 1e-12, 1e-12)
+        mx._kernel_counts(True, True)
+        mx.eval(mx.conv_general(arr64(x), arr64(w), stride=stride))
+        ran = mx._kernel_counts(False, True)
+        assert "Convolution" not in ran and ran.get("Matmul", 0) == 1, ran
+        for argnum in (0, 1):
+            directional_check(lambda a, b: mx.conv_general(a, b, stride=stride),
+                              [arr64(x), arr64(w)], argnum)
+    x, w = rand(2, 6, 5, 3), rand(4, 1, 1, 3)
+    xt = mx.transpose(arr64(np.ascontiguousarray(x.transpose(0, 2, 1, 3))), (0, 2, 1, 3))
+    close(mx.conv2d(xt, arr64(w), stride=stride), ref_conv(x, w, stride=[stride] * 2), 1e-12,
+          1e-12)
+    mixed = mx.conv2d(mx.array(x, dtype=mx.float16), mx.array(w, dtype=mx.float32), stride=stride)
+    assert mixed.dtype == mx.float32
+    close(mixed, ref_conv(x.astype(np.float16).astype(np.float64), w, stride=[stride] * 2), 1e-5,
+          1e-5)
+
+
 def test_conv1d_2d_3d_wrappers():
     x, w = rand(2, 10, 4), rand(6, 3, 2)
     close(mx.conv1d(arr64(x), arr64(w), stride=2, padding=1, dilation=2, groups=2),
