@@ -1269,6 +1269,58 @@ def test_cuda_conv_im2col_switch():
     assert got.get("Convolution:im2col", 0) >= 1 and got.get("ConvWeightGrad:im2col") == 1, got
     assert not any(k.endswith("cudnn") for k in got), got
 
+CONV_GRAPHS = """
+import sys
+import mlx.core as mx, numpy as np
+dtype = getattr(mx, sys.argv[1])
+key = lambda i: mx.random.key(i)
+x = mx.random.uniform(-1, 1, (2, 9, 10, 16), key=key(0)).astype(dtype)
+cases = [(mx.random.uniform(-1, 1, (24, 3, 3, 16), key=key(1)).astype(dtype), 1, 1),
+         (mx.random.uniform(-1, 1, (8, 3, 3, 16), key=key(2)).astype(dtype), 2, 1),
+         (mx.random.uniform(-1, 1, (8, 2, 3, 16), key=key(3)).astype(dtype), 1, (0, 2))]
+graphs = cudnn = 0
+for i, (w, stride, pad) in enumerate(cases):
+    c = mx.random.uniform(-1, 1, mx.conv2d(x, w, stride, pad).shape, key=key(10 + i))
+    def loss(a, b, s):
+        return mx.sum(mx.conv2d(a, b, stride, pad, stream=s).astype(mx.float32) * c)
+    mx._kernel_counts(True)
+    got = mx.value_and_grad(lambda a, b: loss(a, b, mx.gpu), argnums=(0, 1))(x, w)
+    mx.eval(got)
+    counts = mx._kernel_counts(False)
+    graphs += counts.get("CudnnConvGraph", 0)
+    cudnn += counts.get("Convolution:cudnn", 0) + counts.get("ConvWeightGrad:cudnn", 0)
+    want = mx.value_and_grad(lambda a, b: loss(a, b, mx.cpu), argnums=(0, 1))(
+        x.astype(mx.float32), w.astype(mx.float32))
+    for g, r in zip([got[0], *got[1]], [want[0], *want[1]]):
+        g, r = np.array(g.astype(mx.float32)), np.array(r)
+        np.testing.assert_allclose(g, r, rtol=3e-2, atol=3e-2 * max(1.0, np.abs(r).max()))
+print(repr({"graphs": graphs, "cudnn": cudnn}))
+"""
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+@pytest.mark.parametrize("graphs", ["on", "off"])
+def test_cudnn_conv_graphs(dtype, graphs):
+    """16-bit convolutions and both their derivatives (a strided one's input derivative is cuDNN's
+    backward data) run through cuDNN's frontend graphs where the build has the frontend, every
+    cuDNN pass of them (MLX_CUDNN_DEBUG says why where not); MLX_CUDNN_CONV_GRAPHS=0 keeps them on
+    the legacy calls. The values agree with the CPU's float32 either way."""
+    if not cudnn_expected():
+        pytest.skip("no cuDNN library here")
+    env = dict(os.environ, MLX_CUDNN_DEBUG="1")
+    if graphs == "off":
+        env["MLX_CUDNN_CONV_GRAPHS"] = "0"
+    out = subprocess.run([sys.executable, "-c", CONV_GRAPHS, dtype], env=env,
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    got = eval(out.stdout.strip().splitlines()[-1])
+    assert got["cudnn"] >= 6, (got, out.stderr[-3000:])
+    if graphs == "off" or "built without cuDNN's frontend headers" in out.stderr:
+        assert got["graphs"] == 0, got
+    else:
+        assert got["graphs"] == got["cudnn"], (got, out.stderr[-3000:])
+
+
 def test_ffts():
     x = sample((6, 30), mx.complex64)
     r = sample((6, 30), mx.float32)

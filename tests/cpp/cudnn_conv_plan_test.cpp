@@ -424,8 +424,8 @@ TEST(CudnnConvPlan, LayerGeometriesNeverFallBack) {
     std::optional<array> y;
     try {
       if (!transposed) {
-        y = convolution_node(x, w,
-                             ConvParams{stride, pad, pad, dil, std::vector<int>(nd, 1), groups, false});
+        y = convolution_node(
+            x, w, ConvParams{stride, pad, pad, dil, std::vector<int>(nd, 1), groups, false});
       } else if (nd == 1) {
         y = conv_transpose1d(x, w, stride[0], pad[0], 1, out_pad[0], groups);
       } else if (nd == 2) {

@@ -44,6 +44,7 @@
 #include "mlx/backend/cuda/conv_depthwise.h"
 #include "mlx/backend/cuda/copy.cuh"
 #include "mlx/backend/cuda/cudnn_api.h"
+#include "mlx/backend/cuda/cudnn_conv_graph.h"
 #include "mlx/backend/cuda/device_types.cuh"
 #include "mlx/backend/cuda/gemm.h"
 #include "mlx/backend/cuda/kernel_utils.cuh"
@@ -226,12 +227,19 @@ bool cudnn_find() {
   return on;
 }
 
-// Which cuDNN call computes the result: the forward convolution, its data derivative (our
-// transposed convolutions) or its filter derivative (ConvWeightGrad).
-enum class Pass { forward, backward_data, backward_filter };
+// MLX_CUDNN_CONV_GRAPHS=0 keeps 16-bit convolutions on the legacy calls (cudnn_conv_graph.h).
+bool conv_graphs_enabled() {
+  static const bool on = [] {
+    const char* v = std::getenv("MLX_CUDNN_CONV_GRAPHS");
+    return v == nullptr || std::strcmp(v, "0") != 0;
+  }();
+  return on;
+}
+
+using Pass = ConvPass;
 
 // One geometry's descriptors and algorithm (chosen at its first run, when its operands exist
-// for Find); unusable ones run our own kernels.
+// for Find), or its frontend graph (built then too); unusable ones run our own kernels.
 struct CudnnConv {
   bool usable = false;
   Pass pass = Pass::forward;
@@ -242,6 +250,8 @@ struct CudnnConv {
   bool chosen = false;
   int algo = 0;  // a cudnnConvolution{Fwd,BwdData,BwdFilter}Algo_t
   size_t workspace = 0;
+  bool graph_tried = false;
+  std::shared_ptr<ConvGraph> graph;  // where built, it runs instead of the legacy call
 };
 
 bool not_supported(cudnnStatus_t status) {
@@ -496,6 +506,36 @@ Window output_window(const CudnnConvPlan& plan, int nd, int lead, const array& y
   return w;
 }
 
+// Runs c's pass through the legacy calls, choosing its algorithm at the first run; false, with
+// nothing run and c unusable from now on, where cuDNN has no algorithm or refuses it.
+bool run_legacy(const CudnnApi& api, CudnnDevice& dev, CudnnConv& c, const ConvParams& p,
+                const array& in, const array& wt, const void* x, const void* w, const void* y) {
+  if (!c.chosen) {
+    if (!choose_algorithm(api, dev.handle, c, x, w, y)) {
+      c.usable = false;
+      debug_line(msg("own kernels (no cuDNN ", pass_name(c.pass), " algorithm for it)"), p, in, wt);
+      return false;
+    }
+    c.chosen = true;
+    debug_line(
+        msg("cuDNN ", pass_name(c.pass), " algorithm ", c.algo, cudnn_find() ? " (timed)" : "",
+            ", workspace ", c.workspace, c.plan.crops_input() ? ", cropped input" : "",
+            c.plan.temp_output() ? ", temporary output" : ""),
+        p, in, wt);
+  }
+  Scratch workspace(c.workspace);
+  cudnnStatus_t status = run_pass(api, dev.handle, c, x, w, y, workspace.as<void>());
+  if (not_supported(status)) {
+    // Nothing ran: this geometry goes to our own kernels from now on.
+    c.usable = false;
+    debug_line(msg("own kernels (cuDNN ", pass_name(c.pass), ": ", api.GetErrorString(status), ")"),
+               p, in, wt);
+    return false;
+  }
+  cudnn_check(status, "cudnnConvolution", "conv");
+  return true;
+}
+
 // Runs the convolution (or, with `filter_pass`, the weight derivative: wt is then the
 // derivative, written, and out the cotangent, read) through cuDNN where it applies (operands
 // dense, the written one allocated); false leaves it to our own kernels.
@@ -571,31 +611,23 @@ bool cudnn_convolution(const ConvParams& p, bool filter_pass, const array& in, a
   const void* w = (transposed ? *transposed : wt).gpu_data<char>();
   const void* y = (temp ? *temp : out).gpu_data<char>();
   cudnn_set_stream(*api, *dev, stream(), "conv");
-  if (!c->chosen) {
-    if (!choose_algorithm(*api, dev->handle, *c, x, w, y)) {
-      c->usable = false;
-      debug_line(msg("own kernels (no cuDNN ", pass_name(c->pass), " algorithm for it)"), p, in,
-                 wt);
-      return false;
+  if (!c->graph_tried) {
+    c->graph_tried = true;
+    if (conv_graphs_enabled() && in.dtype() != float32) {
+      std::string why;
+      c->graph = make_conv_graph(dev->handle, plan, c->pass, in.dtype(), x, w, y, &why);
+      debug_line(c->graph ? msg("cuDNN graph, ", pass_name(c->pass), " engine ",
+                                conv_graph_engine(*c->graph))
+                          : msg("cuDNN legacy call (no graph: ", why, ")"),
+                 p, in, wt);
     }
-    c->chosen = true;
-    debug_line(
-        msg("cuDNN ", pass_name(c->pass), " algorithm ", c->algo, cudnn_find() ? " (timed)" : "",
-            ", workspace ", c->workspace, plan.crops_input() ? ", cropped input" : "",
-            plan.temp_output() ? ", temporary output" : ""),
-        p, in, wt);
   }
-  Scratch workspace(c->workspace);
-  cudnnStatus_t status = run_pass(*api, dev->handle, *c, x, w, y, workspace.as<void>());
-  if (not_supported(status)) {
-    // Nothing ran: this geometry goes to our own kernels from now on.
-    c->usable = false;
-    debug_line(
-        msg("own kernels (cuDNN ", pass_name(c->pass), ": ", api->GetErrorString(status), ")"), p,
-        in, wt);
+  if (c->graph) {
+    run_conv_graph(*c->graph, dev->handle, x, w, y);
+    detail::count_path("CudnnConvGraph");
+  } else if (!run_legacy(*api, *dev, *c, p, in, wt, x, w, y)) {
     return false;
   }
-  cudnn_check(status, "cudnnConvolution", "conv");
   if (temp && !filter_pass) {
     // Our output j is y's j + keep; zero where y does not reach.
     if (plan.zero_fill()) {

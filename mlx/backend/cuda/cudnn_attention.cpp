@@ -3,26 +3,16 @@
 // flash kernels do not match). One graph per direction, geometry and operand layout, built on
 // first use and kept; a geometry cuDNN declines is remembered and left to the flash kernels.
 // MLX_SDPA_CUDNN=0 turns this path off; MLX_CUDNN_DEBUG=1 prints each graph's fate.
-#define NV_CUDNN_FRONTEND_USE_DYNAMIC_LOADING
 #include "mlx/backend/cuda/cudnn_attention.h"
-
-#include <cudnn_frontend.h>
 
 #include <cstdio>
 #include <cstring>
 #include <map>
-#include <memory>
-#include <mutex>
-#include <string>
-#include <unordered_map>
-#include <vector>
 
-#include "mlx/backend/cuda/cudnn_api.h"
-#include "mlx/backend/cuda/runtime.h"
-#include "mlx/backend/cuda/scratch.h"
+#include "mlx/backend/cuda/cudnn_graph.h"
 
 // The frontend finds cuDNN's functions through this handle: the library cudnn_api loaded (set
-// before the first graph is built).
+// by graph_device before the first graph is built). Every user of cudnn_graph.h shares it.
 namespace cudnn_frontend {
 void* cudnn_dlhandle = nullptr;
 }  // namespace cudnn_frontend
@@ -31,15 +21,9 @@ namespace mlx::core::cu {
 
 namespace {
 
-namespace fe = cudnn_frontend;
 using Tensor = std::shared_ptr<fe::graph::Tensor_attributes>;
 
 enum Uid : int64_t { kQ = 1, kK, kV, kO, kStats, kDOut, kDQ, kDK, kDV };
-
-struct Plan {
-  std::shared_ptr<fe::graph::Graph> graph;  // null where cuDNN declined the geometry
-  int64_t workspace = 0;
-};
 
 bool enabled() {
   static const bool on = [] {
@@ -141,24 +125,6 @@ std::shared_ptr<fe::graph::Graph> backward_graph(const array& q, const array& k,
   return g;
 }
 
-// Builds the graph's execution plan; false, with cuDNN's reason, where it has none.
-bool build(fe::graph::Graph& g, cudnnHandle_t handle, std::string* why) {
-  auto ok = [&](fe::error_t status) {
-    if (status.is_bad()) {
-      *why = status.get_message();
-    }
-    return status.is_good();
-  };
-  try {
-    return ok(g.validate()) && ok(g.build_operation_graph(handle)) &&
-           ok(g.create_execution_plans({fe::HeurMode_t::A})) && ok(g.check_support(handle)) &&
-           ok(g.build_plans(handle));
-  } catch (const std::exception& e) {  // the frontend throws where a symbol is missing
-    *why = e.what();
-    return false;
-  }
-}
-
 std::string describe(const array& q, const array& k, bool causal) {
   return "B " + std::to_string(q.shape(0)) + ", heads " + std::to_string(q.shape(1)) + "/" +
          std::to_string(k.shape(1)) + ", T " + std::to_string(q.shape(2)) + "/" +
@@ -169,32 +135,23 @@ std::string describe(const array& q, const array& k, bool causal) {
 // The cached plan for `key`, made by `make` on first use (under the device's cuDNN mutex).
 // `q`, `k` and `causal` name the geometry in MLX_CUDNN_DEBUG's line.
 template <typename Make>
-const Plan& plan_for(const std::vector<int64_t>& key, cudnnHandle_t handle, const char* what,
-                     const array& q, const array& k, bool causal, Make make) {
+const CudnnGraph& plan_for(const std::vector<int64_t>& key, cudnnHandle_t handle, const char* what,
+                           const array& q, const array& k, bool causal, Make make) {
   static std::mutex mutex;
-  static auto* plans = new std::map<std::vector<int64_t>, Plan>();  // kept until exit
+  static auto* plans = new std::map<std::vector<int64_t>, CudnnGraph>();  // kept until exit
   {
     std::lock_guard<std::mutex> lock(mutex);
     if (auto it = plans->find(key); it != plans->end()) {
       return it->second;
     }
   }
-  Plan plan;
-  std::string why;
-  auto graph = make();
-  if (build(*graph, handle, &why)) {
-    plan.graph = std::move(graph);
-    plan.workspace = plan.graph->get_workspace_size();
-  }
+  CudnnGraph plan = build_graph(make(), handle);
   if (cudnn_debug()) {
-    std::string engine;
-    if (plan.graph) {
-      (void)plan.graph->get_plan_name(engine);  // stays empty where cuDNN has no name
-    }
-    std::fprintf(stderr, "[sdpa] %s (%s): %s\n", what, describe(q, k, causal).c_str(),
-                 plan.graph ? ("cuDNN " + engine + ", workspace " + std::to_string(plan.workspace))
-                                  .c_str()
-                            : ("flash kernels (cuDNN: " + why + ")").c_str());
+    std::fprintf(
+        stderr, "[sdpa] %s (%s): %s\n", what, describe(q, k, causal).c_str(),
+        plan.graph
+            ? ("cuDNN " + plan_name(plan) + ", workspace " + std::to_string(plan.workspace)).c_str()
+            : ("flash kernels (cuDNN: " + plan.why + ")").c_str());
   }
   std::lock_guard<std::mutex> lock(mutex);
   return plans->emplace(key, std::move(plan)).first->second;
@@ -222,29 +179,15 @@ void* address(const array& a) {
   return const_cast<void*>(static_cast<const void*>(a.gpu_data<char>()));
 }
 
-void execute(const Plan& plan, cudnnHandle_t handle, std::unordered_map<int64_t, void*>& pack,
-             const char* op) {
-  Scratch workspace(static_cast<size_t>(plan.workspace));
-  fe::error_t status = plan.graph->execute(handle, pack, workspace.as<void>());
-  if (status.is_bad()) {
-    throw std::runtime_error(std::string("[") + op +
-                             "] cuDNN fused attention failed: " + status.get_message());
-  }
-}
-
 // The device's cuDNN handle, on the current stream, with its mutex held by `lock`; null where
 // this path is off or cuDNN is unavailable.
 CudnnDevice* ready_device(std::unique_lock<std::mutex>& lock) {
-  const CudnnApi* api = enabled() ? cudnn_api() : nullptr;
-  CudnnDevice* dev = api ? cudnn_device(current_device()) : nullptr;
-  if (!dev) {
-    return nullptr;
-  }
-  static const bool linked = (fe::cudnn_dlhandle = cudnn_library()) != nullptr;  // once
-  (void)linked;
-  lock = std::unique_lock<std::mutex>(dev->mutex);
-  cudnn_set_stream(*api, *dev, stream(), "scaled_dot_product_attention");
-  return dev;
+  return enabled() ? graph_device(lock, "scaled_dot_product_attention") : nullptr;
+}
+
+void execute(const CudnnGraph& plan, cudnnHandle_t handle, std::unordered_map<int64_t, void*>& pack,
+             const char* op) {
+  run_graph(plan, handle, pack, op, "fused attention");
 }
 
 // Rows that see no key (causal with T_q > T_kv) are zeros in MLX; the flash kernels keep that.
@@ -270,7 +213,7 @@ bool cudnn_attention(const array& q, const array& k, const array& v, array& out,
     return false;
   }
   const bool stats = lse != nullptr;
-  const Plan& plan =
+  const CudnnGraph& plan =
       plan_for(key_of(stats ? kForwardWithStats : kForward, scale, causal, q, k, v, out),
                dev->handle, stats ? "forward with stats" : "forward", q, k, causal,
                [&] { return forward_graph(q, k, v, strides_of(out), scale, causal, stats); });
@@ -294,12 +237,12 @@ bool cudnn_attention_backward(const array& q, const array& k, const array& v, co
   if (!dev) {
     return false;
   }
-  const Plan& plan = plan_for(
+  const CudnnGraph& plan = plan_for(
       key_of(kBackward, scale, causal, q, k, v, out, d_out, dq, dk, dv), dev->handle, "backward", q,
       k, causal, [&] { return backward_graph(q, k, v, out, d_out, dq, dk, dv, scale, causal); });
   // Without the forward's lse, the row statistics come from a forward pass with stats (its
   // output, the same as `out`, goes to dense scratch).
-  const Plan* stats_plan =
+  const CudnnGraph* stats_plan =
       lse ? nullptr
           : &plan_for(key_of(kForwardStatsToScratch, scale, causal, q, k, v), dev->handle,
                       "forward with stats", q, k, causal, [&] {
