@@ -118,7 +118,7 @@ void run_node(array& node, bool keep_graph) {
     }
     if (detail::kernel_counting()) {
       detail::count_kernel(
-          prim.name(),
+          prim.name(), inputs,
           timed ? std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()
                 : 0.0);
     }

@@ -570,18 +570,20 @@ void init_transforms(nb::module_& m) {
       "keeps counting while enable is true.");
   m.def(
       "_kernel_times",
-      [](bool enable, bool reset) {
+      [](bool enable, bool reset, bool by_shape) {
         auto counts = detail::kernel_counts(reset);
-        detail::set_kernel_counting(enable, true);
+        detail::set_kernel_counting(enable, true, by_shape);
         nb::dict d;
         for (auto& [name, c] : counts) {
           d[nb::str(name.c_str())] = nb::make_tuple(c.count, c.seconds);
         }
         return d;
       },
-      nb::arg("enable") = true, nb::arg("reset") = true,
+      nb::arg("enable") = true, nb::arg("reset") = true, nb::arg("by_shape") = false,
       "Profiling: {name: (count, seconds)} of the primitives eval ran since the last call, then "
-      "keeps counting and timing while enable is true. Each GPU primitive is timed to the end of "
+      "keeps counting and timing while enable is true; by_shape: names carry the inputs' shapes "
+      "and layouts (r: row-contiguous, c: column-contiguous, s: other strides). Each GPU primitive "
+      "is timed to the end of "
       "its device work (the stream is synchronized after it), so the total is slower than an "
       "untimed run and shows where the time goes, not how work overlaps.");
   m.def(

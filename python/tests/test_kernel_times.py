@@ -41,3 +41,21 @@ def test_counting_stops_and_resets():
     mx._kernel_times(True, True)
     mx.eval(mx.log(a))
     assert mx._kernel_counts(False, True)["Log"] == 1
+
+
+def test_by_shape_counts_each_input_layout_apart():
+    a = mx.random.normal((16, 8))
+    b = mx.random.normal((8, 4))
+    mx.eval(a, b)
+    mx._kernel_times(True, True, by_shape=True)
+    mx.eval(a @ b, a.T @ a, mx.exp(a), mx.exp(a[:, ::2]), mx.sum(a))
+    got = mx._kernel_times(False, True)
+    assert got["Matmul [16x8 r, 8x4 r]"][0] == 1, got
+    assert got["Matmul [8x16 c, 16x8 r]"][0] == 1, got
+    assert got["Exp [16x8 r]"][0] == 1, got
+    assert got["Exp [16x4 s]"][0] == 1, got
+    assert got["Sum [16x8 r]"][0] == 1, got
+    # Counting by shape ends with the profile: the next one keys by name alone.
+    mx._kernel_times(True, True)
+    mx.eval(mx.exp(b))
+    assert mx._kernel_times(False, True)["Exp"][0] == 1
