@@ -623,9 +623,16 @@ bool cudnn_convolution(const ConvParams& p, bool filter_pass, const array& in, a
     }
   }
   if (c->graph) {
-    run_conv_graph(*c->graph, dev->handle, x, w, y);
-    detail::count_path("CudnnConvGraph");
-  } else if (!run_legacy(*api, *dev, *c, p, in, wt, x, w, y)) {
+    try {
+      run_conv_graph(*c->graph, dev->handle, x, w, y);
+      detail::count_path("CudnnConvGraph");
+    } catch (const std::runtime_error& e) {
+      // A plan that cannot execute ran nothing: this geometry takes the legacy calls from now.
+      debug_line(msg("cuDNN legacy call (graph failed: ", e.what(), ")"), p, in, wt);
+      c->graph.reset();
+    }
+  }
+  if (!c->graph && !run_legacy(*api, *dev, *c, p, in, wt, x, w, y)) {
     return false;
   }
   if (temp && !filter_pass) {
