@@ -2,6 +2,9 @@
 // and sdpa_backward graphs, cuDNN picks the kernels (on Hopper, warp-group kernels that our
 // flash kernels do not match). One graph per direction, geometry and operand layout, built on
 // first use and kept; a geometry cuDNN declines is remembered and left to the flash kernels.
+// Shapes that change from call to call stay off this path, as building a graph costs far more
+// than running one: a few query rows (decoding against a growing cache: a new key length every
+// token), and every geometry past the first kMaxGraphs (prompts of many lengths).
 // MLX_SDPA_CUDNN=0 turns this path off; MLX_CUDNN_DEBUG=1 prints each graph's fate.
 #include "mlx/backend/cuda/cudnn_attention.h"
 
@@ -24,6 +27,10 @@ namespace {
 using Tensor = std::shared_ptr<fe::graph::Tensor_attributes>;
 
 enum Uid : int64_t { kQ = 1, kK, kV, kO, kStats, kDOut, kDQ, kDK, kDV };
+
+// Fewer query rows go to the flash kernels, and so does every geometry past kMaxGraphs.
+constexpr int64_t kMinQueryRows = 64;
+constexpr size_t kMaxGraphs = 64;
 
 bool enabled() {
   static const bool on = [] {
@@ -139,10 +146,14 @@ const CudnnGraph& plan_for(const std::vector<int64_t>& key, cudnnHandle_t handle
                            const array& q, const array& k, bool causal, Make make) {
   static std::mutex mutex;
   static auto* plans = new std::map<std::vector<int64_t>, CudnnGraph>();  // kept until exit
+  static const CudnnGraph* over_budget = new CudnnGraph{nullptr, 0, "graph budget spent"};
   {
     std::lock_guard<std::mutex> lock(mutex);
     if (auto it = plans->find(key); it != plans->end()) {
       return it->second;
+    }
+    if (plans->size() >= kMaxGraphs) {
+      return *over_budget;
     }
   }
   CudnnGraph plan = build_graph(make(), handle);
@@ -190,9 +201,11 @@ void execute(const CudnnGraph& plan, cudnnHandle_t handle, std::unordered_map<in
   run_graph(plan, handle, pack, op, "fused attention");
 }
 
-// Rows that see no key (causal with T_q > T_kv) are zeros in MLX; the flash kernels keep that.
-bool every_row_sees_a_key(const array& q, const array& k, bool causal) {
-  return !causal || q.shape(2) <= k.shape(2);
+// Whether cuDNN takes this call: enough query rows (see the file's comment), and every row
+// seeing a key (rows that see none, causal with T_q > T_kv, are zeros in MLX; the flash kernels
+// keep that).
+bool cudnn_takes(const array& q, const array& k, bool causal) {
+  return q.shape(2) >= kMinQueryRows && (!causal || q.shape(2) <= k.shape(2));
 }
 
 // Plan keys' first entry: which graph.
@@ -208,7 +221,7 @@ enum Direction : int64_t {
 bool cudnn_attention(const array& q, const array& k, const array& v, array& out, float* lse,
                      float scale, bool causal) {
   std::unique_lock<std::mutex> lock;
-  CudnnDevice* dev = every_row_sees_a_key(q, k, causal) ? ready_device(lock) : nullptr;
+  CudnnDevice* dev = cudnn_takes(q, k, causal) ? ready_device(lock) : nullptr;
   if (!dev) {
     return false;
   }
@@ -233,7 +246,7 @@ bool cudnn_attention_backward(const array& q, const array& k, const array& v, co
                               const array& d_out, const float* lse, array& dq, array& dk, array& dv,
                               float scale, bool causal) {
   std::unique_lock<std::mutex> lock;
-  CudnnDevice* dev = every_row_sees_a_key(q, k, causal) ? ready_device(lock) : nullptr;
+  CudnnDevice* dev = cudnn_takes(q, k, causal) ? ready_device(lock) : nullptr;
   if (!dev) {
     return false;
   }
