@@ -725,7 +725,7 @@ def test_fused_attention_names_its_path():
     paths = {p: n for p, n in paths.items() if ":lse" not in p}
     assert sum(n for p, n in paths.items() if p.startswith("ScaledDotProductAttention:")) == 1
     assert sum(n for p, n in paths.items() if p.startswith("ScaledDotProductAttentionVJP:")) == 1
-    assert set(p.split(":")[1] for p in paths) <= {"cudnn", "flash"}, paths
+    assert set(p.split(":")[1] for p in paths) <= {"cudnn", "flash"}, paths  # 96 rows: no decode
     if os.environ.get("MLX_SDPA_CUDNN") == "0":
         assert all(p.endswith(":flash") for p in paths), paths
 
@@ -757,6 +757,59 @@ def test_fused_attention_lse_output(dtype, d, tq, tk):
         np.testing.assert_allclose(got[seen], want[seen], rtol=1e-4, atol=1e-4)
         np.testing.assert_allclose(np.array(out.astype(mx.float32)),
                                    attention_reference(q, k, v, d**-0.5, causal), rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("dtype", [mx.float16, mx.bfloat16])
+@pytest.mark.parametrize("d", [64, 80, 96, 128])
+@pytest.mark.parametrize("batch,heads,kv_heads,tq,tk", [
+    (1, 32, 8, 1, 4099),   # grouped heads, 4 rows per cache head
+    (3, 8, 8, 1, 777),     # one row per cache head
+    (2, 16, 1, 1, 2000),   # one cache head for all 16 (multi-query)
+    (2, 8, 2, 2, 513),     # two new tokens, 8 rows per cache head
+    (1, 5, 5, 3, 3),       # as many keys as queries
+    (2, 12, 4, 1, 1),      # a single key
+], ids=str)
+def test_flash_decoding_kernel(dtype, d, batch, heads, kv_heads, tq, tk):
+    """A few query rows against a long cache run the decoding kernel (keys split over the GPU,
+    grouped heads scored together, the parts folded): its output and lse against float64, causal
+    or not, with the cache a slice of a longer preallocated one (as a KV cache is)."""
+    q = sample((batch, heads, tq, d), dtype, seed=1, low=-1, high=1)
+    cache = tk + 37
+    k = sample((batch, kv_heads, cache, d), dtype, seed=2, low=-1, high=1)[:, :, :tk]
+    v = sample((batch, kv_heads, cache, d), dtype, seed=3)[:, :, :tk]
+    tol = 2e-2 if dtype == mx.bfloat16 else 5e-3
+    for causal in (False, True):
+        mask = "causal" if causal else None
+        mx._kernel_counts(True)
+        out, lse = mx.fast._scaled_dot_product_attention_with_lse(q, k, v, scale=d**-0.5,
+                                                                  mask=mask, stream=mx.gpu)
+        mx.eval(out, lse)
+        assert mx._kernel_counts(False).get("ScaledDotProductAttention:decode") == 1
+        assert out.dtype == dtype and out.shape == (batch, heads, tq, d)
+        np.testing.assert_allclose(np.array(out.astype(mx.float32)),
+                                   attention_reference(q, k, v, d**-0.5, causal),
+                                   rtol=tol, atol=tol)
+        np.testing.assert_allclose(np.array(lse), attention_lse_reference(q, k, d**-0.5, causal),
+                                   rtol=1e-4, atol=1e-4)
+        plain = mx.fast.scaled_dot_product_attention(q, k, v, scale=d**-0.5, mask=mask,
+                                                     stream=mx.gpu)
+        np.testing.assert_array_equal(np.array(plain.astype(mx.float32)),
+                                      np.array(out.astype(mx.float32)))
+
+
+def test_flash_decoding_leaves_longer_queries_to_the_other_kernels():
+    """More than 16 query rows per cache head (here 8 heads per cache head, 3 tokens) go to
+    the flash kernels or cuDNN, and their results agree with the decoding kernel's per token."""
+    q = sample((1, 16, 3, 64), mx.bfloat16, seed=1, low=-1, high=1)
+    k, v = (sample((1, 2, 300, 64), mx.bfloat16, seed=s, low=-1, high=1) for s in (2, 3))
+    attend = lambda q: mx.fast.scaled_dot_product_attention(q, k, v, scale=0.125, stream=mx.gpu)
+    paths = attention_paths(attend, q)
+    assert "ScaledDotProductAttention:decode" not in paths, paths
+    assert attention_paths(attend, q[:, :, :1]) == {"ScaledDotProductAttention:decode": 1}
+    whole = np.array(attend(q).astype(mx.float32))
+    for t in range(3):
+        np.testing.assert_allclose(np.array(attend(q[:, :, t:t + 1]).astype(mx.float32)),
+                                   whole[:, :, t:t + 1], rtol=2e-2, atol=2e-2)
 
 
 @pytest.mark.parametrize("dtype", [mx.float16, mx.bfloat16])
@@ -1053,7 +1106,7 @@ CUDNN_CONVS = [
     ((2, 11, 12, 4), (6, 3, 3, 4), "conv2d", dict(stride=(1, 2), padding=1, dilation=(2, 1))),
     ((2, 11, 12, 4), (8, 3, 3, 2), "conv2d", dict(groups=2)),
     ((4, 16, 16, 32), (64, 3, 3, 32), "conv2d", dict(stride=2, padding=1)),
-    ((2, 14, 14, 64), (32, 1, 1, 64), "conv2d", {}),  # pointwise
+    ((2, 14, 14, 64), (32, 1, 1, 64), "conv2d", dict(padding=1)),  # pointwise (unpadded: a product)
     ((1, 5, 6, 7, 3), (4, 3, 2, 3, 3), "conv3d", dict(stride=(1, 2, 1), padding=1)),
     ((2, 9, 10, 4), (6, 2, 3, 4), "conv_general", dict(stride=2, padding=([1, 0], [2, 1]))),
     ((2, 9, 10, 4), (6, 3, 3, 4), "conv_general", dict(padding=([-1, 1], [1, -1]))),

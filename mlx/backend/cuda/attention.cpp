@@ -1,6 +1,7 @@
 // scaled_dot_product_attention on the GPU: both passes fused where the fused kernels apply
 // (half precision, head dims 64 / 80 / 96 / 128, no mask or causal): cuDNN's fused attention
-// (cudnn_attention.h) where it takes the geometry, else our flash kernels (flash_attention.h).
+// (cudnn_attention.h) where it takes the geometry, the decoding kernel for a few query rows
+// against a long cache, else our flash kernels (flash_attention.h).
 // Otherwise the composites the rules differentiate (fast.h: matmuls, the softmax kernel, masks
 // by where), run here with their own GPU kernels. Also the fused kernels' operand layouts.
 #include <optional>
@@ -75,7 +76,10 @@ void fused_attention(const array& queries, const array& keys, const array& value
     }
     return;
   }
-  if (cudnn_attention(q, k, v, out, lse_data, scale, causal)) {
+  if (flash_decode_applies(q, k, causal)) {
+    flash_decode(q, k, v, out, lse_data, scale, causal);
+    detail::count_path("ScaledDotProductAttention:decode");
+  } else if (cudnn_attention(q, k, v, out, lse_data, scale, causal)) {
     detail::count_path("ScaledDotProductAttention:cudnn");
   } else {
     flash_attention(q, k, v, out, lse_data, scale, causal);

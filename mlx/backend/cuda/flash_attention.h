@@ -14,6 +14,14 @@ namespace mlx::core::cu {
 void flash_attention(const array& q, const array& k, const array& v, array& out, float* lse,
                      float scale, bool causal);
 
+// Decoding (flash_decode.cu): the same forward for few query rows per key/value head (at most
+// 16 of group * T_q, so T_q = 1 with up to 16 query heads per key/value head) against a long
+// cache, the keys split over every SM. Where flash_decode_applies is true; operands, out and
+// lse as for flash_attention.
+bool flash_decode_applies(const array& q, const array& k, bool causal);
+void flash_decode(const array& q, const array& k, const array& v, array& out, float* lse,
+                  float scale, bool causal);
+
 // The backward pass (flash_attention_backward.cu): dq, dk, dv (allocated) of the inputs
 // above, given the forward's out and its cotangent d_out, operands as above, and the
 // forward's lse (as flash_attention writes it) where not null; without it each row's
