@@ -730,6 +730,16 @@ def test_fused_attention_names_its_path():
         assert all(p.endswith(":flash") for p in paths), paths
 
 
+def attention_with_lse(q, k, v, causal):
+    """(out, lse, {kernel path: count} of evaluating them) of the GPU's attention with its lse
+    output, scale 1/sqrt(D)."""
+    mx._kernel_counts(True)
+    out, lse = mx.fast._scaled_dot_product_attention_with_lse(
+        q, k, v, scale=q.shape[-1]**-0.5, mask="causal" if causal else None, stream=mx.gpu)
+    mx.eval(out, lse)
+    return out, lse, mx._kernel_counts(False)
+
+
 @pytest.mark.parametrize("dtype", [mx.float16, mx.bfloat16])
 @pytest.mark.parametrize("d", [64, 128])
 @pytest.mark.parametrize("tq,tk", [(1, 300), (70, 130), (128, 128), (130, 64), (64, 0)],
@@ -743,12 +753,8 @@ def test_fused_attention_lse_output(dtype, d, tq, tk):
     v = sample((2, 2, tk, d), dtype, seed=3)
     tol = 2e-2 if dtype == mx.bfloat16 else 5e-3
     for causal in (False, True):
-        mask = "causal" if causal else None
-        mx._kernel_counts(True)
-        out, lse = mx.fast._scaled_dot_product_attention_with_lse(q, k, v, scale=d**-0.5,
-                                                                  mask=mask, stream=mx.gpu)
-        mx.eval(out, lse)
-        assert mx._kernel_counts(False).get("ScaledDotProductAttention:lse") == 1
+        out, lse, counts = attention_with_lse(q, k, v, causal)
+        assert counts.get("ScaledDotProductAttention:lse") == 1
         assert lse.dtype == mx.float32 and lse.shape == (2, 4, tq)
         want = attention_lse_reference(q, k, d**-0.5, causal)
         got = np.array(lse)
@@ -779,19 +785,16 @@ def test_flash_decoding_kernel(dtype, d, batch, heads, kv_heads, tq, tk):
     v = sample((batch, kv_heads, cache, d), dtype, seed=3)[:, :, :tk]
     tol = 2e-2 if dtype == mx.bfloat16 else 5e-3
     for causal in (False, True):
-        mask = "causal" if causal else None
-        mx._kernel_counts(True)
-        out, lse = mx.fast._scaled_dot_product_attention_with_lse(q, k, v, scale=d**-0.5,
-                                                                  mask=mask, stream=mx.gpu)
-        mx.eval(out, lse)
-        assert mx._kernel_counts(False).get("ScaledDotProductAttention:decode") == 1
+        out, lse, counts = attention_with_lse(q, k, v, causal)
+        assert counts.get("ScaledDotProductAttention:decode") == 1
         assert out.dtype == dtype and out.shape == (batch, heads, tq, d)
         np.testing.assert_allclose(np.array(out.astype(mx.float32)),
                                    attention_reference(q, k, v, d**-0.5, causal),
                                    rtol=tol, atol=tol)
         np.testing.assert_allclose(np.array(lse), attention_lse_reference(q, k, d**-0.5, causal),
                                    rtol=1e-4, atol=1e-4)
-        plain = mx.fast.scaled_dot_product_attention(q, k, v, scale=d**-0.5, mask=mask,
+        plain = mx.fast.scaled_dot_product_attention(q, k, v, scale=d**-0.5,
+                                                     mask="causal" if causal else None,
                                                      stream=mx.gpu)
         np.testing.assert_array_equal(np.array(plain.astype(mx.float32)),
                                       np.array(out.astype(mx.float32)))
