@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
 # On the GPU machine, after gpu_check.sh built the tree: every GPU benchmark, ours against
-# PyTorch in the same run, each under its own time limit, logs under $OUT (or build/gpu-logs).
+# PyTorch in the same run, each under its own time limit, logs under build/gpu-logs (and, for the
+# device tool, in $OUT/gpu_benchmarks-logs.tar.gz).
 # BENCHES picks a subset, e.g. BENCHES="bench_gpu bench_gpt2" bash scripts/gpu_benchmarks.sh.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-out=${OUT:-build/gpu-logs}
+out=build/gpu-logs
 mkdir -p "$out"
+# The device tool brings back at most 8 files from $OUT: the logs (one per benchmark, one per
+# pytest worker) travel as one archive, written however the script ends.
+[ -n "${OUT:-}" ] && trap 'tar czf "$OUT/gpu_benchmarks-logs.tar.gz" -C build gpu-logs' EXIT
 python=$(cat .mlx-python)
 export PYTHONPATH=$PWD/python
 all="bench_gpu tiny_op_latency bench_gpu_fusion bench_gpu_linalg bench_gpu_quantized bench_conv bench_gpt2 gpt2_step_phases memory_scenarios main_job"

@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # On the GPU machine: build, run both suites with the GPU as the default device, and keep the
-# logs under $OUT (the device tool's output folder) or build/gpu-logs.
+# logs under build/gpu-logs (and, for the device tool, in $OUT/gpu_check-logs.tar.gz).
 set -uo pipefail
 cd "$(dirname "$0")/.."
-out=${OUT:-build/gpu-logs}
+out=build/gpu-logs
 mkdir -p "$out"
+# The device tool brings back at most 8 files from $OUT: the logs (one per benchmark, one per
+# pytest worker) travel as one archive, written however the script ends.
+[ -n "${OUT:-}" ] && trap 'tar czf "$OUT/gpu_check-logs.tar.gz" -C build gpu-logs' EXIT
 { nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader; uname -r; nproc; } | tee "$out/gpu.txt"
 start=$(date +%s)
 bash scripts/build.sh > "$out/build.log" 2>&1 || { tail -40 "$out/build.log"; exit 1; }
