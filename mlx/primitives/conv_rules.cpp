@@ -3,8 +3,9 @@
 // cotangent with the channel-swapped kernel, the weight's a convolution of the input with the
 // cotangent in which the batch plays the channels (grouped by the forward groups). The weight
 // derivative is the primitive ConvWeightGrad instead (whose own derivatives are convolutions)
-// on GPU streams, where cuDNN has a pass for it, and for depthwise convolutions on CPU streams,
-// where it is a direct kernel (float64: im2col and a product). A strided convolution's input
+// on GPU streams, where cuDNN has a pass for it, and for depthwise convolutions (also with a
+// channel multiplier) on CPU streams, where it is a direct kernel (float64: im2col and a
+// product). A strided convolution's input
 // derivative is one transposed convolution (the stride as input dilation) on the GPU (cuDNN's
 // backward-data pass) and for the CPU's depthwise kernels; elsewhere one convolution per stride
 // phase.
@@ -107,14 +108,16 @@ bool cpu_depthwise(const ConvParams& p, const array& wt, StreamOrDevice s) {
 }
 
 // Whether the weight derivative is ConvWeightGrad (see the file's comment); never with input
-// dilation (a transposed convolution's weight derivative stays a convolution).
+// dilation (a transposed convolution's weight derivative stays a convolution). On the CPU also
+// with a channel multiplier (one input channel, several output channels per group), which
+// runs the depthwise kernel over the input with its channels repeated.
 bool weight_grad_primitive(const ConvParams& p, const array& wt, StreamOrDevice s) {
   for (int d : p.input_dilation) {
     if (d != 1) {
       return false;
     }
   }
-  return on_gpu(s) || is_depthwise(p, wt);
+  return on_gpu(s) || is_depthwise(p, wt) || (wt.shape(-1) == 1 && p.groups > 1);
 }
 
 array conv_weight_grad(const ConvParams& p, const array& in, const array& g, const Shape& kernel,

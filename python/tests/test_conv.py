@@ -353,6 +353,31 @@ def test_depthwise_against_reference(xs, ks, kw):
                                    atol=1e-4 * np.sqrt(dy.size))
 
 
+@pytest.mark.parametrize("mult", [2, 3])
+@pytest.mark.parametrize("xs,ks,kw", [
+    ((2, 9, 8, 5), (5, 5), dict(padding=[2, 2])),
+    ((1, 11, 10, 17), (3, 3), dict(stride=[2, 2], padding=([1, 0], [0, 1]), kernel_dilation=[1, 2])),
+    ((2, 13, 6), (3,), dict(stride=[2], input_dilation=[2], padding=[1])),  # 1-D
+], ids=str)
+def test_depthwise_channel_multiplier(mult, xs, ks, kw):
+    """Depthwise convolutions with several output channels per input channel (groups == C_in,
+    C_out = mult C_in) in float32 run the depthwise kernels over the input with each channel
+    repeated: values against the float64 reference, both derivatives against float64's."""
+    C = xs[-1]
+    kw = dict(kw, groups=C)
+    ws = (C * mult,) + tuple(ks) + (1,)
+    x, w = rand(*xs), rand(*ws)
+    y = ref_conv(x, w, **general_args(kw, len(xs) - 2))
+    dy = rand(*y.shape)
+    f = lambda a, b: mx.conv_general(a, b, **kw)
+    (out,), (dx, dw) = mx.vjp(f, [mx.array(x, dtype=mx.float32), mx.array(w, dtype=mx.float32)],
+                              [mx.array(dy, dtype=mx.float32)])
+    _, (dx64, dw64) = mx.vjp(f, [arr64(x), arr64(w)], [arr64(dy)])
+    close(out, y, 1e-4, 1e-5)
+    close(dx, np.array(dx64), 1e-4, 1e-4)
+    close(dw, np.array(dw64), 1e-4, 1e-4)
+
+
 @pytest.mark.parametrize("dtype,tol", [(mx.float16, 2e-2), (mx.bfloat16, 1e-1)])
 def test_depthwise_half_dtypes(dtype, tol):
     xs, ks, kw = (2, 9, 10, 21), (3, 3), dict(stride=[2, 2], padding=[1, 1])

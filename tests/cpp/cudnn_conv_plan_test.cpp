@@ -345,8 +345,9 @@ TEST(CudnnConvPlan, InputDilationMatchesConvGeneral) {
 
 // The Convolution nodes that the derivatives of `node` (input and weight, through vjp) build
 // on a CPU stream, whatever the default device (GPU streams take ConvWeightGrad, whose plan is
-// the forward one): the input's by stride phases or as a transposed convolution, the weight's
-// with the stride as kernel dilation. Captured before evaluation detaches them.
+// the forward one, and so do CPU streams for one input channel per group): the input's by
+// stride phases or as a transposed convolution, the weight's with the stride as kernel
+// dilation. Captured before evaluation detaches them.
 std::vector<ConvNode> derivative_convs(const ConvNode& node, uint32_t seed) {
   const ConvParams p = node.p;
   auto f = [p](const std::vector<array>& a) {
@@ -391,7 +392,7 @@ TEST(CudnnConvPlan, DerivativeConvolutionsMatch) {
     }
   }
   EXPECT_EQ(graphs, 150);
-  EXPECT_GT(counts.forward, 150);
+  EXPECT_GT(counts.forward, 120);
   EXPECT_GT(counts.backward_data, 10);
 }
 
