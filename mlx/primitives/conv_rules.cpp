@@ -5,10 +5,9 @@
 // derivative is the primitive ConvWeightGrad instead (whose own derivatives are convolutions)
 // on GPU streams, where cuDNN has a pass for it, and for depthwise convolutions (also with a
 // channel multiplier) on CPU streams, where it is a direct kernel (float64: im2col and a
-// product). A strided convolution's input
-// derivative is one transposed convolution (the stride as input dilation) on the GPU (cuDNN's
-// backward-data pass) and for the CPU's depthwise kernels; elsewhere one convolution per stride
-// phase.
+// product). A strided convolution's input derivative is one transposed convolution (the stride
+// as input dilation) on the GPU (cuDNN's backward-data pass) and for the CPU's depthwise
+// kernels; elsewhere one convolution per stride phase.
 #include <numeric>
 #include <optional>
 

@@ -327,9 +327,8 @@ void convolve(const ConvParams& p, const Geometry& g, const T* in, const T* wt, 
       return;
     }
     if (is_depthwise_multiplier(g)) {
-      with_repeated_channels(g, in, [&](const ConvGeometry& r, const float* rep) {
-        depthwise_conv(r, rep, wt, out);
-      });
+      with_repeated_channels(
+          g, in, [&](const ConvGeometry& r, const float* rep) { depthwise_conv(r, rep, wt, out); });
       return;
     }
     if (g.Cg > 0 && use_own_conv(g)) {
