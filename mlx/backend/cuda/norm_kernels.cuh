@@ -7,6 +7,7 @@
 #pragma once
 
 #include <atomic>
+#include <cuda/std/functional>
 
 #include "mlx/backend/cuda/row_tile.cuh"
 
@@ -89,21 +90,20 @@ __device__ RowStats<acc_t<T>, kLayer> row_stats(Tile<T, N>& t, const T* row, int
       // each: this is 8% faster forward and 14% backward at [16384, 4096] bf16 (H100).
       TileMap<T, N> m(0, lane, group, d);
       load_tile(t, row, m, vec);
-      auto add = [](A a, A b) { return a + b; };
       A* sums = reinterpret_cast<A*>(shared);  // 32 triples hold the 32 sums
       A sum = 0;
 #pragma unroll
       for (int i = 0; i < N; ++i) {
         sum += cast_to<A>(t.v[i]);  // 0 past the row
       }
-      const A mean = group_reduce(sum, add, sums, group > 32) / A(d);
+      const A mean = group_reduce(sum, cuda::std::plus<A>(), sums, group > 32) / A(d);
       A m2 = 0;
 #pragma unroll
       for (int i = 0; i < N; ++i) {
         const A dev = cast_to<A>(t.v[i]) - mean;
         m2 += m.valid(i) ? dev * dev : A(0);
       }
-      return {A(d), mean, group_reduce(m2, add, sums, group > 32)};
+      return {A(d), mean, group_reduce(m2, cuda::std::plus<A>(), sums, group > 32)};
     }
   }
   Stats s{};

@@ -7,6 +7,7 @@
 // logsumexp -inf; +inf gives logsumexp +inf.
 #pragma once
 
+#include <cuda/std/functional>
 #include <cuda/std/limits>
 
 #include "mlx/backend/cuda/row_tile.cuh"
@@ -41,6 +42,27 @@ struct MaxSum {
   }
 };
 
+// The largest of a thread's elements of the row (a NaN sticks); -inf where it has none.
+template <typename A, typename T, int N>
+__device__ __forceinline__ A tile_max(const Tile<T, N>& t, const TileMap<T, N>& m) {
+  A best = -cuda::std::numeric_limits<A>::infinity();
+#pragma unroll
+  for (int i = 0; i < N; ++i) {
+    const A v = cast_to<A>(t.v[i]);
+    best = m.valid(i) && (v > best || ::isnan(v)) ? v : best;
+  }
+  return best;
+}
+
+// exp(element i - max), 0 past the row or where max is -inf (every element is then -inf).
+template <typename A, typename T, int N>
+__device__ __forceinline__ A shifted_exp(const Tile<T, N>& t, const TileMap<T, N>& m, int i,
+                                         A max) {
+  return m.valid(i) && max != -cuda::std::numeric_limits<A>::infinity()
+             ? softmax_exp<T>(cast_to<A>(t.v[i]) - max)
+             : A(0);
+}
+
 template <typename T, int N, bool kSoftmax>
 __global__ void __launch_bounds__(kRowMaxThreads)
     softmax_rows(const T* in, T* out, int64_t rows, int d, int group, int chunks, bool vec) {
@@ -60,24 +82,18 @@ __global__ void __launch_bounds__(kRowMaxThreads)
     // faster at [16384, 4096] bf16 on an H100).
     TileMap<T, N> m(0, lane, group, d);
     load_tile(t, x, m, vec);
-    A own_max = kNegInf;
-#pragma unroll
-    for (int i = 0; i < N; ++i) {
-      const A v = cast_to<A>(t.v[i]);
-      own_max = m.valid(i) && (v > own_max || ::isnan(v)) ? v : own_max;  // NaN sticks
-    }
     A* slots = reinterpret_cast<A*>(shared);  // 32 pairs hold the 32 values
     const A row_max = group_reduce(
-        own_max, [](A a, A b) { return ::isnan(a) || ::isnan(b) ? a + b : (a > b ? a : b); }, slots,
+        tile_max<A>(t, m),
+        [](A a, A b) { return ::isnan(a) || ::isnan(b) ? a + b : (a > b ? a : b); }, slots,
         group > 32);
     A e[N], own_sum = 0;
 #pragma unroll
     for (int i = 0; i < N; ++i) {
-      e[i] = m.valid(i) && row_max != kNegInf ? softmax_exp<T>(cast_to<A>(t.v[i]) - row_max) : A(0);
+      e[i] = shifted_exp(t, m, i, row_max);
       own_sum += e[i];
     }
-    const A sum = group_reduce(
-        own_sum, [](A a, A b) { return a + b; }, slots, group > 32);
+    const A sum = group_reduce(own_sum, cuda::std::plus<A>(), slots, group > 32);
     if constexpr (kSoftmax) {
       const A inv = A(1) / sum;  // a row of -inf: 0 * inf, NaN
 #pragma unroll
@@ -95,16 +111,11 @@ __global__ void __launch_bounds__(kRowMaxThreads)
   for (int c = 0; c < chunks; ++c) {
     TileMap<T, N> m(c, lane, group, d);
     load_tile(t, x, m, vec);
-    A tmax = kNegInf;
-#pragma unroll
-    for (int i = 0; i < N; ++i) {
-      A v = cast_to<A>(t.v[i]);
-      tmax = m.valid(i) && (v > tmax || ::isnan(v)) ? v : tmax;  // NaN sticks
-    }
+    const A tmax = tile_max<A>(t, m);
     A tsum = 0;
 #pragma unroll
     for (int i = 0; i < N; ++i) {
-      tsum += m.valid(i) && tmax != kNegInf ? softmax_exp<T>(cast_to<A>(t.v[i]) - tmax) : A(0);
+      tsum += shifted_exp(t, m, i, tmax);
     }
     own = MaxSum<A>::merge(own, {tmax, tsum});
   }
