@@ -134,15 +134,13 @@ array rope(const array& x, int dims, bool traditional, std::optional<float> base
   return rope(x, dims, traditional, base, scale, array(offset, int32), freqs, s);
 }
 
-bool attention_gpu_kernel_applies(Dtype dtype, int head_dim, int value_dim, bool has_mask,
-                                  bool has_sinks) {
+bool attention_gpu_kernel_applies(Dtype dtype, int head_dim, int value_dim, bool has_sinks) {
   static const bool enabled = [] {
     const char* v = std::getenv("MLX_SDPA_FUSED");
     return v == nullptr || std::string(v) != "0";
   }();
   return enabled && (dtype == float16 || dtype == bfloat16) && head_dim == value_dim &&
-         (head_dim == 64 || head_dim == 80 || head_dim == 96 || head_dim == 128) && !has_mask &&
-         !has_sinks;
+         (head_dim == 64 || head_dim == 80 || head_dim == 96 || head_dim == 128) && !has_sinks;
 }
 
 namespace {
@@ -286,8 +284,7 @@ array scaled_dot_product_attention(const array& queries, const array& keys, cons
                                    StreamOrDevice s) {
   AttentionCall c = check_attention(queries, keys, values, mask_mode, mask_arr, sinks, s);
   if (c.stream.device.type == Device::gpu &&
-      !attention_gpu_kernel_applies(c.t, queries.shape(3), values.shape(3), c.has_mask,
-                                    c.has_sinks)) {
+      !attention_gpu_kernel_applies(c.t, queries.shape(3), values.shape(3), c.has_sinks)) {
     // Matmuls and a softmax on the GPU (differentiated as such) beat the CPU kernel's transfers.
     return attention_composite(c.inputs, scale, c.causal, c.has_mask, c.has_sinks, false,
                                c.stream)[0];

@@ -299,11 +299,10 @@ std::vector<array> cross_entropy_parts(const array& logits, const array& targets
 array cross_entropy_vjp(const array& logits, const array& targets, const array& lse,
                         const array& cotangent, Stream s);
 
-// Whether the GPU's fused attention kernel (backend/cuda/flash_attention.cu) takes these inputs:
-// float16 / bfloat16, head dim == value dim in {64, 128}, no mask array, no sinks, and
-// MLX_SDPA_FUSED not 0. Elsewhere the GPU runs the composite below.
-bool attention_gpu_kernel_applies(Dtype dtype, int head_dim, int value_dim, bool has_mask,
-                                  bool has_sinks);
+// Whether the GPU's fused attention kernels (backend/cuda/attention.cpp) take these inputs:
+// float16 / bfloat16, head dim == value dim in {64, 80, 96, 128}, with or without a mask
+// array, no sinks, and MLX_SDPA_FUSED not 0. Elsewhere the GPU runs the composite below.
+bool attention_gpu_kernel_applies(Dtype dtype, int head_dim, int value_dim, bool has_sinks);
 // The fused primitive on inputs {q, k, v, mask?, sinks?} as the op checks and casts them:
 // its outputs, {out} or, with `output_lse`, {out, lse}.
 std::vector<array> attention_fused(std::vector<array> inputs, float scale, bool causal,

@@ -549,8 +549,10 @@ def test_fused_cross_entropy_special_values_in_long_rows(dtype):
           atol=tol)
 
 
-def attention_scores(q, k, scale, causal):
-    """float64 NumPy scaled scores with grouped heads, -inf where a causal row does not look."""
+def attention_scores(q, k, scale, causal, mask=None):
+    """float64 NumPy scaled scores with grouped heads, -inf where a causal row does not look;
+    under a mask array as the op takes it (booleans keep, others are added in q's dtype)."""
+    dtype = q.dtype
     q, k = (np.array(t.astype(mx.float32)).astype(np.float64) for t in (q, k))
     k = np.repeat(k, q.shape[1] // k.shape[1], axis=1)
     s = scale * q @ k.swapaxes(-1, -2)
@@ -558,6 +560,10 @@ def attention_scores(q, k, scale, causal):
     if causal:
         seen = np.arange(tk)[None, :] <= np.arange(tq)[:, None] + (tk - tq)
         s = np.where(seen, s, -np.inf)
+    if mask is not None and mask.dtype == mx.bool_:
+        s = np.where(np.array(mask), s, -np.inf)
+    elif mask is not None:
+        s = s + np.array(mask.astype(dtype).astype(mx.float32)).astype(np.float64)
     return s
 
 
@@ -570,11 +576,11 @@ def attention_lse_reference(q, k, scale, causal):
         return np.where(np.isfinite(m), safe + np.log(np.exp(s - safe[..., None]).sum(-1)), -np.inf)
 
 
-def attention_reference(q, k, v, scale, causal):
+def attention_reference(q, k, v, scale, causal, mask=None):
     """float64 NumPy attention with grouped heads; rows that see no key are zeros."""
     v = np.array(v.astype(mx.float32)).astype(np.float64)
     v = np.repeat(v, q.shape[1] // v.shape[1], axis=1)
-    s = attention_scores(q, k, scale, causal)
+    s = attention_scores(q, k, scale, causal, mask)
     if s.shape[-1] == 0:
         return np.zeros(q.shape[:-1] + v.shape[-1:])
     m = s.max(axis=-1, keepdims=True)
@@ -700,6 +706,95 @@ def test_fused_attention_never_stores_the_scores_and_differentiates():
     check(grads(lambda a, b, c: mx.fast.scaled_dot_product_attention(a, b, c, scale=0.125,
                                                                      mask="causal"), (0, 1, 2)),
           *small, rtol=5e-2, atol=5e-2)
+
+
+def attention_masks(b, heads, tq, tk, dtype):
+    """Mask arrays an attention layer passes, by name: booleans broadcast over batch and heads
+    (with rows that see no key, and ragged padding per batch entry), a transposed view, and
+    additive masks of the inputs' dtype, one with -inf."""
+    rng = np.random.default_rng(7)
+    keep = rng.random((tq, tk)) > 0.3
+    keep[: min(3, tq)] = False  # rows that see no key: zeros out, no gradient
+    lengths = np.array([tk, max(tk // 2, 1)])[:b]
+    padding = np.arange(tk)[None, :] < lengths[:, None]
+    bias = rng.uniform(-4, 2, (1, heads, tq, tk))
+    bias_inf = np.where(rng.random((tq, tk)) > 0.5, 0.0, -np.inf)
+    bias_inf[:, 0] = 0.0  # every row sees a key
+    return {
+        "bool_2d": mx.array(keep),
+        "bool_padding": mx.array(padding[:, None, None, :]),
+        "bool_transposed": mx.array(np.ascontiguousarray(keep.T)).T,
+        "additive": mx.array(bias.astype(np.float32)).astype(dtype),
+        "additive_inf": mx.array(bias_inf.astype(np.float32)).astype(dtype),
+    }
+
+
+@pytest.mark.parametrize("dtype", [mx.float16, mx.bfloat16])
+@pytest.mark.parametrize("d", [64, 128])
+@pytest.mark.parametrize("tq,tk", [(1, 300), (70, 130), (128, 128), (130, 64)], ids=str)
+def test_fused_attention_array_masks(dtype, d, tq, tk):
+    """Mask arrays (boolean and additive, broadcast, transposed, rows that see no key) run in the
+    fused flash kernels, forward and backward, with grouped heads and ragged tiles: values
+    against float64 and gradients against the CPU's in float64 (the mask gets none)."""
+    b, heads = 2, 4
+    q = sample((b, heads, tq, d), dtype, seed=1, low=-1, high=1)
+    k = sample((b, 2, tk, d), dtype, seed=2, low=-1, high=1)
+    v = sample((b, 2, tk, d), dtype, seed=3)
+    w = sample((b, heads, tq, d), mx.float32, seed=4)
+    tol = 3e-2 if dtype == mx.bfloat16 else 1e-2
+    for name, mask in attention_masks(b, heads, tq, tk, dtype).items():
+        def attention(a, c, e, m=mask, stream=mx.gpu):
+            return mx.fast.scaled_dot_product_attention(a, c, e, scale=d**-0.5, mask=m,
+                                                        stream=stream)
+
+        def loss(a, c, e, m, stream):
+            return (attention(a, c, e, m, stream).astype(mx.float32) * w).sum(stream=stream)
+
+        fwd_bwd = lambda a, c, e: mx.value_and_grad(
+            lambda x, y, z: loss(x, y, z, mask, mx.gpu), argnums=(0, 1, 2))(a, c, e)
+        paths = attention_paths(fwd_bwd, q, k, v)
+        assert paths.get("ScaledDotProductAttention:flash") == 1, (name, paths)
+        assert paths.get("ScaledDotProductAttentionVJP:flash") == 1, (name, paths)
+
+        out = attention(q, k, v)
+        assert out.dtype == dtype and out.shape == (b, heads, tq, d)
+        np.testing.assert_allclose(np.array(out.astype(mx.float32)),
+                                   attention_reference(q, k, v, d**-0.5, False, mask),
+                                   rtol=tol, atol=tol, err_msg=name)
+
+        got = mx.grad(lambda a, c, e: loss(a, c, e, mask, mx.gpu), argnums=(0, 1, 2))(q, k, v)
+        m64 = mask if mask.dtype == mx.bool_ else mask.astype(dtype).astype(mx.float64)
+        want = mx.grad(lambda a, c, e: loss(a, c, e, m64, mx.cpu), argnums=(0, 1, 2))(
+            *(x.astype(mx.float64) for x in (q, k, v)))
+        for arg, g, r in zip("qkv", got, want):
+            assert g.dtype == dtype and g.shape == r.shape, (name, arg)
+            g, r = np.array(g.astype(mx.float32)), np.array(r)
+            assert np.isfinite(g).all(), (name, arg)
+            err = np.abs(g - r).max(initial=0) / max(np.abs(r).max(initial=0), 1e-3)
+            assert err < tol, (name, arg, err)
+
+
+def test_fused_attention_array_mask_never_stores_the_scores():
+    # A (4096, 4096) boolean mask (16 MiB, made beforehand) broadcast over two heads: the
+    # composite's scores would take 2 * 4096^2 elements (64 MiB or more); the fused kernels read
+    # the mask in place, in both passes.
+    t = 4096
+    q, k, v = (sample((1, 2, t, 64), mx.bfloat16, seed=s, low=-1, high=1) for s in (1, 2, 3))
+    keep = mx.array(np.random.default_rng(5).random((t, t)) > 0.2)
+    mx.eval(q, k, v, keep)
+
+    def attention(a):
+        return mx.fast.scaled_dot_product_attention(a, k, v, scale=0.125, mask=keep,
+                                                    stream=mx.gpu)
+
+    mx.reset_peak_memory()
+    base = mx.get_active_memory()
+    mx.eval(attention(q))
+    assert mx.get_peak_memory() - base < 32 * 2**20, mx.get_peak_memory() - base
+    mx.reset_peak_memory()
+    base = mx.get_active_memory()
+    mx.eval(mx.grad(lambda a: attention(a).astype(mx.float32).sum())(q))
+    assert mx.get_peak_memory() - base < 32 * 2**20, mx.get_peak_memory() - base
 
 
 def attention_paths(fn, *args):

@@ -1,7 +1,8 @@
 // scaled_dot_product_attention on the GPU: both passes fused where the fused kernels apply
-// (half precision, head dims 64 / 80 / 96 / 128, no mask or causal): cuDNN's fused attention
-// (cudnn_attention.h) where it takes the geometry, the decoding kernel for a few query rows
-// against a long cache, else our flash kernels (flash_attention.h).
+// (half precision, head dims 64 / 80 / 96 / 128, no sinks): without a mask array, cuDNN's
+// fused attention (cudnn_attention.h) where it takes the geometry, the decoding kernel for a
+// few query rows against a long cache, else our flash kernels (flash_attention.h), which alone
+// take mask arrays.
 // Otherwise the composites the rules differentiate (fast.h: matmuls, the softmax kernel, masks
 // by where), run here with their own GPU kernels. Also the fused kernels' operand layouts.
 #include <optional>
@@ -53,9 +54,9 @@ void zero(array& a) {
 }
 
 // out, and each row's natural-log log-sum-exp into lse (dense float32 (B, N_q, T_q)) where
-// it is not null.
-void fused_attention(const array& queries, const array& keys, const array& values, array& out,
-                     array* lse, float scale, bool causal) {
+// it is not null. mask: the op's mask array broadcast to the scores' shape, or null.
+void fused_attention(const array& queries, const array& keys, const array& values,
+                     const array* mask, array& out, array* lse, float scale, bool causal) {
   const Dtype dtype = out.dtype();
   array q = flash::kernel_operand(queries, dtype), k = flash::kernel_operand(keys, dtype),
         v = flash::kernel_operand(values, dtype);
@@ -76,24 +77,27 @@ void fused_attention(const array& queries, const array& keys, const array& value
     }
     return;
   }
-  if (flash_decode_applies(q, k, causal)) {
+  if (mask == nullptr && flash_decode_applies(q, k, causal)) {
     flash_decode(q, k, v, out, lse_data, scale, causal);
     detail::count_path("ScaledDotProductAttention:decode");
-  } else if (cudnn_attention(q, k, v, out, lse_data, scale, causal)) {
+  } else if (mask == nullptr && cudnn_attention(q, k, v, out, lse_data, scale, causal)) {
     detail::count_path("ScaledDotProductAttention:cudnn");
   } else {
-    flash_attention(q, k, v, out, lse_data, scale, causal);
+    flash_attention(q, k, v, mask, out, lse_data, scale, causal);
     detail::count_path("ScaledDotProductAttention:flash");
   }
 }
 
-// Gradients in their inputs' layouts. Inputs {q, k, v, out, d_out, lse?}.
+// Gradients in their inputs' layouts. Inputs {q, k, v, mask?, out, d_out, lse?}.
 void fused_attention_backward(const std::vector<array>& inputs, std::vector<array>& grads,
-                              bool has_lse, float scale, bool causal) {
+                              bool has_mask, bool has_lse, float scale, bool causal) {
   const Dtype dtype = inputs[0].dtype();
+  const size_t out_index = 3 + has_mask;
+  const array* mask = has_mask ? &inputs[3] : nullptr;
   array q = flash::kernel_operand(inputs[0], dtype), k = flash::kernel_operand(inputs[1], dtype),
-        v = flash::kernel_operand(inputs[2], dtype), o = flash::kernel_operand(inputs[3], dtype),
-        g = flash::kernel_operand(inputs[4], dtype);
+        v = flash::kernel_operand(inputs[2], dtype),
+        o = flash::kernel_operand(inputs[out_index], dtype),
+        g = flash::kernel_operand(inputs[out_index + 1], dtype);
   flash::allocate_in_order_of(grads[0], q);
   flash::allocate_in_order_of(grads[1], k);
   flash::allocate_in_order_of(grads[2], v);
@@ -107,14 +111,15 @@ void fused_attention_backward(const std::vector<array>& inputs, std::vector<arra
   // it so, and dense_copy then returns it as it is; a mapped or imported one may be a view).
   std::optional<array> lse;
   if (has_lse) {
-    lse = dense_copy(inputs[5], float32);
+    lse = dense_copy(inputs[out_index + 2], float32);
   }
   const float* lse_data = lse ? std::as_const(*lse).gpu_data<float>() : nullptr;
-  if (cudnn_attention_backward(q, k, v, o, g, lse_data, grads[0], grads[1], grads[2], scale,
-                               causal)) {
+  if (mask == nullptr && cudnn_attention_backward(q, k, v, o, g, lse_data, grads[0], grads[1],
+                                                  grads[2], scale, causal)) {
     detail::count_path("ScaledDotProductAttentionVJP:cudnn");
   } else {
-    flash_attention_backward(q, k, v, o, g, lse_data, grads[0], grads[1], grads[2], scale, causal);
+    flash_attention_backward(q, k, v, mask, o, g, lse_data, grads[0], grads[1], grads[2], scale,
+                             causal);
     detail::count_path("ScaledDotProductAttentionVJP:flash");
   }
   // Whether the row statistics came with the inputs or took another forward pass.
@@ -131,9 +136,9 @@ namespace mlx::core::fast {
 void ScaledDotProductAttention::eval_gpu(const std::vector<array>& inputs,
                                          std::vector<array>& outputs) {
   if (attention_gpu_kernel_applies(outputs[0].dtype(), inputs[0].shape(3), inputs[2].shape(3),
-                                   has_mask_, has_sinks_)) {
-    cu::fused_attention(inputs[0], inputs[1], inputs[2], outputs[0],
-                        output_lse_ ? &outputs[1] : nullptr, scale_, causal_);
+                                   has_sinks_)) {
+    cu::fused_attention(inputs[0], inputs[1], inputs[2], has_mask_ ? &inputs[3] : nullptr,
+                        outputs[0], output_lse_ ? &outputs[1] : nullptr, scale_, causal_);
     return;
   }
   cu::run_graph_into(
@@ -145,8 +150,8 @@ void ScaledDotProductAttention::eval_gpu(const std::vector<array>& inputs,
 void ScaledDotProductAttentionVJP::eval_gpu(const std::vector<array>& inputs,
                                             std::vector<array>& outputs) {
   if (attention_gpu_kernel_applies(inputs[0].dtype(), inputs[0].shape(3), inputs[2].shape(3),
-                                   has_mask_, has_sinks_)) {
-    cu::fused_attention_backward(inputs, outputs, has_lse_, scale_, causal_);
+                                   has_sinks_)) {
+    cu::fused_attention_backward(inputs, outputs, has_mask_, has_lse_, scale_, causal_);
     return;
   }
   cu::run_graph_into(

@@ -6,13 +6,15 @@
 
 namespace mlx::core::cu {
 
-// out (B, N_q, T_q, D) = softmax(scale * q k^T [causal]) v for q (B, N_q, T_q, D) and
+// out (B, N_q, T_q, D) = softmax(scale * q k^T [causal] [mask]) v for q (B, N_q, T_q, D) and
 // k, v (B, N_kv, T_kv, D), N_q a multiple of N_kv: operands as flash::kernel_operand returns
-// them, out allocated (flash::allocate_in_order_of), none empty. Where lse is not null, also
-// each row's natural-log log-sum-exp of its scaled scores there (B * N_q * T_q floats, dense;
+// them, out allocated (flash::allocate_in_order_of), none empty. mask, where not null, is the
+// op's mask array broadcast to (B, N_q, T_q, T_kv): bool_ (true keeps a score) or out's dtype
+// (added to the scaled scores), any strides. Where lse is not null, also each row's
+// natural-log log-sum-exp of its scaled, masked scores there (B * N_q * T_q floats, dense;
 // -inf for a row that sees no key).
-void flash_attention(const array& q, const array& k, const array& v, array& out, float* lse,
-                     float scale, bool causal);
+void flash_attention(const array& q, const array& k, const array& v, const array* mask, array& out,
+                     float* lse, float scale, bool causal);
 
 // Decoding (flash_decode.cu): the same forward for few query rows per key/value head (at most
 // 16 of group * T_q, so T_q = 1 with up to 16 query heads per key/value head) against a long
@@ -26,10 +28,10 @@ void flash_decode(const array& q, const array& k, const array& v, array& out, fl
 // above, given the forward's out and its cotangent d_out, operands as above, and the
 // forward's lse (as flash_attention writes it) where not null; without it each row's
 // log-sum-exp is recomputed by an output-less forward pass first. The probabilities are
-// recomputed tile by tile, never the [T_q, T_kv] matrix.
-void flash_attention_backward(const array& q, const array& k, const array& v, const array& out,
-                              const array& d_out, const float* lse, array& dq, array& dk, array& dv,
-                              float scale, bool causal);
+// recomputed tile by tile, never the [T_q, T_kv] matrix. The mask gets no gradient.
+void flash_attention_backward(const array& q, const array& k, const array& v, const array* mask,
+                              const array& out, const array& d_out, const float* lse, array& dq,
+                              array& dk, array& dv, float scale, bool causal);
 
 namespace flash {
 
@@ -45,9 +47,9 @@ void allocate_in_order_of(array& out, const array& like);
 
 // For the backward pass: each query row's log2-sum-exp2 of its scores times scale * log2(e),
 // B * N_q * T_q floats at lse, -inf for rows that see no key. q, k and v as kernel_operand
-// returns them, T_kv > 0.
-void forward_lse(const array& q, const array& k, const array& v, float* lse, float scale,
-                 bool causal);
+// returns them, T_kv > 0, the mask as flash_attention takes it.
+void forward_lse(const array& q, const array& k, const array& v, const array* mask, float* lse,
+                 float scale, bool causal);
 
 // The lse of rows that see no key (T_kv = 0): n floats of -inf at lse.
 void no_key_lse(float* lse, int64_t n);

@@ -22,9 +22,9 @@ __global__ void float_to(const float* src, T* dst, int64_t n) {
 
 }  // namespace
 
-void flash_attention_backward(const array& q, const array& k, const array& v, const array& o,
-                              const array& g, const float* lse_ln, array& dq, array& dk, array& dv,
-                              float scale, bool causal) {
+void flash_attention_backward(const array& q, const array& k, const array& v, const array* mask,
+                              const array& o, const array& g, const float* lse_ln, array& dq,
+                              array& dk, array& dv, float scale, bool causal) {
   const Dtype dtype = o.dtype();
   const int64_t rows = q.shape(0) * q.shape(1) * q.shape(2);
   Scratch lse(rows * sizeof(float)), delta(rows * sizeof(float));
@@ -34,7 +34,7 @@ void flash_attention_backward(const array& q, const array& k, const array& v, co
   const flash::Heads<float> dq_heads{dq_acc.as<float>(), dq.strides(0), dq.strides(1),
                                      dq.strides(2)};
   if (lse_ln == nullptr) {
-    flash::forward_lse(q, k, v, lse.as<float>(), scale, causal);
+    flash::forward_lse(q, k, v, mask, lse.as<float>(), scale, causal);
   }
   flash::dispatch(dtype, q.shape(3), [&]<typename T, int D>() {
     flash::row_dots<T, D><<<blocks_for(rows * 32), kThreads, 0, stream()>>>(
@@ -44,7 +44,7 @@ void flash_attention_backward(const array& q, const array& k, const array& v, co
                                        flash::heads_of<const T>(v), flash::heads_of<const T>(g),
                                        lse.as<float>(), delta.as<float>(), dq_heads,
                                        flash::heads_of<T>(dk), flash::heads_of<T>(dv),
-                                       flash::attention_shape(q, k, causal), scale, stream()),
+                                       flash::attention_shape(q, k, causal, mask), scale, stream()),
           "scaled_dot_product_attention vjp (flash)");
     float_to<T><<<blocks_for(q.size()), kThreads, 0, stream()>>>(dq_acc.as<float>(),
                                                                  dq.gpu_data<T>(), q.size());

@@ -103,16 +103,27 @@ __global__ void __launch_bounds__(kBlockThreads)
       mma_row_of_rows<kRows, S>(p, ak, qt, kk * 16, lane);
       mma_row_of_rows<kRows, S>(ds, av, dot, kk * 16, lane);
     }
-    // P^T and dS^T. Rows past t_q and keys a causal row does not see get zeros.
-    const bool masked = q0 + kRows > t_q || (shape.causal && k0 + kKeys - 1 > q0 + shift);
+    // P^T and dS^T. Rows past t_q, keys a causal row does not see and keys a mask array
+    // hides get zeros, as do rows that see no key (lse -inf).
+    const bool masked =
+        shape.mask.present() || q0 + kRows > t_q || (shape.causal && k0 + kKeys - 1 > q0 + shift);
     for (int n = 0; n < kRows / 8; ++n) {
       for (int e = 0; e < 4; ++e) {
         const int c = n * 8 + col + (e & 1);  // the query, within the tile
-        float x = exp2f(p[n][e] * scale_log2 - lt[c]);
-        if (masked) {
+        float x;
+        if (!masked) {
+          x = exp2f(p[n][e] * scale_log2 - lt[c]);
+        } else {
           const int row = q0 + c, key = key0 + (e / 2) * 8;
-          if (row >= t_q || (shape.causal && key > row + shift)) {
+          if (row >= t_q || key >= t_kv || (shape.causal && key > row + shift) ||
+              lt[c] == -INFINITY) {
             x = 0.f;
+          } else {
+            float score = p[n][e] * scale_log2;
+            if (shape.mask.present()) {
+              score = shape.mask.apply<T>(score, shape.mask.row_offset(b, head, row), key);
+            }
+            x = exp2f(score - lt[c]);
           }
         }
         p[n][e] = x;

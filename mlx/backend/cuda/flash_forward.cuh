@@ -12,21 +12,63 @@
 
 namespace mlx::core::cu::flash {
 
+// A mask array as the op passes it, broadcast to the scores' shape (B, N_q, T_q, T_kv), read
+// in place through its strides in elements (zero along broadcast axes): a boolean one keeps
+// the scores where it is true, an additive one (of the operands' 16-bit type) is added to the
+// scaled scores. Element by element from global memory (it is usually small and broadcast, so
+// it stays in cache); the [T_q, T_kv] scores themselves are still never stored.
+struct ScoreMask {
+  enum Kind : int { kNone, kKeep, kAdditive };
+  const void* data = nullptr;
+  int64_t batch = 0, head = 0, row = 0, key = 0;
+  Kind kind = kNone;
+
+  __host__ __device__ bool present() const { return kind != kNone; }
+
+  // The offset of (b, h, row) in elements, for at().
+  __device__ __forceinline__ int64_t row_offset(int64_t b, int64_t h, int r) const {
+    return b * batch + h * head + r * row;
+  }
+
+  // x, a scaled score in base 2 (s * scale * log2(e)), under the mask at row_offset + key:
+  // -inf where a boolean mask is false, x + m * log2(e) for an additive m.
+  template <typename T>
+  __device__ __forceinline__ float apply(float x, int64_t offset, int k) const {
+    const int64_t i = offset + k * key;
+    if (kind == kKeep) {
+      return static_cast<const bool*>(data)[i] ? x : -INFINITY;
+    }
+    return fmaf(static_cast<float>(static_cast<const T*>(data)[i]), 1.4426950408889634f, x);
+  }
+};
+
 struct AttentionShape {
   int batch, heads, group;  // query heads per key/value head
   int t_q, t_kv;
   bool causal;  // query row i sees keys up to i + t_kv - t_q
+  ScoreMask mask = {};
 };
 
-// Of q (B, N_q, T_q, D) and k (B, N_kv, T_kv, D), arrays of any type with shape(i).
+// Of q (B, N_q, T_q, D) and k (B, N_kv, T_kv, D), arrays of any type with shape(i); with the
+// mask array (B, N_q, T_q, T_kv) where mask is not null (bool_ or q's dtype, on the GPU).
 template <typename Array>
-AttentionShape attention_shape(const Array& q, const Array& k, bool causal) {
-  return {static_cast<int>(q.shape(0)),
-          static_cast<int>(q.shape(1)),
-          static_cast<int>(q.shape(1) / k.shape(1)),
-          static_cast<int>(q.shape(2)),
-          static_cast<int>(k.shape(2)),
-          causal};
+AttentionShape attention_shape(const Array& q, const Array& k, bool causal,
+                               const Array* mask = nullptr) {
+  AttentionShape shape{static_cast<int>(q.shape(0)),
+                       static_cast<int>(q.shape(1)),
+                       static_cast<int>(q.shape(1) / k.shape(1)),
+                       static_cast<int>(q.shape(2)),
+                       static_cast<int>(k.shape(2)),
+                       causal};
+  if (mask != nullptr) {
+    shape.mask = {mask->template gpu_data<char>(),
+                  mask->strides(0),
+                  mask->strides(1),
+                  mask->strides(2),
+                  mask->strides(3),
+                  mask->dtype() == bool_ ? ScoreMask::kKeep : ScoreMask::kAdditive};
+  }
+  return shape;
 }
 
 // The kernels' view of an array (B, N, T, D) whose rows they can address (see Heads): T is
@@ -80,6 +122,8 @@ __global__ void __launch_bounds__(kBlockThreads)
   float o[D / 8][4] = {};
   float row_max[2] = {-INFINITY, -INFINITY};
   float row_sum[2] = {0.f, 0.f};  // this thread's part; the row's four threads add up at the end
+  const int64_t mask_rows[2] = {shape.mask.row_offset(b, h, row0),
+                                shape.mask.row_offset(b, h, row0 + 8)};
 
   for (int j = 0; j < tiles; ++j) {
     wait_async();
@@ -107,9 +151,10 @@ __global__ void __launch_bounds__(kBlockThreads)
       mma_row_of_rows<kKeys, S>(s, qf[kk], kt, kk * 16, lane);
     }
 
-    // Online softmax, in base 2. Only tiles that reach past t_kv or the diagonal mask.
-    const bool masked =
-        k0 + kKeys > t_kv || (shape.causal && k0 + kKeys - 1 > q0 + warp * 16 + shift);
+    // Online softmax, in base 2. Only tiles that reach past t_kv or the diagonal, or that a
+    // mask array covers, mask.
+    const bool masked = shape.mask.present() || k0 + kKeys > t_kv ||
+                        (shape.causal && k0 + kKeys - 1 > q0 + warp * 16 + shift);
     float step_max[2] = {-INFINITY, -INFINITY};
     for (int n = 0; n < kKeys / 8; ++n) {
       for (int e = 0; e < 4; ++e) {
@@ -118,6 +163,8 @@ __global__ void __launch_bounds__(kBlockThreads)
           const int key = k0 + n * 8 + col + (e & 1), row = row0 + (e / 2) * 8;
           if (key >= t_kv || (shape.causal && key > row + shift)) {
             x = -INFINITY;
+          } else if (shape.mask.present() && row < t_q) {
+            x = shape.mask.apply<T>(x, mask_rows[e / 2], key);
           }
         }
         s[n][e] = x;
