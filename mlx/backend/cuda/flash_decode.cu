@@ -4,7 +4,8 @@
 // keys are split into parts, one warp each, enough to fill every SM, and the query heads that
 // share a key/value head (grouped-query attention) are scored together, so each cache row is
 // read once. Each warp keeps its part's running row maximum and sum (base 2, as the flash
-// kernels) and its unnormalized output; a second kernel folds the parts of each row. The work
+// kernels) and its unnormalized output; a second kernel folds the parts of each row, a block
+// per row. The work
 // is bound by reading the cache, so the products run on CUDA cores: each lane scores one key
 // of the 32 a step takes, then takes its share of the head dim for P V.
 #include <cuda_bf16.h>
@@ -111,17 +112,33 @@ __global__ void __launch_bounds__(kPartsPerBlock * 32)
       s[r] = 0.f;
     }
     if (key < k_end) {
+      // The key row in halves of 64 elements whose eight 16-byte loads are all issued before
+      // the first is used, rather than each load waited for in turn; past dim they are zeros,
+      // as are the query's columns.
       const T* kr = kb + int64_t(key) * k.row;
-      for (int d = 0; d < dim; d += 8) {
-        const uint4 raw = *reinterpret_cast<const uint4*>(kr + d);
-        const float2 k01 = unpack<T>(raw.x), k23 = unpack<T>(raw.y), k45 = unpack<T>(raw.z),
-                     k67 = unpack<T>(raw.w);
 #pragma unroll
-        for (int r = 0; r < R; ++r) {
-          const float4 a = *reinterpret_cast<const float4*>(&s_q[r][d]);
-          const float4 c = *reinterpret_cast<const float4*>(&s_q[r][d + 4]);
-          s[r] += a.x * k01.x + a.y * k01.y + a.z * k23.x + a.w * k23.y + c.x * k45.x +
-                  c.y * k45.y + c.z * k67.x + c.w * k67.y;
+      for (int h = 0; h < kMaxDim; h += 64) {
+        if (h >= dim) {
+          break;
+        }
+        uint4 raw[8];
+#pragma unroll
+        for (int i = 0; i < 8; ++i) {
+          raw[i] = h + 8 * i < dim ? *reinterpret_cast<const uint4*>(kr + h + 8 * i)
+                                   : make_uint4(0, 0, 0, 0);
+        }
+#pragma unroll
+        for (int i = 0; i < 8; ++i) {
+          const int d = h + 8 * i;
+          const float2 k01 = unpack<T>(raw[i].x), k23 = unpack<T>(raw[i].y),
+                       k45 = unpack<T>(raw[i].z), k67 = unpack<T>(raw[i].w);
+#pragma unroll
+          for (int r = 0; r < R; ++r) {
+            const float4 a = *reinterpret_cast<const float4*>(&s_q[r][d]);
+            const float4 c = *reinterpret_cast<const float4*>(&s_q[r][d + 4]);
+            s[r] += a.x * k01.x + a.y * k01.y + a.z * k23.x + a.w * k23.y + c.x * k45.x +
+                    c.y * k45.y + c.z * k67.x + c.w * k67.y;
+          }
         }
       }
     }
@@ -146,7 +163,7 @@ __global__ void __launch_bounds__(kPartsPerBlock * 32)
     __syncwarp();
     // O += P V: each lane its pairs of the head dim, key by key.
     const int n = min(32, k_end - k0);
-#pragma unroll 4
+#pragma unroll 8  // eight V rows' loads in flight
     for (int j = 0; j < n; ++j) {
       const uint32_t* vr = reinterpret_cast<const uint32_t*>(vb + int64_t(k0 + j) * v.row);
       float2 vv[kPairsPerLane];
@@ -188,35 +205,60 @@ __global__ void __launch_bounds__(kPartsPerBlock * 32)
   }
 }
 
-// One warp per row (batch, key/value head, row): the parts' outputs weighted by 2^(their
-// maximum - the row's), divided by the row's sum, into out; the row's log-sum-exp (times
-// lse_unit: ln 2 gives natural logs) into lse where not null.
+constexpr int kFoldWarps = 4;
+
+// A block of kFoldWarps warps per row (batch, key/value head, row): the parts' outputs weighted
+// by 2^(their maximum - the row's), divided by the row's sum, into out; the row's log-sum-exp
+// (times lse_unit: ln 2 gives natural logs) into lse where not null. The weights go to shared
+// memory (parts floats), then each warp sums every kFoldWarps-th part and the warps' sums
+// meet in shared memory (kFoldWarps x kMaxDim floats after the weights): a warp per row walked
+// hundreds of parts alone.
 template <typename T>
-__global__ void decode_fold(const float* part_o, const float2* part_ml, flash::Heads<T> out,
-                            float* lse, DecodeShape shape, int64_t rows, float lse_unit) {
-  const int64_t row = int64_t(blockIdx.x) * kPartsPerBlock + threadIdx.x / 32;
-  const int lane = threadIdx.x % 32;
-  if (row >= rows) {
-    return;
-  }
+__global__ void __launch_bounds__(kFoldWarps * 32)
+    decode_fold(const float* part_o, const float2* part_ml, flash::Heads<T> out, float* lse,
+                DecodeShape shape, float lse_unit) {
+  extern __shared__ float s_fold[];
+  float* s_w = s_fold;
+  float* s_acc = s_fold + shape.parts;
+  __shared__ float s_red[kFoldWarps];
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int64_t row = blockIdx.x;
   const int64_t group_index = row / shape.rows;
   const int r = static_cast<int>(row % shape.rows);
   const float2* ml = part_ml + group_index * shape.parts * shape.rows + r;
+
+  // The block's maximum and sum of a value per thread (every thread gets them).
+  auto block_fold = [&](float x, bool is_max) {
+    x = is_max ? warp_max(x) : warp_sum(x);
+    __syncthreads();  // s_red's previous use is over
+    if (lane == 0) {
+      s_red[warp] = x;
+    }
+    __syncthreads();
+    x = s_red[0];
+    for (int w = 1; w < kFoldWarps; ++w) {
+      x = is_max ? fmaxf(x, s_red[w]) : x + s_red[w];
+    }
+    return x;
+  };
   float m = -INFINITY;
-  for (int p = lane; p < shape.parts; p += 32) {
+  for (int p = threadIdx.x; p < shape.parts; p += blockDim.x) {
     m = fmaxf(m, ml[int64_t(p) * shape.rows].x);
   }
-  m = warp_max(m);
+  m = block_fold(m, true);
   const float base = m == -INFINITY ? 0.f : m;
   float sum = 0.f;
-  for (int p = lane; p < shape.parts; p += 32) {
+  for (int p = threadIdx.x; p < shape.parts; p += blockDim.x) {
     const float2 x = ml[int64_t(p) * shape.rows];
-    sum += x.y * exp2f(x.x - base);
+    const float w = exp2f(x.x - base);
+    s_w[p] = w;
+    sum += x.y * w;
   }
-  sum = warp_sum(sum);
+  sum = block_fold(sum, false);  // its barriers also publish s_w
+
   float acc[2 * kPairsPerLane] = {};
-  for (int p = 0; p < shape.parts; ++p) {
-    const float w = exp2f(ml[int64_t(p) * shape.rows].x - base);
+  for (int p = warp; p < shape.parts; p += kFoldWarps) {
+    const float w = s_w[p];
     if (w == 0.f) {  // the part saw no key of this row (the same for the whole warp)
       continue;
     }
@@ -232,6 +274,16 @@ __global__ void decode_fold(const float* part_o, const float2* part_ml, flash::H
       }
     }
   }
+#pragma unroll
+  for (int i = 0; i < kPairsPerLane; ++i) {
+    const int pair = lane + 32 * i;
+    s_acc[warp * kMaxDim + 2 * pair] = acc[2 * i];
+    s_acc[warp * kMaxDim + 2 * pair + 1] = acc[2 * i + 1];
+  }
+  __syncthreads();
+  if (warp != 0) {
+    return;
+  }
   const float inv = sum > 0.f ? 1.f / sum : 0.f;
   const int64_t b = group_index / shape.heads_kv;
   const int head = static_cast<int>(group_index % shape.heads_kv) * shape.group + r / shape.t_q;
@@ -241,7 +293,12 @@ __global__ void decode_fold(const float* part_o, const float2* part_ml, flash::H
   for (int i = 0; i < kPairsPerLane; ++i) {
     const int pair = lane + 32 * i;
     if (2 * pair < shape.dim) {
-      dst[pair] = flash::pack<T>(acc[2 * i] * inv, acc[2 * i + 1] * inv);
+      float x = 0.f, y = 0.f;
+      for (int w = 0; w < kFoldWarps; ++w) {
+        x += s_acc[w * kMaxDim + 2 * pair];
+        y += s_acc[w * kMaxDim + 2 * pair + 1];
+      }
+      dst[pair] = flash::pack<T>(x * inv, y * inv);
     }
   }
   if (lse != nullptr && lane == 0) {
@@ -262,10 +319,10 @@ void launch_decode(const array& q, const array& k, const array& v, array& out, f
   decode_parts<T, R><<<grid, kPartsPerBlock * 32, 0, stream()>>>(
       flash::heads_of<const T>(q), flash::heads_of<const T>(k), flash::heads_of<const T>(v), shape,
       scale * 1.4426950408889634f, part_o.as<float>(), part_ml.as<float2>());
-  decode_fold<T><<<static_cast<unsigned>((rows + kPartsPerBlock - 1) / kPartsPerBlock),
-                   kPartsPerBlock * 32, 0, stream()>>>(part_o.as<float>(), part_ml.as<float2>(),
-                                                       flash::heads_of<T>(out), lse, shape, rows,
-                                                       0.6931471805599453f);
+  const size_t fold_smem = sizeof(float) * (shape.parts + kFoldWarps * kMaxDim);
+  decode_fold<T><<<static_cast<unsigned>(rows), kFoldWarps * 32, fold_smem, stream()>>>(
+      part_o.as<float>(), part_ml.as<float2>(), flash::heads_of<T>(out), lse, shape,
+      0.6931471805599453f);
   check_launch("scaled_dot_product_attention (flash decoding)");
 }
 
