@@ -85,13 +85,18 @@ __global__ void reduce_rows(const In* in, Out* out, Acc* partial, ReduceParams p
   }
 }
 
-// Blocks of 32 threads x 8 lanes of the reduction; each thread folds kColumns neighbouring
-// outputs, with one vector load per row when they are adjacent in memory (`vector`), so that a
-// warp reads 512 contiguous bytes of fp32 per row instead of 128.
+// Lanes of the reduction per column block: 32 x 16 threads, so that enough rows are in flight
+// to reach the memory's bandwidth when there are few column blocks (a [16384, 4096] column sum
+// has 32 of them per split), and 16 lanes' partial results to fold at the end.
+constexpr int kColumnLanes = 16;
+
+// Blocks of 32 threads x kColumnLanes lanes of the reduction; each thread folds kColumns
+// neighbouring outputs, with one vector load per row when they are adjacent in memory
+// (`vector`), so that a warp reads 512 contiguous bytes of fp32 per row instead of 128.
 template <typename Op, typename In, typename Acc, typename Out>
 __global__ void reduce_columns(const In* in, Out* out, Acc* partial, ReduceParams p, int64_t chunk,
                                bool vector) {
-  __shared__ Acc shared[8][32 * kColumns + 1];
+  __shared__ Acc shared[kColumnLanes][32 * kColumns + 1];
   const int64_t k0 = (int64_t(blockIdx.x) * 32 + threadIdx.x) * kColumns;
   const int64_t r0 = blockIdx.y * chunk, r1 = min(p.R, r0 + chunk);
   Acc v[kColumns];
@@ -101,18 +106,24 @@ __global__ void reduce_columns(const In* in, Out* out, Acc* partial, ReduceParam
     v[j] = Op::template identity<Acc>();
     base[j] = k0 + j < p.K ? offset_of(k0 + j, p.kdim, p.kshape, p.kin) : -1;
   }
-  const bool simple = p.rdim == 1;
-  const int64_t rs = p.rin[0];
-#pragma unroll 4
-  for (int64_t r = r0 + threadIdx.y; r < r1; r += 8) {
-    const int64_t roff = simple ? r * rs : offset_of(r, p.rdim, p.rshape, p.rin);
-    if (vector && base[0] >= 0) {  // all of a thread's outputs exist, or none
-      ColumnVec<In> x = *reinterpret_cast<const ColumnVec<In>*>(in + base[0] + roff);
+  auto row_offset = [&](int64_t r) {
+    return p.rdim == 1 ? r * p.rin[0] : offset_of(r, p.rdim, p.rshape, p.rin);
+  };
+  if (vector) {
+    if (base[0] >= 0) {  // all of a thread's outputs exist, or none
+#pragma unroll 8         // independent loads in flight
+      for (int64_t r = r0 + threadIdx.y; r < r1; r += kColumnLanes) {
+        ColumnVec<In> x = *reinterpret_cast<const ColumnVec<In>*>(in + base[0] + row_offset(r));
 #pragma unroll
-      for (int j = 0; j < kColumns; ++j) {
-        v[j] = Op{}(v[j], Op::template load<Acc>(x.v[j]));
+        for (int j = 0; j < kColumns; ++j) {
+          v[j] = Op{}(v[j], Op::template load<Acc>(x.v[j]));
+        }
       }
-    } else if (!vector) {
+    }
+  } else {
+#pragma unroll 4
+    for (int64_t r = r0 + threadIdx.y; r < r1; r += kColumnLanes) {
+      const int64_t roff = row_offset(r);
 #pragma unroll
       for (int j = 0; j < kColumns; ++j) {
         if (base[j] >= 0) {
@@ -134,7 +145,7 @@ __global__ void reduce_columns(const In* in, Out* out, Acc* partial, ReduceParam
         break;
       }
       Acc t = v[j];
-      for (int y = 1; y < 8; ++y) {
+      for (int y = 1; y < kColumnLanes; ++y) {
         t = Op{}(t, shared[y][threadIdx.x * kColumns + j]);
       }
       if (partial != nullptr) {
@@ -217,8 +228,9 @@ void reduce_gpu(const array& in, array& out, const std::vector<int>& axes) {
   const int64_t blocks = (p.K + outputs_per_block - 1) / outputs_per_block;
   // Few outputs of long reductions: split the reduction so that the blocks fill the GPU once.
   // Not more: a second, mostly empty wave made column sums of [16384, 16384] 25% slower.
-  const int64_t wave = rows ? resident_blocks<reduce_rows<Op, In, Acc, Out>, 256>()
-                            : resident_blocks<reduce_columns<Op, In, Acc, Out>, 256>();
+  const int64_t wave = rows
+                           ? resident_blocks<reduce_rows<Op, In, Acc, Out>, 256>()
+                           : resident_blocks<reduce_columns<Op, In, Acc, Out>, 32 * kColumnLanes>();
   int64_t splits = 1;
   if (blocks < wave && p.R >= 4096) {
     splits = std::max<int64_t>(std::min<int64_t>(wave / blocks, p.R / (rows ? 2048 : 512)), 1);
@@ -231,7 +243,7 @@ void reduce_gpu(const array& in, array& out, const std::vector<int>& axes) {
   if (rows) {
     reduce_rows<Op, In, Acc, Out><<<grid, 256, 0, stream()>>>(src, dst, partial, p, chunk);
   } else {
-    reduce_columns<Op, In, Acc, Out><<<grid, dim3(32, 8), 0, stream()>>>(
+    reduce_columns<Op, In, Acc, Out><<<grid, dim3(32, kColumnLanes), 0, stream()>>>(
         src, dst, partial, p, chunk, columns_vectorize(p, src));
   }
   if (splits > 1) {
