@@ -44,8 +44,8 @@ fi
 # With pytest-xdist (the GPU machine has it) files run in parallel processes sharing the GPU,
 # one file per worker (--dist loadfile keeps a file's tests, and the distributed launcher's
 # ports, together); the stress suite and the fuzzer run alone afterwards so that their
-# summary counts are printed.
-serial="python/tests/test_stress.py python/tests/test_fuzz_ops.py"
+# summary counts are printed (SERIAL_TESTS= leaves them out when device time is short).
+serial=${SERIAL_TESTS-python/tests/test_stress.py python/tests/test_fuzz_ops.py}
 parallel=()
 if "$python" -c "import xdist" 2>/dev/null; then
   parallel=(-n "${PYTEST_WORKERS:-6}" --dist loadfile)
@@ -54,7 +54,7 @@ fi
 start=$(date +%s)
 PYTHONPATH=$PWD/python timeout ${PYTEST_TIMEOUT:-900} "$python" -m pytest -q --maxfail=40 -p no:cacheprovider "${parallel[@]}" python/tests ${PYTEST_ARGS:-} > "$out/pytest.log" 2>&1
 tail -25 "$out/pytest.log"
-if [ ${#parallel[@]} -gt 0 ]; then
+if [ ${#parallel[@]} -gt 0 ] && [ -n "$serial" ]; then
   PYTHONPATH=$PWD/python timeout ${PYTEST_TIMEOUT:-900} "$python" -m pytest -q -p no:cacheprovider $serial > "$out/pytest_serial.log" 2>&1
   tail -15 "$out/pytest_serial.log"
 fi
