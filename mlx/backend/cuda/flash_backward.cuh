@@ -109,22 +109,29 @@ __global__ void __launch_bounds__(kBlockThreads)
         shape.mask.present() || q0 + kRows > t_q || (shape.causal && k0 + kKeys - 1 > q0 + shift);
     for (int n = 0; n < kRows / 8; ++n) {
       for (int e = 0; e < 4; ++e) {
+        p[n][e] *= scale_log2;
+      }
+    }
+    if (shape.mask.present()) {
+      // This thread's keys' offsets (clamped to the last key: the keys past it get no
+      // gradient), then a row per score.
+      const int64_t mask_keys[2] = {shape.mask.offset(b, head, 0, min(key0, t_kv - 1)),
+                                    shape.mask.offset(b, head, 0, min(key0 + 8, t_kv - 1))};
+      shape.mask.add_to<T>(p, [&](int n, int e) {
+        return mask_keys[e / 2] + min(q0 + n * 8 + col + (e & 1), t_q - 1) * shape.mask.row;
+      });
+    }
+    for (int n = 0; n < kRows / 8; ++n) {
+      for (int e = 0; e < 4; ++e) {
         const int c = n * 8 + col + (e & 1);  // the query, within the tile
         float x;
         if (!masked) {
-          x = exp2f(p[n][e] * scale_log2 - lt[c]);
+          x = exp2f(p[n][e] - lt[c]);
         } else {
           const int row = q0 + c, key = key0 + (e / 2) * 8;
-          if (row >= t_q || key >= t_kv || (shape.causal && key > row + shift) ||
-              lt[c] == -INFINITY) {
-            x = 0.f;
-          } else {
-            float score = p[n][e] * scale_log2;
-            if (shape.mask.present()) {
-              score = shape.mask.apply<T>(score, shape.mask.row_offset(b, head, row), key);
-            }
-            x = exp2f(score - lt[c]);
-          }
+          const bool hidden = row >= t_q || key >= t_kv || (shape.causal && key > row + shift) ||
+                              lt[c] == -INFINITY;
+          x = hidden ? 0.f : exp2f(p[n][e] - lt[c]);
         }
         p[n][e] = x;
         ds[n][e] = x * (ds[n][e] - dt[c]);

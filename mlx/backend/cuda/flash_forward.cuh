@@ -25,20 +25,48 @@ struct ScoreMask {
 
   __host__ __device__ bool present() const { return kind != kNone; }
 
-  // The offset of (b, h, row) in elements, for at().
-  __device__ __forceinline__ int64_t row_offset(int64_t b, int64_t h, int r) const {
-    return b * batch + h * head + r * row;
+  // The element offset of (b, h, r, k).
+  __device__ __forceinline__ int64_t offset(int64_t b, int64_t h, int r, int k) const {
+    return b * batch + h * head + r * row + k * key;
   }
 
-  // x, a scaled score in base 2 (s * scale * log2(e)), under the mask at row_offset + key:
-  // -inf where a boolean mask is false, x + m * log2(e) for an additive m.
-  template <typename T>
-  __device__ __forceinline__ float apply(float x, int64_t offset, int k) const {
-    const int64_t i = offset + k * key;
+  // s[n][e] += the mask's term at offset(n, e), in base 2 as the scaled scores are: -inf where a
+  // boolean mask is false (else 0), m * log2(e) for an additive m. Every offset must lie within
+  // the mask (callers clamp rows and keys past the end; their scores are masked anyway).
+  template <typename T, int N, typename Offset>
+  __device__ __forceinline__ void add_to(float (&s)[N][4], Offset offset) const {
     if (kind == kKeep) {
-      return static_cast<const bool*>(data)[i] ? x : -INFINITY;
+      add_loaded<bool>(s, offset, [](bool keep) { return keep ? 0.f : -INFINITY; });
+    } else {
+      add_loaded<T>(s, offset, [](T m) { return static_cast<float>(m) * 1.4426950408889634f; });
     }
-    return fmaf(static_cast<float>(static_cast<const T*>(data)[i]), 1.4426950408889634f, x);
+  }
+
+ private:
+  // The loads of four accumulator blocks (16 elements) are all issued before the first is
+  // used, so that their latencies overlap instead of adding up.
+  template <typename M, int N, typename Offset, typename Term>
+  __device__ __forceinline__ void add_loaded(float (&s)[N][4], Offset offset, Term term) const {
+    constexpr int kBatch = 4;
+    const M* m = static_cast<const M*>(data);
+#pragma unroll
+    for (int n0 = 0; n0 < N; n0 += kBatch) {
+      M loaded[kBatch][4];
+#pragma unroll
+      for (int n = 0; n < kBatch; ++n) {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          loaded[n][e] = m[offset(n0 + n, e)];
+        }
+      }
+#pragma unroll
+      for (int n = 0; n < kBatch; ++n) {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          s[n0 + n][e] += term(loaded[n][e]);
+        }
+      }
+    }
   }
 };
 
@@ -122,8 +150,10 @@ __global__ void __launch_bounds__(kBlockThreads)
   float o[D / 8][4] = {};
   float row_max[2] = {-INFINITY, -INFINITY};
   float row_sum[2] = {0.f, 0.f};  // this thread's part; the row's four threads add up at the end
-  const int64_t mask_rows[2] = {shape.mask.row_offset(b, h, row0),
-                                shape.mask.row_offset(b, h, row0 + 8)};
+  // The mask's offsets of this thread's rows (clamped to the last row: the rows past it are
+  // never stored).
+  const int64_t mask_rows[2] = {shape.mask.offset(b, h, min(row0, t_q - 1), 0),
+                                shape.mask.offset(b, h, min(row0 + 8, t_q - 1), 0)};
 
   for (int j = 0; j < tiles; ++j) {
     wait_async();
@@ -155,16 +185,24 @@ __global__ void __launch_bounds__(kBlockThreads)
     // mask array covers, mask.
     const bool masked = shape.mask.present() || k0 + kKeys > t_kv ||
                         (shape.causal && k0 + kKeys - 1 > q0 + warp * 16 + shift);
+    for (int n = 0; n < kKeys / 8; ++n) {
+      for (int e = 0; e < 4; ++e) {
+        s[n][e] *= scale_log2;
+      }
+    }
+    if (shape.mask.present()) {
+      shape.mask.add_to<T>(s, [&](int n, int e) {
+        return mask_rows[e / 2] + min(k0 + n * 8 + col + (e & 1), t_kv - 1) * shape.mask.key;
+      });
+    }
     float step_max[2] = {-INFINITY, -INFINITY};
     for (int n = 0; n < kKeys / 8; ++n) {
       for (int e = 0; e < 4; ++e) {
-        float x = s[n][e] * scale_log2;
+        float x = s[n][e];
         if (masked) {
           const int key = k0 + n * 8 + col + (e & 1), row = row0 + (e / 2) * 8;
           if (key >= t_kv || (shape.causal && key > row + shift)) {
             x = -INFINITY;
-          } else if (shape.mask.present() && row < t_q) {
-            x = shape.mask.apply<T>(x, mask_rows[e / 2], key);
           }
         }
         s[n][e] = x;
