@@ -8,8 +8,9 @@
 // direct loop vectorized over channels. float16 / bfloat16 compute in float32. On AVX-512 CPUs
 // float32 convolutions whose shapes suit its register tiles go to the implicit GEMM of
 // conv_avx512.h instead (no im2col matrix). On CPUs with AVX512-BF16, bfloat16 convolutions
-// stay in bfloat16: that implicit GEMM where its runs hold whole pairs of values, else im2col
-// of bfloat16 and bf16_gemm (and pointwise ones bf16_gemm on the input), all into float32.
+// stay in bfloat16: that implicit GEMM where its runs hold whole pairs of values (float32 sums
+// rounded once into the output), else im2col of bfloat16 (or, pointwise, the input itself)
+// and bf16_gemm into float32.
 #include "mlx/primitives/conv.h"
 
 #include <algorithm>
@@ -281,18 +282,17 @@ bool is_grouped_direct(const Geometry& g) {
   return g.Og == 1 && g.G > 1 && g.Cg <= kDirectMaxGroupChannels;
 }
 
-// Whether a bfloat16 convolution (or weight derivative) keeps its operands in bfloat16, where
-// the CPU has AVX512-BF16: the implicit GEMM (use_own_conv_bf16), else the im2col and pointwise
-// paths with at least kBf16MinChannels per group: fewer make im2col rows of short runs, copied
-// a value at a time, while float32 reads the image in place (own_conv). 2 Zen 4 cores,
-// ResNet-50's conv1 (7x7/2, 3 -> 64 channels, batch 4): 7.6 ms this way, 5.7 ms through float32.
+// Whether a bfloat16 convolution (or weight derivative) that the implicit GEMM does not take
+// keeps its operands in bfloat16 for bf16_gemm: the im2col and pointwise paths, where the CPU
+// has AVX512-BF16, with at least kBf16MinChannels per group: fewer make im2col rows of short
+// runs, copied a value at a time, while float32 reads the image in place (own_conv). 2 Zen 4
+// cores, ResNet-50's conv1 (7x7/2, 3 -> 64 channels, batch 4): 7.6 ms this way, 5.7 ms through
+// float32.
 constexpr int64_t kBf16MinChannels = 16;
 
 bool bf16_operands(const Geometry& g, Dtype dtype) {
-  if (dtype != bfloat16 || !use_bf16_gemm() || is_depthwise(g) || is_grouped_direct(g)) {
-    return false;
-  }
-  return g.Cg >= kBf16MinChannels || (g.Cg > 0 && use_own_conv_bf16(g));
+  return dtype == bfloat16 && use_bf16_gemm() && g.Cg >= kBf16MinChannels && !is_depthwise(g) &&
+         !is_grouped_direct(g);
 }
 
 // Depthwise with a channel multiplier: one input channel and several output channels per
@@ -321,7 +321,7 @@ void with_repeated_channels(const Geometry& g, const float* in, F&& f) {
 }
 
 // out = the convolution, O being T or float32 for bfloat16 operands (bf16_operands: then only
-// the implicit GEMM and the GEMM paths are reached).
+// the GEMM paths are reached).
 template <typename T, typename O>
 void convolve(const ConvParams& p, const Geometry& g, const T* in, const T* wt, O* out) {
   if constexpr (std::is_same_v<T, float>) {
@@ -335,12 +335,6 @@ void convolve(const ConvParams& p, const Geometry& g, const T* in, const T* wt, 
       return;
     }
     if (g.Cg > 0 && use_own_conv(g)) {
-      own_conv(g, in, wt, out);
-      return;
-    }
-  }
-  if constexpr (std::is_same_v<T, bfloat16_t>) {
-    if (use_own_conv_bf16(g)) {
       own_conv(g, in, wt, out);
       return;
     }
@@ -403,6 +397,15 @@ void Convolution::eval_cpu(const std::vector<array>& inputs, array& out) {
     return;
   }
   Geometry g = make_geometry(params_, inputs[0], inputs[1], out);
+  if (out.dtype() == bfloat16 && g.Cg > 0 && use_own_conv_bf16(g)) {
+    // Operands read in bfloat16 and the output rounded from the kernel's float32 sums: no
+    // float32 pass over either.
+    std::optional<array> in_copy, wt_copy;
+    own_conv(g, row_contiguous(inputs[0], bfloat16, in_copy).data<bfloat16_t>(),
+             row_contiguous(inputs[1], bfloat16, wt_copy).data<bfloat16_t>(),
+             out.data<bfloat16_t>());
+    return;
+  }
   const bool bf16 = bf16_operands(g, out.dtype());
   eval_accumulated(inputs[0], inputs[1], out, bf16, [&](const auto* in, const auto* wt, auto* o) {
     convolve(params_, g, in, wt, o);

@@ -20,6 +20,7 @@
 #include <algorithm>
 #include <cstring>
 #include <optional>
+#include <type_traits>
 #include <vector>
 
 #include "mlx/backend/cpu/gemm_avx512.h"
@@ -210,14 +211,35 @@ struct Bfloat16Ops {
   }
 };
 
-// C[:mr, :nr] (+)= the kMR pixels at rows[] times the packed B rows pb, over `runs` runs of
-// lens[t] values at rows[r] + offs[t]. Rows past mr repeat rows[0] and are not stored. Compiled
-// with AVX512-BF16 for both types; the float32 instance holds no BF16 instruction, so it runs
-// on any AVX-512 CPU.
-template <typename Ops, typename T = typename Ops::T>
+// The 16 values of v rounded to bfloat16 bits as float_to_bfloat_bits does (to nearest even,
+// NaN kept quiet).
+MLX_TARGET_AVX512 __m256i round_to_bfloat16(__m512 v) {
+  const __m512i x = _mm512_castps_si512(v);
+  const __m512i high = _mm512_srli_epi32(x, 16);
+  const __m512i bias =
+      _mm512_add_epi32(_mm512_set1_epi32(0x7fff), _mm512_and_si512(high, _mm512_set1_epi32(1)));
+  __m512i r = _mm512_srli_epi32(_mm512_add_epi32(x, bias), 16);
+  const __mmask16 nan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+  r = _mm512_mask_or_epi32(r, nan, high, _mm512_set1_epi32(0x40));
+  return _mm512_cvtepi32_epi16(r);
+}
+
+// Stores the lanes of m of v at c: float32, or rounded to bfloat16.
+MLX_TARGET_AVX512 void store_lanes(float* c, __mmask16 m, __m512 v) {
+  _mm512_mask_storeu_ps(c, m, v);
+}
+MLX_TARGET_AVX512 void store_lanes(uint16_t* c, __mmask16 m, __m512 v) {
+  _mm256_mask_storeu_epi16(c, m, round_to_bfloat16(v));
+}
+
+// C[:mr, :nr] = partial sums (float32 at `sums` with C's strides, or none) + the kMR pixels at
+// rows[] times the packed B rows pb, over `runs` runs of lens[t] values at rows[r] + offs[t].
+// Rows past mr repeat rows[0] and are not stored. Compiled with AVX512-BF16 for both types;
+// the float32 instance holds no BF16 instruction, so it runs on any AVX-512 CPU.
+template <typename Ops, typename Out, typename T = typename Ops::T>
 MLX_TARGET_AVX512_BF16 void micro_kernel(const T* const* rows, int mr, const int64_t* offs,
                                          const int64_t* lens, int64_t runs, const T* __restrict pb,
-                                         float* c, int64_t ldc, int nr, bool accumulate) {
+                                         const float* sums, Out* c, int64_t ldc, int nr) {
   constexpr int kStep = Ops::kStep;
   __m512 c0[kMR], c1[kMR];
 #pragma GCC unroll 12
@@ -249,14 +271,13 @@ MLX_TARGET_AVX512_BF16 void micro_kernel(const T* const* rows, int mr, const int
 #pragma GCC unroll 12
   for (int r = 0; r < kMR; ++r) {
     if (r < mr) {
-      float* row = c + r * ldc;
       __m512 x0 = c0[r], x1 = c1[r];
-      if (accumulate) {
-        x0 = _mm512_add_ps(x0, _mm512_maskz_loadu_ps(m0, row));
-        x1 = _mm512_add_ps(x1, _mm512_maskz_loadu_ps(m1, row + 16));
+      if (sums) {
+        x0 = _mm512_add_ps(x0, _mm512_maskz_loadu_ps(m0, sums + r * ldc));
+        x1 = _mm512_add_ps(x1, _mm512_maskz_loadu_ps(m1, sums + r * ldc + 16));
       }
-      _mm512_mask_storeu_ps(row, m0, x0);
-      _mm512_mask_storeu_ps(row + 16, m1, x1);
+      store_lanes(c + r * ldc, m0, x0);
+      store_lanes(c + r * ldc + 16, m1, x1);
     }
   }
 }
@@ -270,8 +291,9 @@ int64_t pixel_offset(const ConvGeometry& g, const Plan& p, int64_t m) {
          g.C;
 }
 
-template <typename Ops, typename T = typename Ops::T>
-void implicit_gemm(const ConvGeometry& g, const T* in, const T* wt, float* out) {
+// out = the convolution, Out being float32, or bfloat16 rounded once from float32 sums.
+template <typename Ops, typename Out, typename T = typename Ops::T>
+void implicit_gemm(const ConvGeometry& g, const T* in, const T* wt, Out* out) {
   const Plan p = make_plan(g, kDepth<T>, Ops::kStep);
   const T* img = in;
   std::optional<Scratch<T>> padded;
@@ -294,6 +316,15 @@ void implicit_gemm(const ConvGeometry& g, const T* in, const T* wt, float* out) 
                ceil_div(8 * threads, row_blocks)),
       1, col_panels);
   Scratch<T> pb(KC * col_panels * kNR);
+  // The sums over every block of runs but the last: in the output itself where it is float32.
+  std::optional<Scratch<float>> sums_buffer;
+  float* sums = nullptr;
+  if constexpr (std::is_same_v<Out, float>) {
+    sums = out;
+  } else if (p.blocks.size() > 2) {
+    sums_buffer.emplace(M * g.O);
+    sums = sums_buffer->data();
+  }
   for (int64_t grp = 0; grp < g.G; ++grp) {
     pack_weights(g, wt, grp, pb.data());
     parallel_for(row_blocks * col_parts, 1, [&](int64_t t0, int64_t t1) {
@@ -311,13 +342,23 @@ void implicit_gemm(const ConvGeometry& g, const T* in, const T* wt, float* out) 
         int64_t k0 = 0;  // B's first row for the block
         for (size_t blk = 0; blk + 1 < p.blocks.size(); ++blk) {
           const int64_t tb = p.blocks[blk], te = p.blocks[blk + 1];
+          const bool last = blk + 2 == p.blocks.size();
           for (int64_t m = m0; m < m1; m += kMR) {
             const int mr = static_cast<int>(std::min<int64_t>(kMR, m1 - m));
             for (int64_t q = q0; q < q1; ++q) {
               const int nr = static_cast<int>(std::min<int64_t>(kNR, g.Og - q * kNR));
               const T* b = pb.data() + (q * KC + k0) * kNR;
-              micro_kernel<Ops>(rows + (m - m0), mr, p.run_off.data() + tb, p.run_len.data() + tb,
-                                te - tb, b, out + m * g.O + grp * g.Og + q * kNR, g.O, nr, blk > 0);
+              const int64_t tile = m * g.O + grp * g.Og + q * kNR;
+              const float* before = blk > 0 ? sums + tile : nullptr;
+              const auto run = [&](auto* c) {
+                micro_kernel<Ops>(rows + (m - m0), mr, p.run_off.data() + tb, p.run_len.data() + tb,
+                                  te - tb, b, before, c + tile, g.O, nr);
+              };
+              if (last) {
+                run(out);
+              } else {
+                run(sums);
+              }
             }
           }
           k0 += p.blocks_depth[blk];
@@ -343,9 +384,10 @@ void own_conv(const ConvGeometry& g, const float* in, const float* wt, float* ou
   implicit_gemm<Float32Ops>(g, in, wt, out);
 }
 
-void own_conv(const ConvGeometry& g, const bfloat16_t* in, const bfloat16_t* wt, float* out) {
+void own_conv(const ConvGeometry& g, const bfloat16_t* in, const bfloat16_t* wt, bfloat16_t* out) {
   implicit_gemm<Bfloat16Ops>(g, reinterpret_cast<const uint16_t*>(in),
-                             reinterpret_cast<const uint16_t*>(wt), out);
+                             reinterpret_cast<const uint16_t*>(wt),
+                             reinterpret_cast<uint16_t*>(out));
 }
 
 }  // namespace mlx::core::cpu

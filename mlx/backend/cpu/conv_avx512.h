@@ -19,8 +19,8 @@ bool use_own_conv(const ConvGeometry& g);
 bool use_own_conv_bf16(const ConvGeometry& g);
 
 // out (N * X, O) = the convolution of in (N, S, C) with wt (O, K, Cg), all row-contiguous; a
-// bfloat16 convolution's sums stay float32 (the caller rounds them once).
+// bfloat16 output is rounded once from float32 sums.
 void own_conv(const ConvGeometry& g, const float* in, const float* wt, float* out);
-void own_conv(const ConvGeometry& g, const bfloat16_t* in, const bfloat16_t* wt, float* out);
+void own_conv(const ConvGeometry& g, const bfloat16_t* in, const bfloat16_t* wt, bfloat16_t* out);
 
 }  // namespace mlx::core::cpu
