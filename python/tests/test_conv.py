@@ -288,6 +288,8 @@ BF16_CASES = [
     ((2, 6, 7, 5), (17, 3, 3, 5), dict(padding=[1, 1])),  # odd runs: another path
     ((1, 3, 5, 300), (40, 1, 3, 300), dict(padding=[0, 1])),  # runs over two passes
     ((1, 1, 1, 8), (16, 3, 3, 8), dict(padding=[1, 1])),  # one output pixel
+    ((1, 8, 8, 2), (16, 3, 3, 2), dict(kernel_dilation=[2, 2], padding=[2, 2])),  # runs of 2
+    ((2, 9, 9, 16), (16, 3, 3, 16), dict(stride=[2, 2], padding=[1, 1])),  # dw: runs of 2
     ((1, 9, 16), (24, 3, 16), dict(stride=[2], padding=[1])),  # 1-D, batch 1
     ((2, 4, 5, 4, 8), (16, 2, 3, 2, 8), dict(stride=[1, 2, 1], padding=[1, 0, 1])),  # 3-D
 ]
@@ -313,6 +315,23 @@ def test_bfloat16_kernel_values_and_gradients(xs, ws, kw):
         assert got.dtype == mx.bfloat16
         np.testing.assert_allclose(np.array(got.astype(mx.float32)), ref, rtol=1e-2,
                                    atol=1e-2 * np.abs(ref).max())
+
+
+def test_bfloat16_kernel_keeps_nan_and_inf():
+    # The kernel rounds its float32 sums to bfloat16 itself: NaN and infinity reach exactly the
+    # outputs whose windows read them.
+    x = bf16_values(rand(1, 6, 6, 16))
+    x[0, 1, 1, 3], x[0, 4, 4, 5] = np.nan, np.inf
+    w = np.abs(bf16_values(rand(24, 3, 3, 16))) + 0.25
+    out = mx.conv2d(mx.array(x, dtype=mx.bfloat16), mx.array(w, dtype=mx.bfloat16), padding=1)
+    got = np.array(out.astype(mx.float32))
+    expected = ref_conv(np.nan_to_num(x, nan=0.0, posinf=0.0), w, lo=[1, 1])
+    nan, inf = np.zeros((6, 6), bool), np.zeros((6, 6), bool)
+    nan[0:3, 0:3] = True
+    inf[3:6, 3:6] = True
+    assert np.isnan(got[0][nan]).all() and np.isposinf(got[0][inf]).all()
+    np.testing.assert_allclose(got[0][~nan & ~inf], expected[0][~nan & ~inf], rtol=1e-2,
+                               atol=1e-2 * np.abs(expected).max())
 
 
 def ref_depthwise_grads(x, w, dy, stride=None, lo=None, hi=None, kdil=None, idil=None,
