@@ -274,6 +274,66 @@ def test_float32_kernel_non_contiguous():
     close(mx.conv2d(xs, mx.array(w1, dtype=mx.float32)), ref_conv(np.array(xs), w1), 1e-4, 1e-4)
 
 
+# Shapes for the bfloat16 implicit GEMM (AVX512-BF16 CPUs; elsewhere im2col or float32): runs
+# of whole pairs of values, channel counts off the 16-lane tile (odd ones where a row of taps
+# makes the run even), every option. The derivatives are convolutions too (a flipped kernel
+# over the cotangent; the batch as the channels of the weight's).
+BF16_CASES = [
+    ((2, 9, 8, 18), (20, 3, 3, 18), dict(padding=[1, 1])),
+    ((1, 11, 10, 24), (16, 3, 3, 24), dict(stride=[2, 2], padding=([1, 0], [2, 1]))),
+    ((2, 10, 10, 10), (32, 3, 3, 10), dict(kernel_dilation=[2, 2], padding=[2, 2])),
+    ((2, 7, 6, 32), (48, 3, 3, 16), dict(groups=2, padding=[1, 1], flip=True)),
+    ((1, 6, 5, 16), (20, 3, 3, 16), dict(input_dilation=[2, 2], padding=[1, 1])),
+    ((2, 6, 7, 5), (17, 2, 2, 5), dict(padding=[1, 1])),  # odd channels, even rows of taps
+    ((2, 6, 7, 5), (17, 3, 3, 5), dict(padding=[1, 1])),  # odd runs: another path
+    ((1, 3, 5, 300), (40, 1, 3, 300), dict(padding=[0, 1])),  # runs over two passes
+    ((1, 1, 1, 8), (16, 3, 3, 8), dict(padding=[1, 1])),  # one output pixel
+    ((1, 8, 8, 2), (16, 3, 3, 2), dict(kernel_dilation=[2, 2], padding=[2, 2])),  # runs of 2
+    ((2, 9, 9, 16), (16, 3, 3, 16), dict(stride=[2, 2], padding=[1, 1])),  # dw: runs of 2
+    ((1, 9, 16), (24, 3, 16), dict(stride=[2], padding=[1])),  # 1-D, batch 1
+    ((2, 4, 5, 4, 8), (16, 2, 3, 2, 8), dict(stride=[1, 2, 1], padding=[1, 0, 1])),  # 3-D
+]
+
+
+def bf16_values(a):
+    """a rounded to bfloat16, as float64."""
+    return np.array(mx.array(a, dtype=mx.bfloat16).astype(mx.float32), dtype=np.float64)
+
+
+@pytest.mark.parametrize("xs,ws,kw", BF16_CASES)
+def test_bfloat16_kernel_values_and_gradients(xs, ws, kw):
+    # Operands exact in bfloat16, so only the sums' order and the outputs' rounding differ from
+    # float64 (the reference derivatives: float64 convolutions, checked by finite differences).
+    x, w = bf16_values(rand(*xs)), bf16_values(rand(*ws))
+    expected = ref_conv(x, w, **general_args(kw, len(xs) - 2))
+    dy = bf16_values(rand(*expected.shape))
+    f = lambda a, b: mx.conv_general(a, b, **kw)
+    bf = lambda a: mx.array(a, dtype=mx.bfloat16)
+    (out,), (dx, dw) = mx.vjp(f, [bf(x), bf(w)], [bf(dy)])
+    _, (dx64, dw64) = mx.vjp(f, [arr64(x), arr64(w)], [arr64(dy)])
+    for got, ref in [(out, expected), (dx, np.array(dx64)), (dw, np.array(dw64))]:
+        assert got.dtype == mx.bfloat16
+        np.testing.assert_allclose(np.array(got.astype(mx.float32)), ref, rtol=1e-2,
+                                   atol=1e-2 * np.abs(ref).max())
+
+
+def test_bfloat16_kernel_keeps_nan_and_inf():
+    # The kernel rounds its float32 sums to bfloat16 itself: NaN and infinity reach exactly the
+    # outputs whose windows read them.
+    x = bf16_values(rand(1, 6, 6, 16))
+    x[0, 1, 1, 3], x[0, 4, 4, 5] = np.nan, np.inf
+    w = np.abs(bf16_values(rand(24, 3, 3, 16))) + 0.25
+    out = mx.conv2d(mx.array(x, dtype=mx.bfloat16), mx.array(w, dtype=mx.bfloat16), padding=1)
+    got = np.array(out.astype(mx.float32))
+    expected = ref_conv(np.nan_to_num(x, nan=0.0, posinf=0.0), w, lo=[1, 1])
+    nan, inf = np.zeros((6, 6), bool), np.zeros((6, 6), bool)
+    nan[0:3, 0:3] = True
+    inf[3:6, 3:6] = True
+    assert np.isnan(got[0][nan]).all() and np.isposinf(got[0][inf]).all()
+    np.testing.assert_allclose(got[0][~nan & ~inf], expected[0][~nan & ~inf], rtol=1e-2,
+                               atol=1e-2 * np.abs(expected).max())
+
+
 def ref_depthwise_grads(x, w, dy, stride=None, lo=None, hi=None, kdil=None, idil=None,
                         flip=False):
     """The exact derivatives (dx, dw) of sum(dy * depthwise conv(x, w)) in float64: each tap

@@ -7,8 +7,10 @@
 // kernels (conv_depthwise.h), other groups of one output channel and few input channels a
 // direct loop vectorized over channels. float16 / bfloat16 compute in float32. On AVX-512 CPUs
 // float32 convolutions whose shapes suit its register tiles go to the implicit GEMM of
-// conv_avx512.h instead (no im2col matrix). On CPUs with AVX512-BF16, bfloat16 im2col and
-// pointwise convolutions stay in bfloat16 (im2col of bfloat16, bf16_gemm into float32).
+// conv_avx512.h instead (no im2col matrix). On CPUs with AVX512-BF16, bfloat16 convolutions
+// stay in bfloat16: that implicit GEMM where its runs hold whole pairs of values (float32 sums
+// rounded once into the output), else im2col of bfloat16 (or, pointwise, the input itself)
+// and bf16_gemm into float32.
 #include "mlx/primitives/conv.h"
 
 #include <algorithm>
@@ -280,11 +282,12 @@ bool is_grouped_direct(const Geometry& g) {
   return g.Og == 1 && g.G > 1 && g.Cg <= kDirectMaxGroupChannels;
 }
 
-// Whether a bfloat16 convolution (or weight derivative) keeps its operands in bfloat16 for
-// bf16_gemm: the im2col and pointwise paths, where the CPU has AVX512-BF16, with at least
-// kBf16MinChannels per group: fewer make im2col rows of short runs, copied a value at a time,
-// while float32 reads the image in place (own_conv). 2 Zen 4 cores, ResNet-50's conv1 (7x7/2,
-// 3 -> 64 channels, batch 4): 7.6 ms this way, 5.7 ms through float32.
+// Whether a bfloat16 convolution (or weight derivative) that the implicit GEMM does not take
+// keeps its operands in bfloat16 for bf16_gemm: the im2col and pointwise paths, where the CPU
+// has AVX512-BF16, with at least kBf16MinChannels per group: fewer make im2col rows of short
+// runs, copied a value at a time, while float32 reads the image in place (own_conv). 2 Zen 4
+// cores, ResNet-50's conv1 (7x7/2, 3 -> 64 channels, batch 4): 7.6 ms this way, 5.7 ms through
+// float32.
 constexpr int64_t kBf16MinChannels = 16;
 
 bool bf16_operands(const Geometry& g, Dtype dtype) {
@@ -394,6 +397,15 @@ void Convolution::eval_cpu(const std::vector<array>& inputs, array& out) {
     return;
   }
   Geometry g = make_geometry(params_, inputs[0], inputs[1], out);
+  if (out.dtype() == bfloat16 && g.Cg > 0 && use_own_conv_bf16(g)) {
+    // Operands read in bfloat16 and the output rounded from the kernel's float32 sums: no
+    // float32 pass over either.
+    std::optional<array> in_copy, wt_copy;
+    own_conv(g, row_contiguous(inputs[0], bfloat16, in_copy).data<bfloat16_t>(),
+             row_contiguous(inputs[1], bfloat16, wt_copy).data<bfloat16_t>(),
+             out.data<bfloat16_t>());
+    return;
+  }
   const bool bf16 = bf16_operands(g, out.dtype());
   eval_accumulated(inputs[0], inputs[1], out, bf16, [&](const auto* in, const auto* wt, auto* o) {
     convolve(params_, g, in, wt, o);

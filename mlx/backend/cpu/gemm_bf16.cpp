@@ -17,23 +17,10 @@
 
 namespace mlx::core::cpu {
 
-namespace {
-
-constexpr int kMR = kGemmMR;
-constexpr int kNR = kGemmNR;
-// The same bytes as own_gemm's blocks: a kKC x kNR panel of B is 32 KiB (L1), an mc x kKC
-// block of A at most 384 KiB (L2), a kKC x kNC slice of B 4 MiB (L3). kKC is even.
-constexpr int64_t kKC = 512;
-constexpr int64_t kMC = kGemmMC;
-constexpr int64_t kNC = 128 * kNR;
-constexpr double kMinParallelFlops = 1 << 22;
-constexpr int64_t kSplitKMaxRows = 256;
-
-// One packed panel of ceil(kc / 2) steps of W words: word v of step p holds elements k = 2p
-// and 2p + 1 of lane v, element (v, k) read from src[v * s_v + k * s_k]; zeros for v >= n and
-// k >= kc. Lanes contiguous along K (s_k == 1: A row-major, B transposed) are a transpose of
-// 32-bit words, 16 x 16 at a time in registers; lanes adjacent to each other (s_v == 1) pair
-// two rows of K by a 16-bit permute; other strides and the tails go one value at a time.
+// pack_pairs (gemm_bf16.h): lanes contiguous along K (s_k == 1: A row-major, B transposed) are a
+// transpose of 32-bit words, 16 x 16 at a time in registers; lanes adjacent to each other
+// (s_v == 1) pair two rows of K by a 16-bit permute; other strides and the tails go one value at
+// a time.
 template <int W>
 MLX_TARGET_AVX512 void pack_pairs(const uint16_t* src, int64_t s_v, int64_t s_k, int64_t n,
                                   int64_t kc, uint16_t* dst) {
@@ -93,6 +80,20 @@ MLX_TARGET_AVX512 void pack_pairs(const uint16_t* src, int64_t s_v, int64_t s_k,
     }
   }
 }
+
+template void pack_pairs<kGemmNR>(const uint16_t*, int64_t, int64_t, int64_t, int64_t, uint16_t*);
+
+namespace {
+
+constexpr int kMR = kGemmMR;
+constexpr int kNR = kGemmNR;
+// The same bytes as own_gemm's blocks: a kKC x kNR panel of B is 32 KiB (L1), an mc x kKC
+// block of A at most 384 KiB (L2), a kKC x kNC slice of B 4 MiB (L3). kKC is even.
+constexpr int64_t kKC = 512;
+constexpr int64_t kMC = kGemmMC;
+constexpr int64_t kNC = 128 * kNR;
+constexpr double kMinParallelFlops = 1 << 22;
+constexpr int64_t kSplitKMaxRows = 256;
 
 struct Operand {
   const uint16_t* p;

@@ -21,6 +21,14 @@ bool bf16_gemm_supported();
 // MLX_CPU_GEMM=blas asks for the float32 path (conversion, then the float32 GEMM).
 bool use_bf16_gemm();
 
+// Packs one panel of W lanes for the micro-kernels: ceil(kc / 2) steps of W 32-bit words, word
+// v of step p holding elements k = 2p and 2p + 1 of lane v, element (v, k) read from
+// src[v * s_v + k * s_k]; zeros for v >= n and k >= kc. Instantiated for W = kGemmNR (the
+// packed B of bf16_gemm and of the bfloat16 implicit-GEMM convolution).
+template <int W>
+MLX_TARGET_AVX512 void pack_pairs(const uint16_t* src, int64_t s_v, int64_t s_k, int64_t n,
+                                  int64_t kc, uint16_t* dst);
+
 // C (M x N, float32, row-major, ldc) = alpha A B + beta C for bfloat16 A (M x K) with element
 // (i, k) at a[i * a_sr + k * a_sc] and B (K x N) with element (k, j) at b[k * b_sr + j * b_sc]
 // (any strides: transposed operands are read as they are). beta == 0 never reads C. Threads
