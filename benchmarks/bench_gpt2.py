@@ -13,7 +13,9 @@ of the same Python version. Results also go to $OUT/bench_gpt2.json when $OUT is
 Timing, the same on both sides: wall clock of --inner calls followed by a wait for the device
 (mx.eval + mx.synchronize; torch.cuda.synchronize), divided by --inner; the median of --iters
 such batches after --warmup. The training step: --steps steps after --warmup, one wait at the
-end (ours evaluates loss and state at every step, as a training loop must).
+end (ours evaluates loss and state at every step, as a training loop must). With --pipelined,
+ours queues each step (mx.async_eval) and waits for the one before it, so that the next step's
+graph is built while the device runs this one, as PyTorch's loop launches ahead of its device.
 
 Figures: bandwidth = bytes read + written (x in, y out, bf16) / time. Attention FLOPs, causal
 (half the score matrix): forward 4 B H T^2 D / 2 (Q K^T and P V); forward + backward 3.5 times
@@ -106,7 +108,7 @@ class Ours:
         grad = mx.grad(lambda q, k, v: fwd(q, k, v).astype(mx.float32).sum(), argnums=(0, 1, 2))
         return lambda: fwd(q, k, v), lambda: grad(q, k, v)
 
-    def train(self, cfg, compiled, idx, tgt, steps, warmup):
+    def train(self, cfg, compiled, idx, tgt, steps, warmup, pipelined=False):
         import gpt2_model
 
         mx = self.mx
@@ -118,9 +120,17 @@ class Ours:
         mx.synchronize()
         mx.reset_peak_memory()
         start = time.perf_counter()
+        previous = None
         for _ in range(steps):
             loss = step(idx, tgt)
-            mx.eval(loss, state)
+            if pipelined:
+                mx.async_eval(loss, state)
+                if previous is not None:
+                    mx.eval(previous)  # at most two steps in flight
+                previous = loss
+            else:
+                mx.eval(loss, state)
+        mx.eval(loss, state)
         mx.synchronize()
         return (time.perf_counter() - start) / steps, mx.get_peak_memory(), loss.item()
 
@@ -163,7 +173,7 @@ class Torch:
 
         return fwd, fwd_bwd
 
-    def train(self, cfg, compiled, idx, tgt, steps, warmup):
+    def train(self, cfg, compiled, idx, tgt, steps, warmup, pipelined=False):
         import gpt2_model
 
         torch = self.torch
@@ -202,7 +212,8 @@ def measure(lib, row, args):
     rng = np.random.default_rng(0)
     idx, tgt = (rng.integers(0, cfg.vocab, (cfg.batch, cfg.context)).astype(np.int32)
                 for _ in range(2))
-    dt, peak, loss = lib.train(cfg, row == "gpt2_compiled", idx, tgt, args.steps, args.warmup)
+    dt, peak, loss = lib.train(cfg, row == "gpt2_compiled", idx, tgt, args.steps, args.warmup,
+                               args.pipelined)
     out = {"tokens/s": cfg.batch * cfg.context / dt, "ms/step": dt * 1e3}
     out["peak GiB"] = None if peak is None else peak / 2**30
     if not lib.gpu:  # the process's high-water mark (ru_maxrss is in KiB on Linux)
@@ -260,6 +271,8 @@ def main():
     p.add_argument("--inner", type=int, default=5, help="kernel calls per timed batch")
     p.add_argument("--torch-python", default=sys.executable, help="interpreter with PyTorch")
     p.add_argument("--ours-only", action="store_true", help="leave PyTorch's column empty")
+    p.add_argument("--pipelined", action="store_true",
+                   help="our training steps queued with async_eval, two in flight")
     p.add_argument("--row-timeout", type=float, default=300, help="seconds per worker")
     p.add_argument("--json", default=None, help="also write the results to this file")
     p.add_argument("--worker", choices=["ours", "torch"], help=argparse.SUPPRESS)
@@ -288,7 +301,7 @@ def main():
                   gpt2_compiled=f"{model}: mx.compile / torch.compile")
     forward = ["--device", args.device, "--steps", str(args.steps), "--warmup", str(args.warmup),
                "--iters", str(args.iters), "--inner", str(args.inner)] + \
-        (["--tiny"] if args.tiny else [])
+        (["--tiny"] if args.tiny else []) + (["--pipelined"] if args.pipelined else [])
     results, meta = {}, {}
     for row in rows:
         results[row] = {}
