@@ -31,6 +31,20 @@ def cuda_timeit(torch, fn, min_time=0.3, max_reps=30):
     return timeit(step, min_time, max_reps)
 
 
+def per_call(fn, sync, min_time=0.2):
+    """Seconds per call of fn() queued back to back (at least 10 calls and min_time seconds
+    after 3 warm-up calls), sync() waiting for the device after the last."""
+    for _ in range(3):
+        fn()
+    sync()
+    n, start = 0, time.perf_counter()
+    while time.perf_counter() - start < min_time or n < 10:
+        fn()
+        n += 1
+    sync()
+    return (time.perf_counter() - start) / n
+
+
 def run_worker(python, library, script=__file__, threads=None, pythonpath="", args=(),
                timeout=None):
     """The results of `script`'s worker, or None when `python` cannot run it (no PyTorch), it

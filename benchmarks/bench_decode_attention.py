@@ -6,26 +6,18 @@ MLX_SDPA_DECODE=0 measures our flash kernels on the same calls instead of the de
     python3 benchmarks/bench_decode_attention.py
 """
 import math
-import time
+import os
+import sys
 
 import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_common import per_call  # noqa: E402
 
 # (batch, query heads, cache heads, head dim, cache length)
 CASES = [(1, 32, 8, 128, 1024), (1, 32, 8, 128, 4096), (1, 32, 8, 128, 16384),
          (1, 32, 8, 128, 65536), (8, 32, 8, 128, 4096), (8, 32, 8, 128, 16384),
          (1, 32, 32, 128, 16384), (16, 12, 12, 64, 1024), (1, 64, 8, 128, 8192)]
-
-
-def per_call(fn, sync, min_time=0.2):
-    for _ in range(3):
-        fn()
-    sync()
-    n, start = 0, time.perf_counter()
-    while time.perf_counter() - start < min_time or n < 10:
-        fn()
-        n += 1
-    sync()
-    return (time.perf_counter() - start) / n
 
 
 def ours(case, arrays):

@@ -8,23 +8,15 @@ mask in place; the peak memory column shows that the [T, T] scores are never sto
     python3 benchmarks/bench_masked_attention.py
 """
 import math
-import time
+import os
+import sys
 
 import numpy as np
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_common import per_call  # noqa: E402
+
 B, H, T, D = 8, 12, 1024, 64
-
-
-def per_call(fn, sync, min_time=0.3):
-    for _ in range(3):
-        fn()
-    sync()
-    n, start = 0, time.perf_counter()
-    while time.perf_counter() - start < min_time or n < 10:
-        fn()
-        n += 1
-    sync()
-    return (time.perf_counter() - start) / n
 
 
 def masks():
