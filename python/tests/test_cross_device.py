@@ -985,17 +985,20 @@ def test_fused_attention_lse_under_vmap_of_grad():
                 assert np.abs(g - p).max() / scale < 2e-2, (in_axes, name, i)
 
 
-def test_flash_kernels_without_cudnn():
-    """Where cuDNN takes the fused passes, the flash kernels (the fallback) still pass the fused
-    attention tests of this file when cuDNN is switched off."""
+@pytest.mark.parametrize("switch", ["MLX_SDPA_CUDNN=0", "MLX_SDPA_CUDNN_AUTOTUNE=1"])
+def test_fused_attention_tests_under_cudnn_switches(switch):
+    """Where cuDNN takes the fused passes, the fused attention tests of this file still pass with
+    cuDNN switched off (the flash kernels, the fallback) and with every plan of cuDNN's
+    heuristics built and the fastest kept (autotuned on each geometry's first call)."""
     paths = attention_paths(lambda *a: mx.fast.scaled_dot_product_attention(
         *a, scale=0.125, stream=mx.gpu), *(sample((1, 2, 8, 64), mx.float16, s) for s in (1, 2, 3)))
     if "ScaledDotProductAttention:cudnn" not in paths:
         pytest.skip("cuDNN's fused attention is not in use: the other tests ran the flash kernels")
-    env = dict(os.environ, MLX_SDPA_CUDNN="0")
+    name, value = switch.split("=")
+    env = dict(os.environ, **{name: value})
     out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", __file__,
-                          "-k", "fused_attention"], env=env, capture_output=True, text=True,
-                         timeout=600)
+                          "-k", "fused_attention and not switches"], env=env, capture_output=True,
+                         text=True, timeout=600)
     assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-2000:]
     assert " passed" in out.stdout and " failed" not in out.stdout, out.stdout[-2000:]
 
