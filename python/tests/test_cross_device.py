@@ -710,8 +710,8 @@ def test_fused_attention_never_stores_the_scores_and_differentiates():
 
 def attention_masks(b, heads, tq, tk, dtype):
     """Mask arrays an attention layer passes, by name: booleans broadcast over batch and heads
-    (with rows that see no key, and ragged padding per batch entry), a transposed view, and
-    additive masks of the inputs' dtype, one with -inf."""
+    (with rows that see no key, and ragged padding per batch entry), a transposed view,
+    additive masks of the inputs' dtype, one with -inf, and masks that hide whole tiles."""
     rng = np.random.default_rng(7)
     keep = rng.random((tq, tk)) > 0.3
     keep[: min(3, tq)] = False  # rows that see no key: zeros out, no gradient
@@ -720,12 +720,21 @@ def attention_masks(b, heads, tq, tk, dtype):
     bias = rng.uniform(-4, 2, (1, heads, tq, tk))
     bias_inf = np.where(rng.random((tq, tk)) > 0.5, 0.0, -np.inf)
     bias_inf[:, 0] = 0.0  # every row sees a key
+    # Whole 64 x 64 tiles hidden (the kernels skip them): causal as an array, and a checkerboard
+    # of tiles (rows whose tiles are all hidden see no key).
+    rows, keys = np.arange(tq)[:, None], np.arange(tk)[None, :]
+    causal = keys <= rows + (tk - tq)
+    checkerboard = (rows // 64 + keys // 64) % 2 == 0
     return {
         "bool_2d": mx.array(keep),
         "bool_padding": mx.array(padding[:, None, None, :]),
         "bool_transposed": mx.array(np.ascontiguousarray(keep.T)).T,
         "additive": mx.array(bias.astype(np.float32)).astype(dtype),
         "additive_inf": mx.array(bias_inf.astype(np.float32)).astype(dtype),
+        "bool_causal": mx.array(causal),
+        "bool_tiles": mx.array(checkerboard & keep),
+        "additive_tiles": mx.array(np.where(checkerboard, bias, -np.inf)[0].astype(np.float32))
+        .astype(dtype),
     }
 
 

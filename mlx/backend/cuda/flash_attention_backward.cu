@@ -36,15 +36,15 @@ void flash_attention_backward(const array& q, const array& k, const array& v, co
   if (lse_ln == nullptr) {
     flash::forward_lse(q, k, v, mask, lse.as<float>(), scale, causal);
   }
+  const flash::MarkedShape marked(q, k, causal, mask);
   flash::dispatch(dtype, q.shape(3), [&]<typename T, int D>() {
     flash::row_dots<T, D><<<blocks_for(rows * 32), kThreads, 0, stream()>>>(
         flash::heads_of<const T>(o), flash::heads_of<const T>(g), delta.as<float>(), q.shape(1),
         q.shape(2), rows, lse_ln, lse.as<float>());
-    check(flash::launch_backward<T, D>(flash::heads_of<const T>(q), flash::heads_of<const T>(k),
-                                       flash::heads_of<const T>(v), flash::heads_of<const T>(g),
-                                       lse.as<float>(), delta.as<float>(), dq_heads,
-                                       flash::heads_of<T>(dk), flash::heads_of<T>(dv),
-                                       flash::attention_shape(q, k, causal, mask), scale, stream()),
+    check(flash::launch_backward<T, D>(
+              flash::heads_of<const T>(q), flash::heads_of<const T>(k), flash::heads_of<const T>(v),
+              flash::heads_of<const T>(g), lse.as<float>(), delta.as<float>(), dq_heads,
+              flash::heads_of<T>(dk), flash::heads_of<T>(dv), marked.shape, scale, stream()),
           "scaled_dot_product_attention vjp (flash)");
     float_to<T><<<blocks_for(q.size()), kThreads, 0, stream()>>>(dq_acc.as<float>(),
                                                                  dq.gpu_data<T>(), q.size());

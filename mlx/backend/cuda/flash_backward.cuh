@@ -52,11 +52,20 @@ __global__ void __launch_bounds__(kBlockThreads)
   const int tiles_per_head = q_first < t_q ? (t_q - q_first + kRows - 1) / kRows : 0;
   const int tiles = group * tiles_per_head;
 
-  // Tile `i` (head first_h + i / tiles_per_head) into buffer i % 2.
-  auto load_query_tile = [&](int i) {
+  // Query tile i: head first_h + i / tiles_per_head, rows from q0_of(i).
+  auto q0_of = [&](int i) { return q_first + (i % tiles_per_head) * kRows; };
+  // The first query tile at or after i that the mask does not hide from all of the block's keys.
+  auto next_live = [&](int i) {
+    while (i < tiles &&
+           !shape.mask.tile_live(b, first_h + i / tiles_per_head, q0_of(i) / kRows, k0 / kKeys)) {
+      ++i;
+    }
+    return i;
+  };
+  // Query tile i into buffer `buf`.
+  auto load_query_tile = [&](int i, int buf) {
     const int64_t h = first_h + i / tiles_per_head;
-    const int q0 = q_first + (i % tiles_per_head) * kRows;
-    const int buf = i % 2;
+    const int q0 = q0_of(i);
     load_tile_async<T, D>(s_q + buf * kRows * S, q.at(b, h, q0), q.row, kRows, t_q - q0);
     load_tile_async<T, D>(s_do + buf * kRows * S, d_out.at(b, h, q0), d_out.row, kRows, t_q - q0);
     const int r = threadIdx.x % kRows;
@@ -68,8 +77,9 @@ __global__ void __launch_bounds__(kBlockThreads)
 
   load_tile_async<T, D>(s_k, k.at(b, kv_h, k0), k.row, kKeys, t_kv - k0);
   load_tile_async<T, D>(s_v, v.at(b, kv_h, k0), v.row, kKeys, t_kv - k0);
-  if (tiles > 0) {
-    load_query_tile(0);
+  int i = next_live(0);
+  if (i < tiles) {
+    load_query_tile(i, 0);
   }
   commit_async();
 
@@ -80,19 +90,20 @@ __global__ void __launch_bounds__(kBlockThreads)
   float dk_acc[D / 8][4] = {};
   float dv_acc[D / 8][4] = {};
 
-  for (int i = 0; i < tiles; ++i) {
+  for (int step = 0; i < tiles; ++step) {
     wait_async();
-    __syncthreads();  // tile i is in, and every warp is done with tile i - 1 and dS^T
-    if (i + 1 < tiles) {
-      load_query_tile(i + 1);
+    __syncthreads();  // tile i is in, and every warp is done with the step before and dS^T
+    const int next = next_live(i + 1);
+    if (next < tiles) {
+      load_query_tile(next, (step + 1) % 2);
     }
     commit_async();
     const int64_t head = first_h + i / tiles_per_head;
-    const int q0 = q_first + (i % tiles_per_head) * kRows;
-    const T* qt = s_q + (i % 2) * kRows * S;
-    const T* dot = s_do + (i % 2) * kRows * S;
-    const float* lt = s_lse + (i % 2) * kRows;
-    const float* dt = s_delta + (i % 2) * kRows;
+    const int q0 = q0_of(i);
+    const T* qt = s_q + (step % 2) * kRows * S;
+    const T* dot = s_do + (step % 2) * kRows * S;
+    const float* lt = s_lse + (step % 2) * kRows;
+    const float* dt = s_delta + (step % 2) * kRows;
 
     // S^T = K Q^T and dP^T = V dO^T for the warp's keys.
     float p[kRows / 8][4] = {}, ds[kRows / 8][4] = {};
@@ -177,6 +188,7 @@ __global__ void __launch_bounds__(kBlockThreads)
 #endif
       }
     }
+    i = next;
   }
   wait_async();
 

@@ -9,6 +9,7 @@
 #include <cuda_runtime.h>
 
 #include "mlx/backend/cuda/flash_attention.cuh"
+#include "mlx/backend/cuda/scratch.h"
 
 namespace mlx::core::cu::flash {
 
@@ -22,8 +23,19 @@ struct ScoreMask {
   const void* data = nullptr;
   int64_t batch = 0, head = 0, row = 0, key = 0;
   Kind kind = kNone;
+  // Whether each (batch, head, 64-row tile, 64-key tile) lets any score through (MaskTiles
+  // fills it; without it every tile counts as seen): tiles it hides whole are skipped.
+  const uint8_t* live = nullptr;
+  int64_t live_batch = 0, live_head = 0;  // strides, zero along the mask's broadcast axes
+  int key_tiles = 0;
 
   __host__ __device__ bool present() const { return kind != kNone; }
+
+  __device__ __forceinline__ bool tile_live(int64_t b, int64_t h, int row_tile,
+                                            int key_tile) const {
+    return live == nullptr ||
+           live[b * live_batch + h * live_head + int64_t(row_tile) * key_tiles + key_tile] != 0;
+  }
 
   // The element offset of (b, h, r, k).
   __device__ __forceinline__ int64_t offset(int64_t b, int64_t h, int r, int k) const {
@@ -99,6 +111,28 @@ AttentionShape attention_shape(const Array& q, const Array& k, bool causal,
   return shape;
 }
 
+// Device bytes mark_live_tiles needs for shape's mask (none without one).
+size_t live_tiles_bytes(const AttentionShape& shape);
+
+// Marks, at live (live_tiles_bytes of device memory), the 64 x 64 tiles of scores through which
+// shape's mask lets any score (a true, or an additive term of `dtype` above -inf), per batch
+// entry and head the mask has (one along its broadcast axes), and points shape.mask at them, so
+// that the kernels skip the tiles it hides whole (a causal mask given as an array, padding).
+// Does nothing without a mask.
+void mark_live_tiles(AttentionShape& shape, Dtype dtype, uint8_t* live);
+
+// attention_shape's result for q, k and the mask, its live tiles marked in memory it owns until
+// the launches that read them are queued.
+struct MarkedShape {
+  template <typename Array>
+  MarkedShape(const Array& q, const Array& k, bool causal, const Array* mask)
+      : shape(attention_shape(q, k, causal, mask)), live(live_tiles_bytes(shape)) {
+    mark_live_tiles(shape, q.dtype(), live.template as<uint8_t>());
+  }
+  AttentionShape shape;
+  Scratch live;
+};
+
 // The kernels' view of an array (B, N, T, D) whose rows they can address (see Heads): T is
 // const for inputs, so that reading does not mark the host copy stale.
 template <typename T, typename Array>
@@ -136,10 +170,24 @@ __global__ void __launch_bounds__(kBlockThreads)
   const int k_end = shape.causal ? max(0, min(t_kv, q0 + kRows + shift)) : t_kv;
   const int tiles = (k_end + kKeys - 1) / kKeys;
 
+  // The first key tile at or after j that the mask does not hide from all of the block's rows.
+  auto next_live = [&](int j) {
+    while (j < tiles && !shape.mask.tile_live(b, h, q0 / kRows, j)) {
+      ++j;
+    }
+    return j;
+  };
+  // Key tile j into buffer `buf`.
+  auto load_keys = [&](int j, int buf) {
+    const int k0 = j * kKeys;
+    load_tile_async<T, D>(s_k + buf * kKeys * S, kb + int64_t(k0) * k.row, k.row, kKeys, t_kv - k0);
+    load_tile_async<T, D>(s_v + buf * kKeys * S, vb + int64_t(k0) * v.row, v.row, kKeys, t_kv - k0);
+  };
+
   load_tile_async<T, D>(s_q, q.at(b, h, q0), q.row, kRows, t_q - q0);
-  if (tiles > 0) {
-    load_tile_async<T, D>(s_k, kb, k.row, kKeys, t_kv);
-    load_tile_async<T, D>(s_v, vb, v.row, kKeys, t_kv);
+  int j = next_live(0);
+  if (j < tiles) {
+    load_keys(j, 0);
   }
   commit_async();
 
@@ -155,25 +203,22 @@ __global__ void __launch_bounds__(kBlockThreads)
   const int64_t mask_rows[2] = {shape.mask.offset(b, h, min(row0, t_q - 1), 0),
                                 shape.mask.offset(b, h, min(row0 + 8, t_q - 1), 0)};
 
-  for (int j = 0; j < tiles; ++j) {
+  for (int step = 0; j < tiles; ++step) {
     wait_async();
-    __syncthreads();  // tile j is in, and every warp is done with tile j - 1
-    if (j == 0) {
+    __syncthreads();  // tile j is in, and every warp is done with the step before
+    if (step == 0) {
       for (int kk = 0; kk < D / 16; ++kk) {
         load_a<S>(qf[kk], s_q + warp * 16 * S, kk * 16, lane);
       }
     }
     const int k0 = j * kKeys;
-    if (j + 1 < tiles) {
-      const int next = (j + 1) % 2;
-      load_tile_async<T, D>(s_k + next * kKeys * S, kb + (k0 + kKeys) * k.row, k.row, kKeys,
-                            t_kv - k0 - kKeys);
-      load_tile_async<T, D>(s_v + next * kKeys * S, vb + (k0 + kKeys) * v.row, v.row, kKeys,
-                            t_kv - k0 - kKeys);
+    const int next = next_live(j + 1);
+    if (next < tiles) {
+      load_keys(next, (step + 1) % 2);
     }
     commit_async();
-    const T* kt = s_k + (j % 2) * kKeys * S;
-    const T* vt = s_v + (j % 2) * kKeys * S;
+    const T* kt = s_k + (step % 2) * kKeys * S;
+    const T* vt = s_v + (step % 2) * kKeys * S;
 
     // Scores of the warp's rows against the tile's keys.
     float s[kKeys / 8][4] = {};
@@ -243,6 +288,7 @@ __global__ void __launch_bounds__(kBlockThreads)
         mma_row<D, S>(o, a, vt, kk * 16, lane);
       }
     }
+    j = next;
   }
   wait_async();  // no copy may still be landing when the block exits
 
