@@ -23,7 +23,7 @@ struct ScoreMask {
   const void* data = nullptr;
   int64_t batch = 0, head = 0, row = 0, key = 0;
   Kind kind = kNone;
-  // Whether each (batch, head, 64-row tile, 64-key tile) lets any score through (MaskTiles
+  // Whether each (batch, head, 64-row tile, 64-key tile) lets any score through (mark_live_tiles
   // fills it; without it every tile counts as seen): tiles it hides whole are skipped.
   const uint8_t* live = nullptr;
   int64_t live_batch = 0, live_head = 0;  // strides, zero along the mask's broadcast axes
