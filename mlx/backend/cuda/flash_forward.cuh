@@ -290,7 +290,11 @@ __global__ void __launch_bounds__(kBlockThreads)
     }
     j = next;
   }
-  wait_async();  // no copy may still be landing when the block exits
+  // No copy may still be landing when the output is staged in the Q tile (its rows were copied
+  // in by every warp, and a block whose rows see no key never waited for them in the loop) or
+  // when the block exits.
+  wait_async();
+  __syncthreads();
 
   for (int i = 0; i < 2; ++i) {
     row_sum[i] += __shfl_xor_sync(0xffffffffu, row_sum[i], 1);
