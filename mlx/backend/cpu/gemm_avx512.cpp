@@ -427,6 +427,14 @@ bool use_own_gemm(int64_t M, int64_t N, int64_t K, bool trans_a, bool trans_b) {
     // 16 / 512 x 4096 x 4096 B.T 0.33 / 0.76, 512 x 11008 x 4096 B.T 0.76).
     return trans_a ? split_k && M >= 128 && N >= 128 : K <= 512 && M * N >= 512 * 512;
   }
+  // Few rows of A times B.T at least 512 deep go to skinny_dots (no packing), which the table
+  // above predates. GFLOP/s skinny_dots / OpenBLAS (Haswell kernels), M x 4096 x 4096 B.T, 2 Zen 5
+  // cores, four interleaved runs each: M = 2 30-39 / 18-23, 4 53-71 / 41-49, 8 84-108 / 67-75,
+  // 16 144-162 / 100-110, 32 171-215 / 139-141, 64 182-224 / 167-178; 96 168-220 / 186-195
+  // (mixed, left to OpenBLAS); from 128 rows the packed own GEMM takes them (below).
+  if (trans_b && !trans_a && M <= 64 && K >= 512) {
+    return true;
+  }
   const int64_t min_mn = trans_a ? (split_k ? 128 : 256) : trans_b ? 128 : 16;
   return M >= min_mn && N >= min_mn && K >= 16 && M * N * K >= 64 * 64 * 64;
 }
