@@ -61,7 +61,7 @@ size_t live_tiles_bytes(const AttentionShape& shape) {
 }
 
 void mark_live_tiles(AttentionShape& shape, Dtype dtype, uint8_t* live) {
-  if (!shape.mask.present() || live_tiles_bytes(shape) == 0) {
+  if (live_tiles_bytes(shape) == 0) {  // no mask (or no scores)
     return;
   }
   const int heads = mask_heads(shape), rows = row_tiles(shape), keys = key_tiles(shape);
@@ -91,14 +91,13 @@ void no_key_lse(float* lse, int64_t n) {
   }
 }
 
-void forward_lse(const array& q, const array& k, const array& v, const array* mask, float* lse,
-                 float scale, bool causal) {
-  const MarkedShape marked(q, k, causal, mask);
+void forward_lse(const array& q, const array& k, const array& v, const AttentionShape& shape,
+                 float* lse, float scale) {
   dispatch(q.dtype(), q.shape(3), [&]<typename T, int D>() {
-    check(launch_forward<T, D, false>(heads_of<const T>(q), heads_of<const T>(k),
-                                      heads_of<const T>(v), Heads<T>{}, lse, marked.shape, scale,
-                                      stream()),
-          "scaled_dot_product_attention (flash log-sum-exp)");
+    check(
+        launch_forward<T, D, false>(heads_of<const T>(q), heads_of<const T>(k),
+                                    heads_of<const T>(v), Heads<T>{}, lse, shape, scale, stream()),
+        "scaled_dot_product_attention (flash log-sum-exp)");
   });
 }
 

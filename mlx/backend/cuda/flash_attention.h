@@ -45,11 +45,14 @@ array kernel_operand(const array& a, Dtype dtype);
 // y.transpose(0, 2, 1, 3).reshape(B, T, N * D) of a result (or of a gradient) is a view.
 void allocate_in_order_of(array& out, const array& like);
 
+struct AttentionShape;  // flash_forward.cuh
+
 // For the backward pass: each query row's log2-sum-exp2 of its scores times scale * log2(e),
 // B * N_q * T_q floats at lse, -inf for rows that see no key. q, k and v as kernel_operand
-// returns them, T_kv > 0, the mask as flash_attention takes it.
-void forward_lse(const array& q, const array& k, const array& v, const array* mask, float* lse,
-                 float scale, bool causal);
+// returns them, T_kv > 0, `shape` theirs with the mask's live tiles marked (MarkedShape), so
+// that the backward's own launch reuses them.
+void forward_lse(const array& q, const array& k, const array& v, const AttentionShape& shape,
+                 float* lse, float scale);
 
 // The lse of rows that see no key (T_kv = 0): n floats of -inf at lse.
 void no_key_lse(float* lse, int64_t n);

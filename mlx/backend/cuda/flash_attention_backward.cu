@@ -33,10 +33,10 @@ void flash_attention_backward(const array& q, const array& k, const array& v, co
   MLX_CUDA_CHECK(cudaMemsetAsync(dq_acc.as<void>(), 0, q.size() * sizeof(float), stream()));
   const flash::Heads<float> dq_heads{dq_acc.as<float>(), dq.strides(0), dq.strides(1),
                                      dq.strides(2)};
-  if (lse_ln == nullptr) {
-    flash::forward_lse(q, k, v, mask, lse.as<float>(), scale, causal);
-  }
   const flash::MarkedShape marked(q, k, causal, mask);
+  if (lse_ln == nullptr) {
+    flash::forward_lse(q, k, v, marked.shape, lse.as<float>(), scale);
+  }
   flash::dispatch(dtype, q.shape(3), [&]<typename T, int D>() {
     flash::row_dots<T, D><<<blocks_for(rows * 32), kThreads, 0, stream()>>>(
         flash::heads_of<const T>(o), flash::heads_of<const T>(g), delta.as<float>(), q.shape(1),

@@ -19,6 +19,7 @@
 #include "mlx/backend/cuda/flash_attention.h"
 #include "mlx/backend/cuda/flash_forward.cuh"
 #include "mlx/backend/cuda/kernel_utils.cuh"
+#include "mlx/backend/cuda/reduce_ops.cuh"
 
 namespace mlx::core::cu {
 
@@ -220,32 +221,18 @@ __global__ void __launch_bounds__(kFoldWarps * 32)
   extern __shared__ float s_fold[];
   float* s_w = s_fold;
   float* s_acc = s_fold + shape.parts;
-  __shared__ float s_red[kFoldWarps];
+  __shared__ float s_red[32];  // block_reduce's
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int64_t row = blockIdx.x;
   const int64_t group_index = row / shape.rows;
   const int r = static_cast<int>(row % shape.rows);
   const float2* ml = part_ml + group_index * shape.parts * shape.rows + r;
 
-  // The block's maximum and sum of a value per thread (every thread gets them).
-  auto block_fold = [&](float x, bool is_max) {
-    x = is_max ? warp_max(x) : warp_sum(x);
-    __syncthreads();  // s_red's previous use is over
-    if (lane == 0) {
-      s_red[warp] = x;
-    }
-    __syncthreads();
-    x = s_red[0];
-    for (int w = 1; w < kFoldWarps; ++w) {
-      x = is_max ? fmaxf(x, s_red[w]) : x + s_red[w];
-    }
-    return x;
-  };
   float m = -INFINITY;
   for (int p = threadIdx.x; p < shape.parts; p += blockDim.x) {
     m = fmaxf(m, ml[int64_t(p) * shape.rows].x);
   }
-  m = block_fold(m, true);
+  m = block_reduce<red::Max>(m, s_red);
   const float base = m == -INFINITY ? 0.f : m;
   float sum = 0.f;
   for (int p = threadIdx.x; p < shape.parts; p += blockDim.x) {
@@ -254,7 +241,7 @@ __global__ void __launch_bounds__(kFoldWarps * 32)
     s_w[p] = w;
     sum += x.y * w;
   }
-  sum = block_fold(sum, false);  // its barriers also publish s_w
+  sum = block_reduce<red::Sum>(sum, s_red);  // its barriers also publish s_w
 
   float acc[2 * kPairsPerLane] = {};
   for (int p = warp; p < shape.parts; p += kFoldWarps) {
