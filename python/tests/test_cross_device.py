@@ -549,6 +549,13 @@ def test_fused_cross_entropy_special_values_in_long_rows(dtype):
           atol=tol)
 
 
+def relative_error(got, want, scale_of=None):
+    """The largest |got - want| over the largest magnitude of scale_of (want by default),
+    floored at 1e-3: gradients compared at the scale of the reference's largest entry."""
+    ref = want if scale_of is None else scale_of
+    return np.abs(got - want).max(initial=0) / max(np.abs(ref).max(initial=0), 1e-3)
+
+
 def attention_scores(q, k, scale, causal, mask=None):
     """float64 NumPy scaled scores with grouped heads, -inf where a causal row does not look;
     under a mask array as the op takes it (booleans keep, others are added in q's dtype)."""
@@ -636,8 +643,7 @@ def test_fused_attention_backward_kernel(dtype, d, tq, tk):
         for name, g, r in zip("qkv", got, want):
             assert g.dtype == dtype and g.shape == r.shape, name
             g, r = np.array(g.astype(mx.float32)), np.array(r)
-            scale = max(np.abs(r).max(initial=0), 1e-3)
-            err = np.abs(g - r).max(initial=0) / scale
+            err = relative_error(g, r)
             assert err < tol, (name, causal, err)
 
 
@@ -779,7 +785,7 @@ def test_fused_attention_array_masks(dtype, d, tq, tk):
             assert g.dtype == dtype and g.shape == r.shape, (name, arg)
             g, r = np.array(g.astype(mx.float32)), np.array(r)
             assert np.isfinite(g).all(), (name, arg)
-            err = np.abs(g - r).max(initial=0) / max(np.abs(r).max(initial=0), 1e-3)
+            err = relative_error(g, r)
             assert err < tol, (name, arg, err)
 
 
@@ -962,9 +968,8 @@ def test_fused_attention_backward_reuses_the_forward_lse(dtype, tq, tk):
     for name, g, g0, r in zip("qkv", reused, recomputed, want):
         assert g.dtype == dtype and g.shape == r.shape, name
         g, g0, r = np.array(g.astype(mx.float32)), np.array(g0.astype(mx.float32)), np.array(r)
-        scale = max(np.abs(r).max(initial=0), 1e-3)
-        assert np.abs(g - r).max(initial=0) / scale < tol, name
-        assert np.abs(g - g0).max(initial=0) / scale < tol / 4, name
+        assert relative_error(g, r) < tol, name
+        assert relative_error(g, g0, scale_of=r) < tol / 4, name
 
 
 def test_fused_attention_lse_under_vmap_of_grad():
@@ -990,8 +995,7 @@ def test_fused_attention_lse_under_vmap_of_grad():
             per = grad(*(a[i] if ax == 0 else a for a, ax in zip(args, in_axes)))
             for name, g, p in zip("qkv", got, per):
                 g, p = np.array(g[i].astype(mx.float32)), np.array(p.astype(mx.float32))
-                scale = max(np.abs(p).max(initial=0), 1e-3)
-                assert np.abs(g - p).max() / scale < 2e-2, (in_axes, name, i)
+                assert relative_error(g, p) < 2e-2, (in_axes, name, i)
 
 
 def test_fused_attention_array_mask_under_vmap_and_compile():
@@ -1023,8 +1027,8 @@ def test_fused_attention_array_mask_under_vmap_and_compile():
         for i in range(3):
             mi = m[i] if in_axes[1] == 0 else m
             want = np.array(grad(qs[i], mi).astype(mx.float32))
-            err = np.abs(np.array(got[i].astype(mx.float32)) - want).max()
-            assert err / max(np.abs(want).max(), 1e-3) < 2e-2, (in_axes, i, err)
+            err = relative_error(np.array(got[i].astype(mx.float32)), want)
+            assert err < 2e-2, (in_axes, i, err)
             np.testing.assert_array_equal(np.array(compiled(qs[i], mi).astype(mx.float32)),
                                           np.array(attention(qs[i], mi).astype(mx.float32)))
 
