@@ -13,9 +13,11 @@ of the same Python version. Results also go to $OUT/bench_gpt2.json when $OUT is
 Timing, the same on both sides: wall clock of --inner calls followed by a wait for the device
 (mx.eval + mx.synchronize; torch.cuda.synchronize), divided by --inner; the median of --iters
 such batches after --warmup. The training step: --steps steps after --warmup, one wait at the
-end (ours evaluates loss and state at every step, as a training loop must). With --pipelined,
-ours queues each step (mx.async_eval) and waits for the one before it, so that the next step's
-graph is built while the device runs this one, as PyTorch's loop launches ahead of its device.
+end (ours evaluates loss and state at every step, as a training loop must). On a GPU our loop
+is pipelined (--loop): each step is queued (mx.async_eval) and the one before it waited for, so
+that the next step's graph is built while the device runs this one, as PyTorch's loop launches
+ahead of its device; --loop synchronous evaluates each step before building the next (the
+default on a CPU, where building beside a running step takes cores from it).
 
 Figures: bandwidth = bytes read + written (x in, y out, bf16) / time. Attention FLOPs, causal
 (half the score matrix): forward 4 B H T^2 D / 2 (Q K^T and P V); forward + backward 3.5 times
@@ -213,7 +215,7 @@ def measure(lib, row, args):
     idx, tgt = (rng.integers(0, cfg.vocab, (cfg.batch, cfg.context)).astype(np.int32)
                 for _ in range(2))
     dt, peak, loss = lib.train(cfg, row == "gpt2_compiled", idx, tgt, args.steps, args.warmup,
-                               args.pipelined)
+                               args.loop == "pipelined")
     out = {"tokens/s": cfg.batch * cfg.context / dt, "ms/step": dt * 1e3}
     out["peak GiB"] = None if peak is None else peak / 2**30
     if not lib.gpu:  # the process's high-water mark (ru_maxrss is in KiB on Linux)
@@ -271,8 +273,9 @@ def main():
     p.add_argument("--inner", type=int, default=5, help="kernel calls per timed batch")
     p.add_argument("--torch-python", default=sys.executable, help="interpreter with PyTorch")
     p.add_argument("--ours-only", action="store_true", help="leave PyTorch's column empty")
-    p.add_argument("--pipelined", action="store_true",
-                   help="our training steps queued with async_eval, two in flight")
+    p.add_argument("--loop", choices=["auto", "pipelined", "synchronous"], default="auto",
+                   help="our training loop: steps queued with async_eval, two in flight, or each "
+                        "evaluated before the next is built (auto: pipelined on a GPU)")
     p.add_argument("--row-timeout", type=float, default=300, help="seconds per worker")
     p.add_argument("--json", default=None, help="also write the results to this file")
     p.add_argument("--worker", choices=["ours", "torch"], help=argparse.SUPPRESS)
@@ -291,6 +294,8 @@ def main():
         import mlx.core as mx
 
         args.device = "gpu" if mx.is_available(mx.gpu) else "cpu"
+    if args.loop == "auto":
+        args.loop = "pipelined" if args.device == "gpu" else "synchronous"
     rows = [r for r in ROWS if r in (args.only or ROWS)]
     (R, C), (B, H, D, Ts), cfg = shapes(args.tiny)
     labels = {r: f"{r} bf16 [{R}, {C}]" for r in ("softmax", "layer_norm", "rms_norm")}
@@ -301,7 +306,7 @@ def main():
                   gpt2_compiled=f"{model}: mx.compile / torch.compile")
     forward = ["--device", args.device, "--steps", str(args.steps), "--warmup", str(args.warmup),
                "--iters", str(args.iters), "--inner", str(args.inner)] + \
-        (["--tiny"] if args.tiny else []) + (["--pipelined"] if args.pipelined else [])
+        (["--tiny"] if args.tiny else []) + ["--loop", args.loop]
     results, meta = {}, {}
     for row in rows:
         results[row] = {}
@@ -315,8 +320,8 @@ def main():
                 results[row][lib] = res.pop("figures")
                 meta[lib] = res
     print_table(results, rows, labels, meta)
-    record = {"device": args.device, "tiny": args.tiny, "labels": labels, "meta": meta,
-              "results": results}
+    record = {"device": args.device, "loop": args.loop, "tiny": args.tiny, "labels": labels,
+              "meta": meta, "results": results}
     for path in [args.json] + ([os.path.join(os.environ["OUT"], "bench_gpt2.json")]
                                if os.environ.get("OUT") else []):
         if path:

@@ -452,8 +452,9 @@ def test_generated_kernels_equal_unfused_ops(name, rng):
     fun = (lambda x, y: op(x * 1.0, y)) if binary else (lambda x, y: op(x * 1.0) + y * 0.0)
     ref = op(x, y) if binary else op(x) + y * 0.0
     compiled = mx.compile(fun)
+    failed_before = mx._fused_kernel_stats(True)["failed"]
     interpreted, generated = interpreted_and_generated(compiled, x, y)
-    assert mx._fused_kernel_stats()["failed"] == 0
+    assert mx._fused_kernel_stats()["failed"] == failed_before
     same(ref, interpreted)
     same(ref, generated)
 

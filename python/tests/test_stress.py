@@ -240,6 +240,45 @@ def test_threads_share_inputs_and_lazy_graphs(n):
     count("threads x iterations (shared lazy graph)", n * (ITERATIONS // 5 + 1))
 
 
+def test_threads_run_library_calls_on_their_own_streams():
+    # Each thread has its own default stream, so on the GPU their library calls run at once:
+    # products with a long inner dimension (cuBLASLt splits them and keeps partial sums in a
+    # workspace) and FFTs (cuFFT's work area). Each thread's results equal those computed alone.
+    n = max(THREADS)
+    rng = np.random.default_rng(7)
+    inputs = [
+        (
+            mx.array(rng.standard_normal((16, 1 << 16), np.float32)),
+            mx.array(rng.standard_normal((1 << 16, 16), np.float32)),
+            mx.array(rng.standard_normal((64, 4096), np.float32)),
+        )
+        for _ in range(n)
+    ]
+
+    def compute(i):
+        a, b, c = inputs[i]
+        results = []
+        for it in range(ITERATIONS):
+            products = [(a * (k + it + 1)) @ b for k in range(4)]
+            spectrum = mx.fft.rfft(c * (it + 1))
+            mx.eval(products, spectrum)
+            results.append([np.array(p) for p in products] + [np.array(spectrum)])
+        return results
+
+    alone = [compute(i) for i in range(n)]
+    together = [None] * n
+
+    def work(i):
+        together[i] = compute(i)
+
+    run_threads(work, n)
+    for i in range(n):
+        for got, want in zip(together[i], alone[i]):
+            for g, w in zip(got, want):
+                np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5 * np.abs(w).max())
+    count("threads x iterations (products and FFTs)", n * ITERATIONS)
+
+
 def test_thread_local_stream_behaves_as_documented():
     tls = mx.new_thread_local_stream(mx.cpu)
     assert isinstance(tls, mx.ThreadLocalStream) and tls.device == mx.cpu

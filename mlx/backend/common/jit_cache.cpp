@@ -3,11 +3,14 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <iostream>
 #include <thread>
@@ -219,20 +222,39 @@ JitCache::Build JitCache::command_build(
       std::ofstream f(src);
       f << source;
     }
-    std::string log;
-    int rc = -1;
-    if (FILE* p = ::popen((command(src, out) + " 2>&1").c_str(), "r")) {
+    // A compiler that did not start, or whose end was not seen (a fork that failed under load,
+    // a signal), is tried again; one that ran and failed is not.
+    std::optional<std::string> error;
+    for (int attempt = 0; attempt < 3; ++attempt) {
+      FILE* p = ::popen((command(src, out) + " 2>&1").c_str(), "r");
+      if (p == nullptr) {
+        error = std::string("the compiler could not be started: ") + std::strerror(errno) + "\n";
+        continue;
+      }
+      std::string log;
       char buf[512];
       while (std::fgets(buf, sizeof(buf), p)) {
         log += buf;
       }
-      rc = ::pclose(p);
+      const int status = ::pclose(p);
+      if (status == -1) {
+        error = log + "the compiler's exit status was lost: " + std::strerror(errno) + "\n";
+      } else if (WIFSIGNALED(status)) {
+        error =
+            log + "the compiler was killed by signal " + std::to_string(WTERMSIG(status)) + "\n";
+      } else {
+        const int code = WEXITSTATUS(status);
+        if (code == 0) {
+          error.reset();
+        } else {
+          error =
+              log.empty() ? "the compiler exited with status " + std::to_string(code) + "\n" : log;
+        }
+        break;
+      }
     }
     std::remove(src.c_str());
-    if (rc != 0) {
-      return log.empty() ? std::string("the compiler did not run\n") : log;
-    }
-    return std::nullopt;
+    return error;
   };
 }
 

@@ -3,8 +3,9 @@
 // host and GPU.
 //
 // Reuse is safe without waiting while one GPU stream exists: a block freed by the host is
-// reused by work issued later on the same CUDA stream. With several GPU streams, a freed block
-// waits (as a pending free) until events recorded on the streams that used it complete.
+// reused by work issued later on the same CUDA stream (making a second stream waits for the
+// first one's work, runtime.cpp). With several GPU streams, a freed block waits (as a pending
+// free) until events recorded on the streams that used it complete.
 #include <algorithm>
 #include <cstring>
 #include <deque>

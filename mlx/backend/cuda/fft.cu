@@ -1,7 +1,7 @@
 // FFT::eval_gpu through cuFFT: the transform axis is made the last one of a dense batch of
 // lines (one strided copy, unless the input already is such a batch), the lines go through
 // one batched cuFFT plan, and the output lines are copied back to the axis when it is not the
-// last. Plans are cached per (length, kind, batch). Unnormalized, as the primitive is.
+// last. Plans are cached per (stream, length, kind, batch). Unnormalized, as the primitive is.
 #include <cufft.h>
 
 #include <map>
@@ -30,40 +30,46 @@ void check_cufft(cufftResult r, const char* what) {
   }
 }
 
-struct CachedPlan {
-  cufftHandle handle;
-  std::mutex mutex;  // a plan takes one stream at a time
+// Plans by (device, stream, length, kind, batch). A plan's work area belongs to one stream:
+// shared by two, one stream's transform could overwrite it while the other's runs.
+using PlanKey = std::tuple<int, cudaStream_t, int64_t, int, int64_t>;
+struct PlanCache {
+  std::mutex mutex;  // held from the lookup to the transform's issue: a full cache is emptied
+  std::map<PlanKey, cufftHandle> plans;
 };
+PlanCache& plan_cache() {
+  static auto* c = new PlanCache();  // leaked, with its plans
+  return *c;
+}
 
-// The plan for `batch` dense lines of length n (input line n, or n / 2 + 1 complex for c2r).
-CachedPlan& plan_for(int device, int64_t n, cufftType type, int64_t batch) {
-  static std::mutex mutex;
-  static auto* plans = new std::map<std::tuple<int, int64_t, int, int64_t>, CachedPlan>();
-  std::lock_guard<std::mutex> lock(mutex);
-  auto key = std::make_tuple(device, n, static_cast<int>(type), batch);
-  auto it = plans->find(key);
-  if (it != plans->end()) {
+// The plan for `batch` dense lines of length n (input line n, or n / 2 + 1 complex for c2r) on
+// the current stream; the caller holds the cache's mutex.
+cufftHandle plan_for(PlanCache& cache, int64_t n, cufftType type, int64_t batch) {
+  const PlanKey key{current().device, cu::stream(), n, static_cast<int>(type), batch};
+  auto it = cache.plans.find(key);
+  if (it != cache.plans.end()) {
     return it->second;
   }
   // Bounded: batches of many sizes (a shapeless loop) would otherwise keep every work area.
-  if (plans->size() >= 64) {
-    for (auto& [k, p] : *plans) {
-      cufftDestroy(p.handle);
+  if (cache.plans.size() >= 64) {
+    for (auto& [k, handle] : cache.plans) {
+      cufftDestroy(handle);
     }
-    plans->clear();
+    cache.plans.clear();
   }
-  CachedPlan& p = (*plans)[key];
-  check_cufft(cufftCreate(&p.handle), "cufftCreate");
+  cufftHandle handle;
+  check_cufft(cufftCreate(&handle), "cufftCreate");
   long long len = n;
   size_t work = 0;
   cufftResult r =
-      cufftMakePlanMany64(p.handle, 1, &len, nullptr, 1, 0, nullptr, 1, 0, type, batch, &work);
+      cufftMakePlanMany64(handle, 1, &len, nullptr, 1, 0, nullptr, 1, 0, type, batch, &work);
   if (r != CUFFT_SUCCESS) {
-    cufftDestroy(p.handle);
-    plans->erase(key);
+    cufftDestroy(handle);
     check_cufft(r, "cufftMakePlanMany64");
   }
-  return p;
+  check_cufft(cufftSetStream(handle, cu::stream()), "cufftSetStream");
+  cache.plans.emplace(key, handle);
+  return handle;
 }
 
 // The shape of `a` with `axis` moved last, and a's strides in that order.
@@ -107,23 +113,21 @@ void FFT::eval_gpu(const std::vector<array>& inputs, array& out) {
     cu::allocate(result);
   }
   cufftType type = !real_ ? CUFFT_C2C : (inverse_ ? CUFFT_C2R : CUFFT_R2C);
-  CachedPlan& plan = plan_for(current().device, n_, type, batch);
   {
-    std::lock_guard<std::mutex> lock(plan.mutex);
-    check_cufft(cufftSetStream(plan.handle, cu::stream()), "cufftSetStream");
+    PlanCache& cache = plan_cache();
+    std::lock_guard<std::mutex> lock(cache.mutex);
+    cufftHandle plan = plan_for(cache, n_, type, batch);
     if (type == CUFFT_C2C) {
       check_cufft(
-          cufftExecC2C(plan.handle, lines.gpu_data<cufftComplex>(), result.gpu_data<cufftComplex>(),
+          cufftExecC2C(plan, lines.gpu_data<cufftComplex>(), result.gpu_data<cufftComplex>(),
                        inverse_ ? CUFFT_INVERSE : CUFFT_FORWARD),
           "cufftExecC2C");
     } else if (type == CUFFT_R2C) {
-      check_cufft(
-          cufftExecR2C(plan.handle, lines.gpu_data<cufftReal>(), result.gpu_data<cufftComplex>()),
-          "cufftExecR2C");
+      check_cufft(cufftExecR2C(plan, lines.gpu_data<cufftReal>(), result.gpu_data<cufftComplex>()),
+                  "cufftExecR2C");
     } else {
-      check_cufft(
-          cufftExecC2R(plan.handle, lines.gpu_data<cufftComplex>(), result.gpu_data<cufftReal>()),
-          "cufftExecC2R");
+      check_cufft(cufftExecC2R(plan, lines.gpu_data<cufftComplex>(), result.gpu_data<cufftReal>()),
+                  "cufftExecC2R");
     }
   }
   if (!last) {

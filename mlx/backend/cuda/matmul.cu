@@ -206,8 +206,7 @@ const GemmPlan& gemm_plan(const GemmShape& g, void* bias) {
   p.c = make_layout(g.out_type, g.m, g.n, g.ldc, g.batch, g.sc);
   cublasLtMatmulPreference_t pref;
   MLX_CUDA_CHECK(cublasLtMatmulPreferenceCreate(&pref));
-  size_t ws = 0;
-  device(0).cublaslt_workspace(&ws);
+  size_t ws = DeviceContext::kCublasLtWorkspaceBytes;
   MLX_CUDA_CHECK(cublasLtMatmulPreferenceSetAttribute(
       pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws)));
   const std::pair<cublasLtMatmulPreferenceAttributes_t, uint32_t> aligns[] = {
@@ -224,8 +223,8 @@ const GemmPlan& gemm_plan(const GemmShape& g, void* bias) {
       pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &reductions, sizeof(reductions)));
   cublasLtMatmulHeuristicResult_t result{};
   int found = 0;
-  cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(device(0).cublaslt(), p.desc, p.a, p.b,
-                                                         p.c, p.c, pref, 1, &result, &found);
+  cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(
+      device(current_device()).cublaslt(), p.desc, p.a, p.b, p.c, p.c, pref, 1, &result, &found);
   cublasLtMatmulPreferenceDestroy(pref);
   if (g.epilogue == CUBLASLT_EPILOGUE_DEFAULT) {
     MLX_CUDA_CHECK(status);
@@ -348,8 +347,8 @@ bool products(const array& a_in, const array& b_in, array& out, float alpha, flo
   if (!plan.found) {
     return false;
   }
-  size_t ws_bytes = 0;
-  void* ws = device(0).cublaslt_workspace(&ws_bytes);
+  DeviceContext& dev = device(current_device());
+  void* ws = dev.cublaslt_workspace(stream());
   double alpha_d = alpha, beta_d = beta;
   complex_t alpha_c(alpha, 0.0f), beta_c(beta, 0.0f);
   const void* pa = g.type == CUDA_R_64F   ? static_cast<const void*>(&alpha_d)
@@ -364,9 +363,9 @@ bool products(const array& a_in, const array& b_in, array& out, float alpha, flo
     MLX_CUDA_CHECK(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
                                                   &epilogue.bias, sizeof(epilogue.bias)));
   }
-  MLX_CUDA_CHECK(cublasLtMatmul(device(0).cublaslt(), plan.desc, pa, pa_data, plan.a, pb_data,
-                                plan.b, pb, c, plan.c, c, plan.c, &plan.algo, ws, ws_bytes,
-                                stream()));
+  MLX_CUDA_CHECK(cublasLtMatmul(dev.cublaslt(), plan.desc, pa, pa_data, plan.a, pb_data, plan.b, pb,
+                                c, plan.c, c, plan.c, &plan.algo, ws,
+                                DeviceContext::kCublasLtWorkspaceBytes, stream()));
   return true;
 }
 

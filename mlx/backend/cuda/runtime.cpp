@@ -123,16 +123,18 @@ cublasLtHandle_t DeviceContext::cublaslt() {
   std::call_once(cublaslt_once_, [this] {
     use_device(index);
     MLX_CUDA_CHECK(cublasLtCreate(&cublaslt_));
-    workspace_bytes_ = size_t(32) << 20;  // what cuBLASLt asks for on Hopper
-    MLX_CUDA_CHECK(cudaMalloc(&workspace_, workspace_bytes_));
   });
   return cublaslt_;
 }
 
-void* DeviceContext::cublaslt_workspace(size_t* bytes) {
-  cublaslt();
-  *bytes = workspace_bytes_;
-  return workspace_;
+void* DeviceContext::cublaslt_workspace(cudaStream_t s) {
+  std::lock_guard<std::mutex> lock(workspaces_mutex_);
+  void*& ws = workspaces_[s];
+  if (ws == nullptr) {
+    DeviceScope scope(index);
+    MLX_CUDA_CHECK(cudaMalloc(&ws, kCublasLtWorkspaceBytes));
+  }
+  return ws;
 }
 
 GpuStream stream_of_bit(uint64_t bit) {
@@ -162,6 +164,13 @@ class CudaStream : public DeviceStream {
     bit_ = uint64_t(1) << std::min<size_t>(r.by_bit.size(), 63);
     if (r.by_bit.size() < 64) {
       r.by_bit.push_back({stream_, device_});
+    }
+    if (r.by_bit.size() == 2) {
+      // While one stream existed, freed blocks went back to the cache without waiting for its
+      // work (allocator.cpp); now that this stream may be handed one, that work must be done.
+      // Waited for after registering, so that every such free came before.
+      DeviceScope scope(r.by_bit[0].device);
+      MLX_CUDA_CHECK(cudaStreamSynchronize(r.by_bit[0].stream));
     }
   }
 

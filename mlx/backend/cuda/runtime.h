@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <mutex>
+#include <unordered_map>
 
 namespace mlx::core::cu {
 
@@ -29,13 +30,18 @@ struct DeviceContext {
   cudaStream_t transfer = nullptr;  // copies issued outside GPU tasks
   size_t total_memory = 0;
   cublasLtHandle_t cublaslt();
-  void* cublaslt_workspace(size_t* bytes);
+  // What cuBLASLt asks for on Hopper.
+  static constexpr size_t kCublasLtWorkspaceBytes = size_t(32) << 20;
+  // cuBLASLt's workspace for products issued to `s` (kCublasLtWorkspaceBytes). Each CUDA
+  // stream has its own: products of different streams run at once, and split-K keeps its
+  // partial sums there.
+  void* cublaslt_workspace(cudaStream_t s);
 
  private:
   std::once_flag cublaslt_once_;
   cublasLtHandle_t cublaslt_ = nullptr;
-  void* workspace_ = nullptr;
-  size_t workspace_bytes_ = 0;
+  std::mutex workspaces_mutex_;
+  std::unordered_map<cudaStream_t, void*> workspaces_;  // never freed, as the streams
 };
 DeviceContext& device(int index = 0);
 // Makes `index` the calling thread's CUDA device (once per thread).
