@@ -1033,11 +1033,13 @@ def test_fused_attention_array_mask_under_vmap_and_compile():
                                           np.array(attention(qs[i], mi).astype(mx.float32)))
 
 
-@pytest.mark.parametrize("switch", ["MLX_SDPA_CUDNN=0", "MLX_SDPA_CUDNN_AUTOTUNE=1"])
+@pytest.mark.parametrize("switch", ["MLX_SDPA_CUDNN=0", "MLX_SDPA_CUDNN_AUTOTUNE=1",
+                                    "MLX_SDPA_CUDNN_AUTOTUNE=0"])
 def test_fused_attention_tests_under_cudnn_switches(switch):
     """Where cuDNN takes the fused passes, the fused attention tests of this file still pass with
-    cuDNN switched off (the flash kernels, the fallback) and with every plan of cuDNN's
-    heuristics built and the fastest kept (autotuned on each geometry's first call)."""
+    cuDNN switched off (the flash kernels, the fallback), with the inference forward's plans
+    timed too (autotuned on each geometry's first call, as the training graphs are by default)
+    and with no plan timed (the heuristics' first)."""
     paths = attention_paths(lambda *a: mx.fast.scaled_dot_product_attention(
         *a, scale=0.125, stream=mx.gpu), *(sample((1, 2, 8, 64), mx.float16, s) for s in (1, 2, 3)))
     if "ScaledDotProductAttention:cudnn" not in paths:
