@@ -260,6 +260,10 @@ def train(argv):
     p.add_argument("--sample", type=int, default=300, help="characters to sample at the end")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--cpu", action="store_true", help="use the CPU even when a GPU exists")
+    p.add_argument("--loop", choices=["auto", "pipelined", "synchronous"], default="auto",
+                   help="queue each step and read the one before it while it runs, or evaluate "
+                        "each step before building the next (auto: pipelined on a GPU; on a CPU "
+                        "building beside a running step takes cores from it)")
     p.add_argument("--zero", action="store_true",
                    help="shard the optimizer state over the ranks (ZeRO, see --zero-stage)")
     p.add_argument("--zero-stage", type=int, default=2, choices=[1, 2],
@@ -337,27 +341,46 @@ def train(argv):
     t_first = None  # end of the first step (which includes tracing and compiling)
     eval_seconds = 0.0  # validation and checkpoints: not training, left out of tokens/s
     losses = []
-    for it in range(start, args.steps):
-        # Every rank draws the same global batch (same seed) and takes its rows of it.
-        x, y = batches(train, args.batch, args.context, rng)
-        loss = step(x[rank * local:(rank + 1) * local], y[rank * local:(rank + 1) * local])
-        mx.eval(state)
+    # Pipelined (the default on a GPU): each step is queued with async_eval and the one before
+    # it read while it runs, so that the host builds step n + 1 while the device runs step n.
+    # Validation and checkpoints read every queued step first.
+    pipelined = args.loop == "pipelined" or (args.loop == "auto" and device == "gpu")
+    queued = None  # the loss of a step queued and not read yet
+
+    def record(loss):
+        nonlocal first_loss, t_first, loss_avg
         loss = loss.item()
         losses.append(loss)
         first_loss = loss if first_loss is None else first_loss
         t_first = time.perf_counter() if t_first is None else t_first
         loss_avg = loss if loss_avg is None else 0.9 * loss_avg + 0.1 * loss
-        done = it + 1 - start
+        done = len(losses)
         rate = done * tokens_per_step / (time.perf_counter() - t0 - eval_seconds)
-        bar = "#" * int(20 * (it + 1) / args.steps)
+        bar = "#" * int(20 * (start + done) / args.steps)
         # One line per update on a terminal; whole lines under a launcher (rank prefixes).
         end = "\n" if world > 1 else ""
-        if not quiet and (world == 1 or (it + 1) % args.log_every == 0):
-            sys.stdout.write(f"\r[{bar:<20}] step {it + 1}/{args.steps} loss {loss_avg:.3f} "
+        if not quiet and (world == 1 or (start + done) % args.log_every == 0):
+            sys.stdout.write(f"\r[{bar:<20}] step {start + done}/{args.steps} loss {loss_avg:.3f} "
                              f"{rate:,.0f} tok/s {memory_line()}{end}")
             sys.stdout.flush()
+
+    for it in range(start, args.steps):
+        # Every rank draws the same global batch (same seed) and takes its rows of it.
+        x, y = batches(train, args.batch, args.context, rng)
+        loss = step(x[rank * local:(rank + 1) * local], y[rank * local:(rank + 1) * local])
+        if pipelined:
+            mx.async_eval(loss, state)
+            if queued is not None:
+                record(queued)
+            queued = loss
+        else:
+            mx.eval(state)
+            record(loss)
         out_of_time = it + 1 < args.steps and past_time_limit(args.time_limit, t0, group)
         if (it + 1) % args.eval_every == 0 or it + 1 == args.steps or out_of_time:
+            if queued is not None:
+                record(queued)
+                queued = None
             t_eval = time.perf_counter()
             val_loss = evaluate(model, val, args, rng, group)
             if not quiet:
@@ -389,7 +412,7 @@ def train(argv):
         print(json.dumps({"rank": rank, "world": world, "zero": args.zero, "losses": losses,
                           "peak_memory": mx.get_peak_memory()}), flush=True)
     stats = mx.memory_stats() if hasattr(mx, "memory_stats") else None
-    return {"steps_done": done, "config": args.config, "first_loss": first_loss,
+    return {"steps_done": done, "config": args.config, "losses": losses, "first_loss": first_loss,
             "train_loss": loss_avg, "val_loss": val_loss, "sample": text, "tokens_per_s": rate,
             "steady_tokens_per_s": steady_rate,
             "peak_memory": mx.get_peak_memory(), "memory_stats": stats}

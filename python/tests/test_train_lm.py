@@ -87,3 +87,22 @@ def test_time_limit_stops_training_and_still_validates():
     result = load_trainer().main(TINY + ["--steps", "50", "--time-limit", "0", "--sample", "0"])
     assert result["steps_done"] == 1
     assert result["val_loss"] is not None
+
+
+def test_a_pipelined_loop_trains_the_same_steps(tmp_path):
+    """--loop pipelined (the default on a GPU) queues each step and reads the one before it while
+    it runs: the losses, validations and checkpoints are those of the synchronous loop."""
+    trainer = load_trainer()
+    runs = {}
+    for loop in ("synchronous", "pipelined"):
+        ckpt = str(tmp_path / loop)
+        runs[loop] = trainer.main(TINY + ["--steps", "7", "--eval-every", "3", "--sample", "0",
+                                          "--checkpoint", ckpt, "--loop", loop])
+        runs[loop]["weights"] = mx.load(os.path.join(ckpt, "model.safetensors"))
+    sync, piped = runs["synchronous"], runs["pipelined"]
+    assert piped["steps_done"] == sync["steps_done"] == 7
+    for key in ("losses", "train_loss", "val_loss"):
+        assert piped[key] == pytest.approx(sync[key], rel=1e-6), key
+    assert sync["weights"].keys() == piped["weights"].keys()
+    for name, w in sync["weights"].items():
+        assert mx.array_equal(w, piped["weights"][name]).item(), name
