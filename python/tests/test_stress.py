@@ -279,6 +279,34 @@ def test_threads_run_library_calls_on_their_own_streams():
     count("threads x iterations (products and FFTs)", n * ITERATIONS)
 
 
+def test_index_errors_reach_only_the_thread_that_made_them():
+    # Threads on their own default streams index one table at once, half of them out of range:
+    # each bad take raises in its own thread (on the GPU, at the wait for its stream), and the
+    # threads that index correctly never see another's error.
+    n = max(THREADS)
+    table = mx.arange(100)
+    mx.eval(table)
+    outcomes = [None] * n
+
+    def work(i):
+        raised, wrong = 0, 0
+        for it in range(ITERATIONS):
+            good = mx.array([it, 99 - it])
+            idx = mx.array([it, 100 + i]) if i % 2 else good
+            try:
+                got = np.array(mx.take(table, idx))
+                wrong += int(i % 2 == 1 or got.tolist() != [it, 99 - it])
+            except IndexError as e:
+                raised += int(i % 2 == 1 and f"Index {100 + i} is out of bounds" in str(e))
+                wrong += int(i % 2 == 0)
+        outcomes[i] = (raised, wrong)
+
+    run_threads(work, n)
+    for i in range(n):
+        assert outcomes[i] == ((ITERATIONS if i % 2 else 0), 0), (i, outcomes[i])
+    count("threads x takes (index errors)", n * ITERATIONS)
+
+
 def test_thread_local_stream_behaves_as_documented():
     tls = mx.new_thread_local_stream(mx.cpu)
     assert isinstance(tls, mx.ThreadLocalStream) and tls.device == mx.cpu

@@ -50,7 +50,7 @@ void Gather::eval_gpu(const std::vector<array>& inputs, array& out) {
     return;
   }
   auto ix = make_index_arrays(indices, axes_, src.shape(), src.strides(), slice_sizes_, op_);
-  auto* err = index_error_record(current().device);
+  auto* err = index_error_record();
   if (out.size() == 0) {
     // Zero-size slices still check their indices, as on the CPU.
     check_indices(ix, n_idx, op_, err);
@@ -79,7 +79,7 @@ void GatherAxis::eval_gpu(const std::vector<array>& inputs, array& out) {
   auto params = make_params(layout, op);
   int64_t total = static_cast<int64_t>(out.size());
   IndexType itype = index_type(idx.dtype(), op);
-  auto* err = index_error_record(current().device);
+  auto* err = index_error_record();
   dispatch_by_size(out.itemsize(), op, [&]<typename T>() {
     gather_axis_kernel<T><<<blocks_for(total), kThreads, 0, cu::stream()>>>(
         idx.gpu_data<char>(), itype, src.gpu_data<T>(), out.gpu_data<T>(), params, total,

@@ -1,12 +1,9 @@
 #include "mlx/backend/cuda/index_errors.h"
 
-#include <cuda_runtime.h>
-
 #include <atomic>
-#include <memory>
 #include <mutex>
 #include <string>
-#include <vector>
+#include <unordered_map>
 
 #include "mlx/backend/common/index_utils.h"
 #include "mlx/backend/cuda/cuda_check.h"
@@ -16,65 +13,57 @@ namespace mlx::core::cu {
 
 namespace {
 
+struct Record {
+  IndexErrorRecord* host = nullptr;  // mapped, pinned, never freed (kernels may write at exit)
+  IndexErrorRecord* dev = nullptr;
+};
 struct Records {
   std::mutex mutex;
-  std::vector<IndexErrorRecord*> host;  // per device; mapped, pinned, never freed
-  std::vector<IndexErrorRecord*> dev;
+  std::unordered_map<cudaStream_t, Record> by_stream;
 };
 Records& records() {
-  static auto* r = new Records();  // leaked: kernels may still write at exit
+  static auto* r = new Records();  // leaked, with the records
   return *r;
 }
 
-// The host and device addresses of `device`'s record, made on first use.
-std::pair<IndexErrorRecord*, IndexErrorRecord*> record(int device) {
-  auto& r = records();
-  std::lock_guard<std::mutex> lock(r.mutex);
-  if (static_cast<int>(r.host.size()) <= device) {
-    r.host.resize(device + 1, nullptr);
-    r.dev.resize(device + 1, nullptr);
-  }
-  if (r.host[device] == nullptr) {
-    use_device(device);
-    void* h = nullptr;
-    MLX_CUDA_CHECK(cudaHostAlloc(&h, sizeof(IndexErrorRecord), cudaHostAllocMapped));
-    *static_cast<IndexErrorRecord*>(h) = IndexErrorRecord{};
-    void* d = nullptr;
-    MLX_CUDA_CHECK(cudaHostGetDevicePointer(&d, h, 0));
-    r.host[device] = static_cast<IndexErrorRecord*>(h);
-    r.dev[device] = static_cast<IndexErrorRecord*>(d);
-  }
-  return {r.host[device], r.dev[device]};
-}
-
-}  // namespace
-
-IndexErrorRecord* index_error_record(int device) { return record(device).second; }
-
-namespace {
-
-// The host address of `device`'s record, or null while no kernel has asked for it (so none
+// The host address of stream `s`'s record, or null while no kernel has asked for it (so none
 // can have written it).
-IndexErrorRecord* existing_record(int device) {
+IndexErrorRecord* existing_record(cudaStream_t s) {
   auto& r = records();
   std::lock_guard<std::mutex> lock(r.mutex);
-  return device < static_cast<int>(r.host.size()) ? r.host[device] : nullptr;
+  auto it = r.by_stream.find(s);
+  return it == r.by_stream.end() ? nullptr : it->second.host;
 }
 
 std::atomic_ref<int> flag_of(IndexErrorRecord* h) { return std::atomic_ref<int>(h->flag); }
 
 }  // namespace
 
-bool has_index_error(int device) {
-  auto* h = existing_record(device);
+IndexErrorRecord* index_error_record() {
+  auto& r = records();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  Record& rec = r.by_stream[stream()];
+  if (rec.host == nullptr) {
+    void* h = nullptr;
+    MLX_CUDA_CHECK(cudaHostAlloc(&h, sizeof(IndexErrorRecord), cudaHostAllocMapped));
+    *static_cast<IndexErrorRecord*>(h) = IndexErrorRecord{};
+    void* d = nullptr;
+    MLX_CUDA_CHECK(cudaHostGetDevicePointer(&d, h, 0));
+    rec = {static_cast<IndexErrorRecord*>(h), static_cast<IndexErrorRecord*>(d)};
+  }
+  return rec.dev;
+}
+
+bool has_index_error(cudaStream_t s) {
+  auto* h = existing_record(s);
   return h != nullptr && flag_of(h).load(std::memory_order_acquire) != 0;
 }
 
-void raise_index_errors(int device) {
-  if (!has_index_error(device)) {
+void raise_index_errors(cudaStream_t s) {
+  if (!has_index_error(s)) {
     return;
   }
-  auto* h = existing_record(device);
+  auto* h = existing_record(s);
   IndexErrorRecord e = *h;
   flag_of(h).store(0, std::memory_order_release);
   std::string index =

@@ -1,7 +1,10 @@
 // Out-of-range indices found by GPU kernels. A kernel cannot throw, so the first bad index of a
-// device is written to a small record in mapped host memory, and the host raises it (with the
-// CPU kernels' message) the next time it waits for that device's work.
+// CUDA stream's work is written to the stream's small record in mapped host memory, and the host
+// raises it (with the CPU kernels' message) the next time it waits for that stream's work: never
+// in another thread's wait for its own stream.
 #pragma once
+
+#include <cuda_runtime.h>
 
 #include <cstdint>
 
@@ -17,12 +20,12 @@ struct IndexErrorRecord {
   const char* op;  // host pointer to the public op's name, only carried by the device
 };
 
-// The device's record, as kernels address it.
-IndexErrorRecord* index_error_record(int device);
-// Whether a kernel of `device` has recorded an error not raised yet.
-bool has_index_error(int device);
-// Throws std::out_of_range for a recorded error of `device` (and clears it). Call it after the
-// device work that may have recorded one is known to be done.
-void raise_index_errors(int device);
+// The record of the stream that kernels issued here run on (cu::stream()), as they address it.
+IndexErrorRecord* index_error_record();
+// Whether a kernel of stream `s` has recorded an error not raised yet.
+bool has_index_error(cudaStream_t s);
+// Throws std::out_of_range for a recorded error of stream `s` (and clears it). Call it after
+// the stream's work that may have recorded one is known to be done.
+void raise_index_errors(cudaStream_t s);
 
 }  // namespace mlx::core::cu

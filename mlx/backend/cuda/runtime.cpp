@@ -192,7 +192,7 @@ class CudaStream : public DeviceStream {
     MLX_CUDA_CHECK(err);
     retire(value);
     // A pending or raised index error is raised by the wait that follows, not lost here.
-    return !has_index_error(device_) && !failed(value);
+    return !has_index_error(stream_) && !failed(value);
   }
 
   void wait(uint64_t value) override {
@@ -251,7 +251,7 @@ class CudaStream : public DeviceStream {
       std::rethrow_exception(e);
     }
     try {
-      raise_index_errors(device_);
+      raise_index_errors(stream_);
     } catch (...) {
       std::lock_guard<std::mutex> lock(mutex_);
       failures_.push_back(

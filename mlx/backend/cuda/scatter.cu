@@ -121,7 +121,7 @@ void Scatter::eval_gpu(const std::vector<array>& inputs, array& out) {
     return;
   }
   auto ix = make_index_arrays(indices, axes_, out.shape(), out.strides(), slice, name);
-  auto* err = index_error_record(current().device);
+  auto* err = index_error_record();
   if (upd.size() == 0) {
     // Zero-size update slices still check their indices, as on the CPU.
     check_indices(ix, n_idx, name, err);
@@ -153,7 +153,7 @@ void ScatterAxis::eval_gpu(const std::vector<array>& inputs, array& out) {
   }
   int64_t total = static_cast<int64_t>(idx.size());
   IndexType itype = index_type(idx.dtype(), name);
-  auto* err = index_error_record(current().device);
+  auto* err = index_error_record();
   dispatch_scatter(out.dtype(), reduce_, name, [&]<typename Op, typename T>() {
     run_passes<Op>(out, total, name, [&](uint32_t* owner, bool claim) {
       scatter_axis_kernel<Op, T><<<blocks_for(total), kThreads, 0, cu::stream()>>>(
