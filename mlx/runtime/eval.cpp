@@ -195,47 +195,66 @@ struct ErrorSlot {
   }
 };
 
+// An asynchronous evaluation hands its nodes over in runs of one stream, each run at once.
+void submit_all(std::vector<Claimed> tape) {
+  if (tape.empty()) {
+    return;
+  }
+  std::vector<std::pair<uint64_t, scheduler::Task>> run;
+  Stream stream = tape.front().stream;
+  for (auto& entry : tape) {
+    Claimed c = std::move(entry);  // the tape must not keep intermediates alive
+    if (c.stream != stream) {
+      scheduler::submit(stream, std::move(run));
+      run.clear();
+      stream = c.stream;
+    }
+    // The stream keeps the error of a failed node.
+    run.emplace_back(c.position, [node = std::move(c.node), keep = c.keep_graph]() mutable {
+      run_node(node, keep);
+    });
+  }
+  if (!run.empty()) {
+    scheduler::submit(stream, std::move(run));
+  }
+}
+
 void eval_impl(const std::vector<array>& outputs, bool sync, bool keep_traced = true) {
   std::vector<Claimed> tape = claim(outputs, keep_traced);
+  if (!sync) {
+    submit_all(std::move(tape));
+    return;
+  }
   std::exception_ptr inline_error;    // the first error of a node run here
-  std::shared_ptr<ErrorSlot> errors;  // of the nodes given to workers (sync only, made on need)
+  std::shared_ptr<ErrorSlot> errors;  // of the nodes given to workers (made on need)
   // Every claimed position must be handed off, even after a failure (the stream would stop
   // there otherwise): nodes after a failed one still run, and those that need it fail.
   for (auto& entry : tape) {
     Claimed c = std::move(entry);  // the tape must not keep intermediates alive
-    if (sync) {
-      bool ran;
-      try {
-        ran = scheduler::run_inline_if_next(c.stream, c.position,
-                                            [&c] { run_node(c.node, c.keep_graph); });
-      } catch (...) {
-        if (!inline_error) {
-          inline_error = std::current_exception();
-        }
-        ran = true;
+    bool ran;
+    try {
+      ran = scheduler::run_inline_if_next(c.stream, c.position,
+                                          [&c] { run_node(c.node, c.keep_graph); });
+    } catch (...) {
+      if (!inline_error) {
+        inline_error = std::current_exception();
       }
-      if (ran) {
-        continue;
-      }
-      if (!errors) {
-        errors = std::make_shared<ErrorSlot>();
-      }
+      ran = true;
+    }
+    if (ran) {
+      continue;
+    }
+    if (!errors) {
+      errors = std::make_shared<ErrorSlot>();
     }
     scheduler::submit(c.stream, c.position,
                       [node = std::move(c.node), keep = c.keep_graph, errors]() mutable {
-                        if (!errors) {
-                          run_node(node, keep);  // async: the stream keeps the error
-                          return;
-                        }
                         try {
                           run_node(node, keep);
                         } catch (...) {
                           errors->set(std::current_exception());
                         }
                       });
-  }
-  if (!sync) {
-    return;
   }
   for (auto& o : outputs) {
     o.wait();

@@ -69,7 +69,11 @@ class StreamWorker {
     return true;
   }
 
-  void submit(uint64_t position, Task task) {
+  // Tasks at increasing positions, handed over under one lock with one wake-up.
+  void submit(std::vector<std::pair<uint64_t, Task>> tasks) {
+    if (tasks.empty()) {
+      return;
+    }
     std::unique_lock<std::mutex> lock(mutex_);
     if (!running_) {
       if (thread_.joinable()) {
@@ -78,15 +82,18 @@ class StreamWorker {
       running_ = true;
       thread_ = std::thread([this] { loop(); });
     }
-    // Waits outside any graph lock: the positions before this one are all handed off or
-    // running, so the worker can always catch up.
-    progress_.wait(lock, [&] { return position - completed_ <= kMaxInFlight; });
-    // Usually positions arrive in order; a thread that reserved earlier may submit later.
-    auto at = queue_.end();
-    while (at != queue_.begin() && std::prev(at)->first > position) {
-      --at;
+    // Waits outside any graph lock: the positions before these are all handed off or running,
+    // so the worker can always catch up.
+    const uint64_t first = tasks.front().first;
+    await_completed(lock, first > kMaxInFlight ? first - kMaxInFlight : 0);
+    for (auto& [position, task] : tasks) {
+      // Usually positions arrive in order; a thread that reserved earlier may submit later.
+      auto at = queue_.end();
+      while (at != queue_.begin() && std::prev(at)->first > position) {
+        --at;
+      }
+      queue_.emplace(at, position, std::move(task));
     }
-    queue_.emplace(at, position, std::move(task));
     lock.unlock();
     task_ready_.notify_one();
   }
@@ -133,8 +140,7 @@ class StreamWorker {
   void synchronize() {
     {
       std::unique_lock<std::mutex> lock(mutex_);
-      uint64_t target = reserved_;
-      progress_.wait(lock, [&] { return completed_ >= target; });
+      await_completed(lock, reserved_);
       if (error_) {
         auto e = error_;
         error_ = nullptr;
@@ -192,18 +198,40 @@ class StreamWorker {
     }
   }
 
+  // Wakes the threads waiting for progress only once the least position they wait for is
+  // reached (not at every position, each a system call on both sides), and the worker only
+  // when an inline task leaves it a queued next position.
   void complete_one() {
+    bool wake_waiters, wake_worker;
     {
       std::lock_guard<std::mutex> lock(mutex_);
       ++completed_;
+      wake_waiters = completed_ >= least_awaited_;
+      if (wake_waiters) {
+        least_awaited_ = kNobodyWaits;
+      }
+      wake_worker = !queue_.empty() && queue_.front().first == completed_ + 1;
     }
-    progress_.notify_all();
-    task_ready_.notify_one();  // the next position may be queued already
+    if (wake_waiters) {
+      progress_.notify_all();
+    }
+    if (wake_worker) {
+      task_ready_.notify_one();
+    }
+  }
+
+  // Blocks until `target` positions completed; `lock` holds mutex_. A woken waiter whose
+  // target is not reached yet registers it again.
+  void await_completed(std::unique_lock<std::mutex>& lock, uint64_t target) {
+    while (completed_ < target) {
+      least_awaited_ = std::min(least_awaited_, target);
+      progress_.wait(lock);
+    }
   }
 
   void wait_host(uint64_t value) {
     std::unique_lock<std::mutex> lock(mutex_);
-    progress_.wait(lock, [&] { return completed_ >= value; });
+    await_completed(lock, value);
   }
 
   void note_device_done(uint64_t value) {
@@ -221,6 +249,8 @@ class StreamWorker {
   std::deque<std::pair<uint64_t, Task>> queue_;  // (position, task), sorted by position
   uint64_t reserved_ = 0;
   uint64_t completed_ = 0;
+  static constexpr uint64_t kNobodyWaits = UINT64_MAX;
+  uint64_t least_awaited_ = kNobodyWaits;  // the least target of the threads in await_completed
   std::exception_ptr error_;
   bool stop_ = false;
   bool running_ = false;  // thread_ is running loop()
@@ -290,7 +320,12 @@ bool run_inline_if_next(const Stream& s, uint64_t position, const Task& task) {
   return worker(s.index).run_inline_if_next(position, task);
 }
 void submit(const Stream& s, uint64_t position, Task task) {
-  worker(s.index).submit(position, std::move(task));
+  std::vector<std::pair<uint64_t, Task>> one;
+  one.emplace_back(position, std::move(task));
+  worker(s.index).submit(std::move(one));
+}
+void submit(const Stream& s, std::vector<std::pair<uint64_t, Task>> tasks) {
+  worker(s.index).submit(std::move(tasks));
 }
 void synchronize(const Stream& s) { worker(s.index).synchronize(); }
 

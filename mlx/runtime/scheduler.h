@@ -9,6 +9,8 @@
 #include <cstdint>
 #include <exception>
 #include <functional>
+#include <utility>
+#include <vector>
 
 #include "mlx/runtime/event.h"
 #include "mlx/runtime/stream.h"
@@ -36,6 +38,9 @@ bool run_inline_if_next(const Stream& s, uint64_t position, const Task& task);
 // kMaxInFlight positions ahead of the worker). Exceptions of the task are kept for
 // synchronize.
 void submit(const Stream& s, uint64_t position, Task task);
+// submit for tasks at increasing positions of `s`, handed over at once: one lock and one
+// wake-up of the worker instead of one per task (the blocking applies to the first).
+void submit(const Stream& s, std::vector<std::pair<uint64_t, Task>> tasks);
 // Waits for every position reserved so far; rethrows the first error a submitted task raised.
 void synchronize(const Stream& s);
 void synchronize_all();
