@@ -11,14 +11,32 @@ void* BufferCache::reuse(size_t size, size_t* block_size) {
   void* block = entry->block;
   *block_size = entry->size;
   cache_bytes_ -= entry->size;
-  by_size_.erase(it);
-  lru_.erase(entry);
+  if (spare_nodes_.size() < kMaxSpareNodes) {
+    spare_nodes_.push_back(by_size_.extract(it));
+    spare_entries_.splice(spare_entries_.begin(), lru_, entry);
+  } else {
+    by_size_.erase(it);
+    lru_.erase(entry);
+  }
   return block;
 }
 
 void BufferCache::put(void* block, size_t size, uint64_t now) {
-  lru_.push_front(Entry{block, size, now, {}});
-  lru_.front().in_map = by_size_.emplace(size, lru_.begin());
+  if (spare_entries_.empty()) {
+    lru_.push_front(Entry{block, size, now, {}});
+  } else {
+    lru_.splice(lru_.begin(), spare_entries_, spare_entries_.begin());
+    lru_.front() = Entry{block, size, now, {}};
+  }
+  if (spare_nodes_.empty()) {
+    lru_.front().in_map = by_size_.emplace(size, lru_.begin());
+  } else {
+    BySize::node_type node = std::move(spare_nodes_.back());
+    spare_nodes_.pop_back();
+    node.key() = size;
+    node.mapped() = lru_.begin();
+    lru_.front().in_map = by_size_.insert(std::move(node));
+  }
   cache_bytes_ += size;
 }
 

@@ -7,13 +7,16 @@
 #include <functional>
 #include <list>
 #include <map>
+#include <vector>
 
 namespace mlx::core::allocator {
 
 class BufferCache {
  public:
   using FreeFn = std::function<void(void* block, size_t size)>;
-  explicit BufferCache(FreeFn free_fn) : free_fn_(std::move(free_fn)) {}
+  explicit BufferCache(FreeFn free_fn) : free_fn_(std::move(free_fn)) {
+    spare_nodes_.reserve(kMaxSpareNodes);
+  }
   ~BufferCache() { clear(); }
   BufferCache(const BufferCache&) = delete;
   BufferCache& operator=(const BufferCache&) = delete;
@@ -55,10 +58,16 @@ class BufferCache {
     uint64_t put_time;
     std::multimap<size_t, std::list<Entry>::iterator>::iterator in_map;
   };
+  using BySize = std::multimap<size_t, std::list<Entry>::iterator>;
   void release_oldest();
   FreeFn free_fn_;
   std::list<Entry> lru_;  // front = most recently freed
-  std::multimap<size_t, std::list<Entry>::iterator> by_size_;
+  BySize by_size_;
+  // The list and map nodes of blocks reused, kept for later puts: a put and a reuse per op
+  // would otherwise cost two heap allocations and two frees.
+  static constexpr size_t kMaxSpareNodes = 64;
+  std::list<Entry> spare_entries_;
+  std::vector<BySize::node_type> spare_nodes_;
   size_t cache_bytes_ = 0;
   size_t page_ = kPage;
 };

@@ -123,6 +123,7 @@ CachingAllocator::CachingAllocator(SystemMemory system, size_t memory_limit)
       cache_([this](void* block, size_t size) { released_to_system_locked(block, size); }) {
   stats_.memory_limit = memory_limit;
   stats_.cache_limit = memory_limit;
+  spare_nodes_.reserve(kMaxSpareNodes);
   memory_debug_ = env_flag("MLX_MEMORY_DEBUG");
   cache_debug_ = env_flag("MLX_CACHE_DEBUG");
   try {
@@ -314,8 +315,17 @@ Buffer CachingAllocator::malloc(size_t requested) {
                      cache_.cache_bytes()});
     }
   }
-  live_.emplace(block, Block{block_size, requested, op ? op->name : nullptr, stack,
-                             op ? op->stream : -1, serial_++});
+  const Block entry{block_size,           requested, op ? op->name : nullptr, stack,
+                    op ? op->stream : -1, serial_++};
+  if (spare_nodes_.empty()) {
+    live_.emplace(block, entry);
+  } else {
+    LiveBlocks::node_type node = std::move(spare_nodes_.back());
+    spare_nodes_.pop_back();
+    node.key() = block;
+    node.mapped() = entry;
+    live_.insert(std::move(node));
+  }
   stats_.active_memory += block_size;
   stats_.active_requested += requested;
   stats_.total_requested += requested;
@@ -349,7 +359,11 @@ void CachingAllocator::free(Buffer buffer) {
     return;
   }
   Block b = it->second;
-  live_.erase(it);
+  if (spare_nodes_.size() < kMaxSpareNodes) {
+    spare_nodes_.push_back(live_.extract(it));
+  } else {
+    live_.erase(it);
+  }
   stats_.active_memory -= b.size;
   stats_.active_requested -= b.requested;
   bool keep = b.size <= stats_.cache_limit;

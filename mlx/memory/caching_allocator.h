@@ -110,7 +110,12 @@ class CachingAllocator : public Allocator {
     int stream;
     uint64_t serial;
   };
-  std::unordered_map<void*, Block> live_;
+  using LiveBlocks = std::unordered_map<void*, Block>;
+  LiveBlocks live_;
+  // Map nodes of freed blocks, kept for later mallocs (a heap allocation and free per op
+  // otherwise); at most kMaxSpareNodes.
+  static constexpr size_t kMaxSpareNodes = 64;
+  std::vector<LiveBlocks::node_type> spare_nodes_;
   MemoryStats stats_;
   CachePolicy policy_;
   SizeClasses classes_;

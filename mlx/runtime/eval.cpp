@@ -168,9 +168,16 @@ std::vector<Claimed> claim(const std::vector<array>& outputs, bool keep_traced) 
     Stream stream = node.primitive().stream();
     uint64_t position = scheduler::reserve(stream);
     Event e(stream, position);
-    for (auto& o : node.outputs()) {
+    auto schedule = [&e](array& o) {
       o.attach_event(e);  // before the status: readers load the status first
       o.set_status(array::Status::scheduled);
+    };
+    if (node.has_siblings()) {
+      for (auto& o : node.outputs()) {
+        schedule(o);
+      }
+    } else {
+      schedule(node);  // outputs() would allocate a vector of one
     }
     // Tracing is per thread: decided here, not on a worker.
     bool keep_graph = keep_traced && node.is_tracer();
