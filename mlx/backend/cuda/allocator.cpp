@@ -87,58 +87,91 @@ int device_of(const Buffer& block) {
   return attr.device;
 }
 
+// An event recorded on a stream that used a freed block, after that use.
+struct Recorded {
+  uint64_t stream_bit;
+  int device;
+  cudaEvent_t event;
+};
+
+// A freed block waiting for the work of the streams that used it.
 struct PendingFree {
   Buffer block;
   int device;
-  std::vector<cudaEvent_t> events;
+  std::vector<Recorded> events;
 };
 
 struct PendingFrees {
   std::mutex mutex;
-  std::deque<PendingFree> list;
+  std::deque<PendingFree> list;                        // in the order the blocks were freed
+  std::vector<std::vector<cudaEvent_t>> spare_events;  // per device: events to record again
 };
 PendingFrees& pending() {
   static auto* p = new PendingFrees();
   return *p;
 }
 
-// An event recorded on `s` after the work issued to it so far (null if none could be made).
-cudaEvent_t record_on(const cu::GpuStream& s) {
-  if (s.stream == nullptr) {
-    return nullptr;
+// An event of `device` to record (one made before and done with, or a new one); null if none
+// could be made. Holds p.mutex.
+cudaEvent_t take_event(PendingFrees& p, int device) {
+  if (static_cast<int>(p.spare_events.size()) > device && !p.spare_events[device].empty()) {
+    cudaEvent_t e = p.spare_events[device].back();
+    p.spare_events[device].pop_back();
+    return e;
   }
-  cu::DeviceScope scope(s.device);  // an event is recorded on a stream of its own device
+  cu::DeviceScope scope(device);
   cudaEvent_t e;
   if (cudaEventCreateWithFlags(&e, cudaEventDisableTiming) != cudaSuccess) {
     cudaGetLastError();
     return nullptr;
   }
-  cudaEventRecord(e, s.stream);
   return e;
+}
+
+void give_back_event(PendingFrees& p, const Recorded& r) {
+  if (static_cast<int>(p.spare_events.size()) <= r.device) {
+    p.spare_events.resize(r.device + 1);
+  }
+  p.spare_events[r.device].push_back(r.event);
 }
 
 }  // namespace
 
+// Events recorded on one stream complete in the order they were recorded, and the list is in
+// free order: once a stream's event is found unfinished, the later entries' events on that
+// stream are taken as unfinished without asking (at worst a block is released one call later).
+// So a call asks about the newly finished entries and one event per busy stream, not about
+// every pending block.
 void release_finished_gpu_frees() {
   auto& p = pending();
   std::vector<PendingFree> done;
   {
     std::lock_guard<std::mutex> lock(p.mutex);
-    for (auto it = p.list.begin(); it != p.list.end();) {
+    uint64_t busy = 0;  // streams with an unfinished event
+    size_t kept = 0;
+    for (size_t i = 0; i < p.list.size(); ++i) {
+      PendingFree& f = p.list[i];
       bool finished = true;
-      for (auto e : it->events) {
-        finished = finished && cudaEventQuery(e) == cudaSuccess;
+      for (const Recorded& r : f.events) {
+        if ((busy & r.stream_bit) || cudaEventQuery(r.event) != cudaSuccess) {
+          busy |= r.stream_bit;
+          finished = false;
+          break;
+        }
       }
       if (finished) {
-        for (auto e : it->events) {
-          cudaEventDestroy(e);
+        for (const Recorded& r : f.events) {
+          give_back_event(p, r);
         }
-        done.push_back(std::move(*it));
-        it = p.list.erase(it);
+        done.push_back(std::move(f));
       } else {
-        ++it;
+        if (kept != i) {
+          p.list[kept] = std::move(f);
+        }
+        ++kept;
       }
     }
+    p.list.erase(p.list.begin() + static_cast<std::ptrdiff_t>(kept), p.list.end());
   }
   for (auto& f : done) {
     gpu_allocator(f.device).free(f.block);
@@ -159,16 +192,23 @@ void gpu_free(Buffer block, uint64_t streams) {
     gpu_allocator(device).free(block);
     return;
   }
-  PendingFree p{block, device, {}};
-  for (uint64_t rest = streams; rest; rest &= rest - 1) {
-    if (cudaEvent_t e = record_on(cu::stream_of_bit(rest & -rest))) {
-      p.events.push_back(e);
-    }
-  }
+  PendingFree f{block, device, {}};
+  auto& p = pending();
   {
-    auto& list = pending();
-    std::lock_guard<std::mutex> lock(list.mutex);
-    list.list.push_back(std::move(p));
+    std::lock_guard<std::mutex> lock(p.mutex);
+    for (uint64_t rest = streams; rest; rest &= rest - 1) {
+      const uint64_t bit = rest & -rest;
+      const cu::GpuStream s = cu::stream_of_bit(bit);
+      if (s.stream == nullptr) {
+        continue;
+      }
+      if (cudaEvent_t e = take_event(p, s.device)) {
+        cu::DeviceScope scope(s.device);  // an event is recorded on a stream of its own device
+        cudaEventRecord(e, s.stream);
+        f.events.push_back(Recorded{bit, s.device, e});
+      }
+    }
+    p.list.push_back(std::move(f));
   }
   release_finished_gpu_frees();
 }
