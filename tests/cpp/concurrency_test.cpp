@@ -239,3 +239,27 @@ TEST(Concurrency, TrainingWhileTheForwardOverlapsTheVjp) {
   }
   detail::set_vjp_overlap(detail::VjpOverlap::gpu);
 }
+
+TEST(Concurrency, WaitersForDifferentPositionsOfOneStreamAllWake) {
+  // One stream's worker runs a long chain handed over by async_eval while threads wait for
+  // different links of it: a completed position wakes the waiters only once the least position
+  // they wait for is reached, and each must re-register a later one when woken early.
+  Stream s = new_stream(Device::cpu);
+  for (int round = 0; round < 20; ++round) {
+    std::vector<array> chain{full({4}, 0.0f, s)};
+    for (int i = 0; i < 2000; ++i) {
+      chain.push_back(add(chain.back(), array(1.0f), s));
+    }
+    async_eval({chain.back()});
+    std::vector<float> seen(8);
+    run_threads(8, [&](int t) {
+      const int link = 2000 - t * 250;  // later links first: their waits start earliest
+      chain[link].wait();
+      seen[t] = chain[link].data<float>()[3];
+    });
+    for (int t = 0; t < 8; ++t) {
+      EXPECT_EQ(seen[t], 2000.0f - t * 250) << "round " << round << ", thread " << t;
+    }
+    synchronize(s);
+  }
+}
