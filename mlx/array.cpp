@@ -183,6 +183,28 @@ array::~array() {
   }
 }
 
+array& array::operator=(const array& other) & {
+  if (desc_ != other.desc_) {
+    if (auto group = orphaned_group()) {
+      ungroup(*group);
+    }
+    desc_ = other.desc_;
+  }
+  return *this;
+}
+
+array& array::operator=(array&& other) & {
+  if (desc_ != other.desc_) {
+    if (auto group = orphaned_group()) {
+      ungroup(*group);
+    }
+  }
+  if (this != &other) {
+    desc_ = std::move(other.desc_);
+  }
+  return *this;
+}
+
 int array::shape(int dim) const {
   int nd = ndim();
   if (dim < -nd || dim >= nd) {

@@ -92,8 +92,11 @@ class array {
 
   array(const array&) = default;
   array(array&&) = default;
-  array& operator=(const array&) & = default;
-  array& operator=(array&&) & = default;
+  // Replacing a handle drops it as ~array does: when it was the last outside handle of an
+  // unevaluated output group, the group's cycle is broken first (else the group, its
+  // outputs and everything they reach would never be freed).
+  array& operator=(const array& other) &;
+  array& operator=(array&& other) &;
   ~array();
 
   // Shape and type.
