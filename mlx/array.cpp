@@ -183,25 +183,16 @@ array::~array() {
   }
 }
 
+// The replaced handle ends in a temporary, whose destructor breaks its group's cycle.
 array& array::operator=(const array& other) & {
-  if (desc_ != other.desc_) {
-    if (auto group = orphaned_group()) {
-      ungroup(*group);
-    }
-    desc_ = other.desc_;
-  }
+  array replaced(other);
+  std::swap(desc_, replaced.desc_);
   return *this;
 }
 
 array& array::operator=(array&& other) & {
-  if (desc_ != other.desc_) {
-    if (auto group = orphaned_group()) {
-      ungroup(*group);
-    }
-  }
-  if (this != &other) {
-    desc_ = std::move(other.desc_);
-  }
+  array replaced(std::move(other));
+  std::swap(desc_, replaced.desc_);
   return *this;
 }
 

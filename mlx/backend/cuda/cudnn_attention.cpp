@@ -6,10 +6,9 @@
 // than running one: a few query rows (decoding against a growing cache: a new key length every
 // token), and every geometry past the first kMaxGraphs (prompts of many lengths).
 // MLX_SDPA_CUDNN=0 turns this path off; MLX_CUDNN_DEBUG=1 prints each graph's fate.
-// MLX_SDPA_CUDNN_AUTOTUNE=1 builds every plan the heuristics list and keeps the fastest on the
-// first call's operands (the heuristics' first choice for dense B8 H12 T1024 D64 causal bf16,
-// a 64x256 tile, ran 6% slower on an H100 than the 64x128 one PyTorch's call ran); off by
-// default until it is measured across geometries.
+// The training graphs are autotuned (every plan the heuristics list, the fastest kept on the
+// first call's operands; autotuned() has the measurements); MLX_SDPA_CUDNN_AUTOTUNE=1 also
+// autotunes the inference forward, =0 none.
 #include "mlx/backend/cuda/cudnn_attention.h"
 
 #include <cstdio>
