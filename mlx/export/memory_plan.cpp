@@ -144,8 +144,9 @@ uint64_t planned_peak_bytes(const Program& p, const std::vector<int>& order) {
 
 namespace {
 
-// How a step's kernel gets its outputs' memory on the host.
-enum class OutputKind { view, donating, fresh };
+// How a step's kernel gets its outputs' memory on the host: a view of its first input, an
+// input buffer dying with it (any input; the first only), or a new block.
+enum class OutputKind { view, donating, donating_first, fresh };
 
 OutputKind output_kind(const Primitive& prim) {
   static const std::unordered_set<std::string> views = {
@@ -161,7 +162,7 @@ OutputKind output_kind(const Primitive& prim) {
       dynamic_cast<const Binary*>(&prim)) {
     return OutputKind::donating;
   }
-  return OutputKind::fresh;
+  return name == "CrossEntropyVJP" ? OutputKind::donating_first : OutputKind::fresh;
 }
 
 std::string describe(const Program& p, int s) {
@@ -247,13 +248,14 @@ MemoryPlan simulate_memory(const Program& p, const std::vector<array>& inputs,
         continue;
       }
       int donor = -1;
-      if (kind == OutputKind::donating) {
+      if (kind == OutputKind::donating || kind == OutputKind::donating_first) {
         // Binary's dense paths need every operand dense or a broadcast scalar.
         bool all_dense = true;
-        for (int in : st.inputs) {
-          all_dense = all_dense && (dense[in] || scalar[in]);
+        for (size_t j = 0; kind == OutputKind::donating && j < st.inputs.size(); ++j) {
+          all_dense = all_dense && (dense[st.inputs[j]] || scalar[st.inputs[j]]);
         }
-        for (size_t j = 0; j < st.inputs.size() && donor < 0; ++j) {
+        const size_t candidates = kind == OutputKind::donating ? st.inputs.size() : 1;
+        for (size_t j = 0; j < candidates && donor < 0; ++j) {
           int in = st.inputs[j];
           int b = buffer_of[in];
           bool ok = b >= 0 && !donated[j] && refs[b] == 1 && dense[in] && !scalar[in] &&

@@ -216,6 +216,12 @@ class CrossEntropyVJP : public UnaryPrimitive {
   MLX_SERIALIZABLE(CrossEntropyVJP)
   const char* name() const override { return "CrossEntropyVJP"; }
   bool is_equivalent(const Primitive& other) const override;
+  // Whether `dlogits` may take over the buffer of `logits` (dying here, row-contiguous): the
+  // kernels read each logit before writing its gradient.
+  static bool can_write_over(const array& logits, const array& dlogits) {
+    return logits.is_donatable() && logits.flags().row_contiguous &&
+           logits.dtype() == dlogits.dtype();
+  }
   std::vector<Shape> output_shapes(const std::vector<array>& inputs) override {
     return {inputs[0].shape()};
   }

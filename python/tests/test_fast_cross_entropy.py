@@ -291,6 +291,27 @@ def test_widened_half_logits_are_read_in_place(dtype, rng):
     assert mx.get_peak_memory() - base < 24 * 2**20, mx.get_peak_memory() - base
 
 
+def test_the_gradient_takes_over_logits_that_die_in_it(rng):
+    # An LM head's logits die in the loss's backward: dlogits is written over them, so the
+    # step holds one logits-sized buffer, not two (32 MiB here), and the values are the same.
+    xn = rng.standard_normal((1024, 64)).astype(np.float32)
+    wn = (0.1 * rng.standard_normal((64, 8192))).astype(np.float32)
+    tn = rng.integers(0, 8192, (1024,))
+    x, w, t = mx.array(xn), mx.array(wn), mx.array(tn)
+    mx.eval(x, w, t)
+    mx.synchronize()
+    mx.reset_peak_memory()
+    base = mx.get_active_memory()
+    dw = mx.grad(lambda w: mx.fast.cross_entropy(x @ w, t).sum())(w)
+    mx.eval(dw)
+    assert mx.get_peak_memory() - base < 48 * 2**20, mx.get_peak_memory() - base
+    logits = xn.astype(np.float64) @ wn
+    p = np.exp(logits - logits.max(-1, keepdims=True))
+    p /= p.sum(-1, keepdims=True)
+    p[np.arange(1024), tn] -= 1
+    np.testing.assert_allclose(np.array(dw), xn.T.astype(np.float64) @ p, rtol=2e-3, atol=2e-4)
+
+
 def test_errors():
     x = mx.zeros((2, 3))
     with pytest.raises(ValueError, match=r"cross_entropy.*shape \(2\)"):

@@ -174,7 +174,12 @@ void CrossEntropy::eval_cpu(const std::vector<array>& inputs, std::vector<array>
 }
 
 void CrossEntropyVJP::eval_cpu(const std::vector<array>& inputs, array& out) {
-  out.set_data(allocator::malloc(out.nbytes()));
+  // Rows are written after they are read, so the gradient can replace dying logits in place.
+  if (can_write_over(inputs[0], out)) {
+    out.copy_shared_buffer(inputs[0]);
+  } else {
+    out.set_data(allocator::malloc(out.nbytes()));
+  }
   if (out.size() == 0) {
     return;
   }

@@ -228,7 +228,14 @@ void CrossEntropy::eval_gpu(const std::vector<array>& inputs, std::vector<array>
 }
 
 void CrossEntropyVJP::eval_gpu(const std::vector<array>& inputs, array& out) {
-  allocate(out);
+  // Each gradient element replaces its logit (read first, same index): the logits' buffer,
+  // when it dies here, takes the gradient (the LM head's logits are the training step's
+  // largest buffer).
+  if (can_write_over(inputs[0], out)) {
+    out.copy_shared_buffer(inputs[0]);
+  } else {
+    allocate(out);
+  }
   if (out.size() == 0) {
     return;
   }
@@ -237,7 +244,9 @@ void CrossEntropyVJP::eval_gpu(const std::vector<array>& inputs, array& out) {
   array lse = dense_copy(inputs[2]);
   array g = dense_copy(inputs[3]);
   const int64_t n = x.shape(-1), rows = static_cast<int64_t>(x.size()) / n;
-  const bool words = rows_are_words(x, n) && n >= 8 * kThreads;  // a block per row pays off
+  // A block per row pays off for long rows. out is checked too: it may be the logits' own
+  // buffer where x is an aligned copy of them.
+  const bool words = rows_are_words(x, n) && rows_are_words(out, n) && n >= 8 * kThreads;
   dispatch_float<DeviceTypes>(x.dtype(), "cross_entropy", [&]<typename T>() {
     using A = acc_t<T>;
     if constexpr (sizeof(T) <= 4) {
