@@ -1,13 +1,17 @@
 #include "mlx/export/memory_plan.h"
 
 #include <algorithm>
+#include <limits>
 #include <numeric>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <unordered_set>
 
+#include "mlx/backend/common/views.h"
 #include "mlx/memory/caching_allocator.h"
 #include "mlx/primitives/elementwise.h"
+#include "mlx/primitives/shape.h"
 #include "mlx/utils.h"
 
 namespace mlx::core::detail {
@@ -165,6 +169,38 @@ OutputKind output_kind(const Primitive& prim) {
   return name == "CrossEntropyVJP" ? OutputKind::donating_first : OutputKind::fresh;
 }
 
+// The strides of a view step's output, where they follow from its input's (nullopt: not
+// followed, treated as a layout a reshape must copy).
+std::optional<Strides> view_strides(const Primitive& prim, const Shape& in_shape,
+                                    const std::optional<Strides>& in, const Shape& out_shape) {
+  if (!in) {
+    return std::nullopt;
+  }
+  const std::string name = prim.name();
+  if (name == "Reshape" || name == "ExpandAxes" || name == "SqueezeAxes") {
+    return reshape_strides(in_shape, *in, out_shape);
+  }
+  if (auto* t = dynamic_cast<const Transpose*>(&prim)) {
+    Strides out;
+    for (int axis : t->axes()) {
+      out.push_back((*in)[axis]);
+    }
+    return out;
+  }
+  if (auto* sl = dynamic_cast<const Slice*>(&prim)) {
+    Strides out = *in;
+    for (size_t i = 0; i < out.size() && i < sl->strides().size(); ++i) {
+      out[i] *= sl->strides()[i];
+    }
+    return out;
+  }
+  if (name == "Split" || name == "Depends" || name == "StopGradient" || name == "Copy" ||
+      name == "CustomTransforms") {
+    return in;
+  }
+  return std::nullopt;
+}
+
 std::string describe(const Program& p, int s) {
   std::ostringstream os;
   auto& st = p.steps[s];
@@ -174,8 +210,10 @@ std::string describe(const Program& p, int s) {
 
 }  // namespace
 
+bool is_view_step(const Primitive& primitive) { return output_kind(primitive) == OutputKind::view; }
+
 MemoryPlan simulate_memory(const Program& p, const std::vector<array>& inputs,
-                           const std::vector<int>& order) {
+                           const std::vector<int>& order, PeakSite* peak) {
   Graph g = graph_of(p);
   const int nv = static_cast<int>(p.num_values);
   std::vector<int> last_use(nv, -1);
@@ -193,6 +231,8 @@ MemoryPlan simulate_memory(const Program& p, const std::vector<array>& inputs,
   std::vector<int> buffer_of(nv, -1);
   std::vector<char> dense(nv, 1), scalar(nv, 0);
   std::vector<uint64_t> nbytes(nv, 0);
+  std::vector<Shape> shape(nv);
+  std::vector<std::optional<Strides>> strides(nv);  // known layouts (views follow them)
   MemoryPlan plan;
   std::unordered_set<const void*> seen;
   for (size_t i = 0; i < inputs.size() && i < p.num_inputs; ++i) {
@@ -205,28 +245,42 @@ MemoryPlan simulate_memory(const Program& p, const std::vector<array>& inputs,
     }
     nbytes[i] = a.nbytes();
     scalar[i] = a.size() == 1;
+    shape[i] = a.shape();
+    strides[i] = a.flags().row_contiguous ? row_major_strides(a.shape()) : a.strides();
   }
   for (auto& [index, c] : p.constants) {
     plan.input_bytes += c.nbytes();
     nbytes[index] = c.nbytes();
     scalar[index] = c.size() == 1;
+    shape[index] = c.shape();
+    strides[index] = row_major_strides(c.shape());
   }
   uint64_t live = plan.input_bytes;
   plan.peak_bytes = live;
+  // Each buffer's positions in `order`: allocated at born, freed after the step at died.
+  std::vector<int> born, died;
+  int peak_position = -1;
+  std::vector<std::pair<int, int>> reused;  // (step, the step whose buffer it writes)
+  int pos_now = 0;
   auto release = [&](int v) {
     int b = buffer_of[v];
     if (b >= 0 && --refs[b] == 0) {
       live -= size[b];
+      died[b] = pos_now;
     }
   };
   for (size_t pos = 0; pos < order.size(); ++pos) {
     const int s = order[pos];
+    pos_now = static_cast<int>(pos);
     auto& st = p.steps[s];
     OutputKind kind = output_kind(*st.primitive);
     std::string pname = st.primitive->name();
-    if (kind == OutputKind::view && (pname == "Reshape" || pname == "Copy") &&
-        !dense[st.inputs[0]]) {
-      kind = OutputKind::fresh;  // copies what is not row-contiguous
+    // Copies what is not row-contiguous; a reshape only where no strides express it.
+    if (kind == OutputKind::view && !dense[st.inputs[0]] &&
+        (pname == "Copy" ||
+         (pname == "Reshape" && !view_strides(*st.primitive, shape[st.inputs[0]],
+                                              strides[st.inputs[0]], st.shapes[0])))) {
+      kind = OutputKind::fresh;
     }
     std::vector<char> donated(st.inputs.size(), 0);
     for (size_t k = 0; k < st.shapes.size(); ++k) {
@@ -234,8 +288,10 @@ MemoryPlan simulate_memory(const Program& p, const std::vector<array>& inputs,
       nbytes[v] = nbytes_of(st.shapes[k], st.dtypes[k]);
       uint64_t elements = nbytes[v] / size_of(st.dtypes[k]);
       scalar[v] = elements == 1;
+      shape[v] = st.shapes[k];
       if (kind == OutputKind::view && !st.inputs.empty()) {
         int in = st.inputs[0];
+        strides[v] = view_strides(*st.primitive, shape[in], strides[in], st.shapes[k]);
         buffer_of[v] = buffer_of[in];
         if (buffer_of[v] >= 0) {
           ++refs[buffer_of[v]];
@@ -247,6 +303,7 @@ MemoryPlan simulate_memory(const Program& p, const std::vector<array>& inputs,
         scalar[v] = scalar[in];
         continue;
       }
+      strides[v] = row_major_strides(st.shapes[k]);
       int donor = -1;
       if (kind == OutputKind::donating || kind == OutputKind::donating_first) {
         // Binary's dense paths need every operand dense or a broadcast scalar.
@@ -275,33 +332,22 @@ MemoryPlan simulate_memory(const Program& p, const std::vector<array>& inputs,
       if (donor >= 0) {
         buffer_of[v] = buffer_of[donor];
         ++refs[buffer_of[v]];
-        plan.reused_in_place.emplace_back(describe(p, s), describe(p, g.producer[donor]));
+        reused.emplace_back(s, g.producer[donor]);
         continue;
       }
       buffer_of[v] = static_cast<int>(size.size());
       size.push_back(allocator::CachingAllocator::round_size(nbytes[v]));
       refs.push_back(1);
       owner.push_back(s);
+      born.push_back(static_cast<int>(pos));
+      died.push_back(std::numeric_limits<int>::max());
       live += size.back();
       ++plan.num_allocations;
       plan.allocated_bytes += size.back();
     }
     if (live > plan.peak_bytes) {
       plan.peak_bytes = live;
-      plan.peak_step = describe(p, s);
-      plan.live_at_peak.clear();
-      plan.live_bytes_at_peak.clear();
-      std::vector<std::pair<uint64_t, int>> alive;
-      for (size_t b = 0; b < size.size(); ++b) {
-        if (refs[b] > 0) {
-          alive.emplace_back(size[b], owner[b]);
-        }
-      }
-      std::sort(alive.rbegin(), alive.rend());
-      for (auto& [bytes, step] : alive) {
-        plan.live_at_peak.push_back(describe(p, step));
-        plan.live_bytes_at_peak.push_back(bytes);
-      }
+      peak_position = static_cast<int>(pos);
     }
     for (size_t k = 0; k < st.shapes.size(); ++k) {
       if (last_use[st.first_output + k] < 0) {
@@ -315,6 +361,31 @@ MemoryPlan simulate_memory(const Program& p, const std::vector<array>& inputs,
         done.push_back(in);
         release(in);
       }
+    }
+  }
+  for (auto& [step, from] : reused) {
+    plan.reused_in_place.emplace_back(describe(p, step), describe(p, from));
+  }
+  if (peak_position < 0) {
+    return plan;
+  }
+  plan.peak_step = describe(p, order[peak_position]);
+  std::vector<std::pair<uint64_t, int>> alive;
+  for (size_t b = 0; b < size.size(); ++b) {
+    if (born[b] <= peak_position && died[b] >= peak_position) {
+      alive.emplace_back(size[b], owner[b]);
+    }
+  }
+  std::sort(alive.rbegin(), alive.rend());
+  for (auto& [bytes, step] : alive) {
+    plan.live_at_peak.push_back(describe(p, step));
+    plan.live_bytes_at_peak.push_back(bytes);
+  }
+  if (peak) {
+    peak->position = peak_position;
+    peak->live_steps.clear();
+    for (auto& [bytes, step] : alive) {
+      peak->live_steps.push_back(step);
     }
   }
   return plan;

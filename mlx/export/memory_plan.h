@@ -29,8 +29,17 @@ uint64_t planned_peak_bytes(const Program& program, const std::vector<int>& orde
 // views share their input's buffer, elementwise kernels take over an input buffer that dies
 // with them, blocks are rounded like the caching allocator's; inputs and constants are held
 // throughout and outputs to the end. Kernels' internal scratch is not modelled.
+// With `peak`, also where the peak falls: its position in `order` and the steps whose output
+// buffers are alive there, largest first.
+struct PeakSite {
+  int position = -1;
+  std::vector<int> live_steps;
+};
 MemoryPlan simulate_memory(const Program& program, const std::vector<array>& inputs,
-                           const std::vector<int>& order);
+                           const std::vector<int>& order, PeakSite* peak = nullptr);
+
+// Whether the step's outputs are views of its first input (layout changes, Depends).
+bool is_view_step(const Primitive& primitive);
 
 // The order eval's depth-first walk would use (inputs in argument order), for comparison.
 std::vector<int> eval_order(const Program& program);

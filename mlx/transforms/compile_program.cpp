@@ -168,6 +168,24 @@ Program build_program(const std::vector<array>& placeholders, const std::vector<
   return program;
 }
 
+ValueTypes::ValueTypes(const Program& program, const std::vector<array>& inputs)
+    : shapes(program.num_values), dtypes(program.num_values, float32) {
+  for (size_t i = 0; i < inputs.size() && i < program.num_inputs; ++i) {
+    shapes[i] = inputs[i].shape();
+    dtypes[i] = inputs[i].dtype();
+  }
+  for (auto& [v, c] : program.constants) {
+    shapes[v] = c.shape();
+    dtypes[v] = c.dtype();
+  }
+  for (auto& step : program.steps) {
+    for (size_t k = 0; k < step.shapes.size(); ++k) {
+      shapes[step.first_output + k] = step.shapes[k];
+      dtypes[step.first_output + k] = step.dtypes[k];
+    }
+  }
+}
+
 std::vector<array> replay(const Program& program, const std::vector<array>& inputs,
                           bool shapeless) {
   std::vector<std::optional<array>> values(program.num_values);

@@ -28,6 +28,13 @@ struct Program {
   std::vector<int> outputs;
 };
 
+// The shape and dtype of each of a program's values (its inputs' from `inputs`).
+struct ValueTypes {
+  std::vector<Shape> shapes;
+  std::vector<Dtype> dtypes;
+  ValueTypes(const Program& program, const std::vector<array>& inputs);
+};
+
 // Builds the program computing `outputs` from `placeholders`, simplified: no-op layout steps
 // removed, common subexpressions merged, scalar constants evaluated. With `shapeless`, every
 // step must be able to infer its output shapes.

@@ -12,6 +12,7 @@ import pytest
 import mlx.core as mx
 import mlx.nn as nn
 import mlx.optimizers as optim
+from mlx.utils import tree_flatten
 
 # The names eval counts for elementwise kernels (Unary and Binary count as their op).
 ELEMENTWISE = {
@@ -428,6 +429,69 @@ def test_memory_plan_predicts_the_lm_training_step(rng):
     mx.eval(step(x, y), state)
     peak = mx.get_peak_memory() - others
     assert abs(plan["peak_bytes"] - peak) <= 0.1 * peak, (plan["peak_bytes"], peak)
+
+
+def remat_training_step(layers=4, width=2048):
+    """A step whose forward keeps GELU(h) and LayerNorm(x) alive until the backward: the
+    activations rematerialization recomputes instead."""
+    mlp = nn.Sequential(*[nn.Sequential(nn.LayerNorm(64), nn.Linear(64, width), nn.GELU("precise"),
+                                        nn.Linear(width, 64)) for _ in range(layers)])
+    mx.eval(mlp.parameters())
+    loss_and_grad = nn.value_and_grad(mlp, lambda m, x: (m(x) ** 2).mean())
+
+    def step(x):
+        return loss_and_grad(mlp, x)
+
+    return step
+
+
+def compiled_lowering_peak(fun, x, lower):
+    """fun compiled with compile's memory passes (rematerialization, the memory schedule) on or
+    off, whatever the device's default (on for the GPU)."""
+    saved = os.environ.get("MLX_COMPILE_LOWER_PEAK")
+    os.environ["MLX_COMPILE_LOWER_PEAK"] = "1" if lower else "0"
+    try:
+        f = mx.compile(lambda x: fun(x))  # a function of its own: traced apart from fun's
+        f.memory_plan(x)  # traced for x now
+        return f
+    finally:
+        if saved is None:
+            del os.environ["MLX_COMPILE_LOWER_PEAK"]
+        else:
+            os.environ["MLX_COMPILE_LOWER_PEAK"] = saved
+
+
+def test_rematerialization_lowers_the_peak_and_keeps_the_values(rng):
+    step = remat_training_step()
+    x = mx.array(rng.standard_normal((256, 64)).astype(np.float32))
+    plain, remat = compiled_lowering_peak(step, x, False), compiled_lowering_peak(step, x, True)
+    plain_plan, remat_plan = plain.memory_plan(x), remat.memory_plan(x)
+    hidden = 256 * 2048 * 4  # one GELU output: 2 MiB
+    # Three of the four layers' GELU outputs no longer wait for the backward (the last one's is
+    # read right after the peak either way).
+    assert remat_plan["peak_bytes"] <= plain_plan["peak_bytes"] - 3 * hidden, (
+        remat_plan["peak_bytes"], plain_plan["peak_bytes"])
+    plain_peak, (plain_loss, plain_grads) = measured_peak(plain, plain_plan, x)
+    remat_peak, (loss, grads) = measured_peak(remat, remat_plan, x)
+    assert remat_peak <= plain_peak - 3 * hidden, (remat_peak, plain_peak)
+    assert abs(remat_plan["peak_bytes"] - remat_peak) <= 0.1 * remat_peak
+    # The recomputed kernels are the same kernels on the same inputs: equal results.
+    assert np.array_equal(np.array(loss), np.array(plain_loss))
+    for (path, g), (_, h) in zip(tree_flatten(grads), tree_flatten(plain_grads)):
+        assert np.array_equal(np.array(g), np.array(h)), path
+    ref_loss, ref_grads = step(x)
+    np.testing.assert_allclose(np.array(loss), np.array(ref_loss), rtol=1e-5)
+    for (path, g), (_, h) in zip(tree_flatten(grads), tree_flatten(ref_grads)):
+        np.testing.assert_allclose(np.array(g), np.array(h), rtol=1e-4, atol=1e-6, err_msg=path)
+
+
+def test_rematerialization_leaves_inference_alone(rng):
+    # Without a backward nothing is read again after the peak: the program is unchanged.
+    mlp = nn.Sequential(nn.Linear(64, 1024), nn.GELU(), nn.Linear(1024, 64))
+    mx.eval(mlp.parameters())
+    x = mx.array(rng.standard_normal((128, 64)).astype(np.float32))
+    plain = compiled_lowering_peak(mlp, x, False)
+    assert compiled_lowering_peak(mlp, x, True).memory_plan(x) == plain.memory_plan(x)
 
 
 GENERATED_UNARY = ["exp", "expm1", "log", "log1p", "log2", "log10", "sin", "cos", "tan", "tanh",

@@ -14,13 +14,14 @@ void set_view(const array& in, array& out, const Strides& strides, int64_t offse
 }
 
 // Strides that express `new_shape` over the same memory, if no copy is needed.
-std::optional<Strides> reshape_strides(const array& in, const Shape& new_shape) {
+std::optional<Strides> reshape_strides(const Shape& shape, const Strides& strides,
+                                       const Shape& new_shape) {
   Shape os;
   Strides ost;
-  for (int i = 0; i < in.ndim(); ++i) {
-    if (in.shape(i) != 1) {
-      os.push_back(in.shape(i));
-      ost.push_back(in.strides()[i]);
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (shape[i] != 1) {
+      os.push_back(shape[i]);
+      ost.push_back(strides[i]);
     }
   }
   Strides ns(new_shape.size(), 1);

@@ -10,7 +10,11 @@ namespace mlx::core {
 // Makes `out` a view of `in` with `strides`, starting `offset` elements further on.
 void set_view(const array& in, array& out, const Strides& strides, int64_t offset = 0);
 // Strides that express `new_shape` over the same memory, if no copy is needed.
-std::optional<Strides> reshape_strides(const array& in, const Shape& new_shape);
+std::optional<Strides> reshape_strides(const Shape& shape, const Strides& strides,
+                                       const Shape& new_shape);
+inline std::optional<Strides> reshape_strides(const array& in, const Shape& new_shape) {
+  return reshape_strides(in.shape(), in.strides(), new_shape);
+}
 // Reshape and View (dtype reinterpretation) without a copy; false when a copy is needed.
 bool reshape_as_view(const array& in, array& out);
 bool reinterpret_as_view(const array& in, array& out);

@@ -1,0 +1,21 @@
+// compile's scheduling pass. eval walks a graph depth first from its outputs, inputs in
+// argument order. For a training step that order is poor: the first gradient it reaches needs
+// the backward chain down to the first layer, and every layer's weight gradient (x^T dy) waits
+// until then, holding that layer's input and output gradient. The pass orders the steps by a
+// greedy list schedule instead (of the steps ready, the one that frees the most memory net of
+// what it allocates) and makes eval follow it: a step whose predecessor in the schedule is not
+// among its inputs' producers gets a Depends node on it.
+#pragma once
+
+#include <vector>
+
+#include "mlx/array.h"
+#include "mlx/transforms/compile_program.h"
+
+namespace mlx::core::detail {
+
+// `program` for `inputs`, its steps chained in the greedy order (unchanged where its steps
+// run on several streams).
+Program schedule_for_memory(const Program& program, const std::vector<array>& inputs);
+
+}  // namespace mlx::core::detail
