@@ -122,31 +122,76 @@ std::vector<int> greedy_order(const Program& p) {
   return order;
 }
 
-// `p` with its steps stored in `order`, each step whose predecessor there computes none of
-// its inputs waiting for it through a Depends node on its first input: eval's depth-first
-// walk then runs them in that order.
+// `p` with the Depends nodes that make eval's depth-first walk (eval_order) run its steps in
+// `order`, and few of them: the walk is simulated, and where it would run a step b while the
+// order wants other steps first (their inputs are computed by then: the order is
+// topological), b's last input gets a Depends on them. The walk then visits that input, runs
+// them, then b, as the order says.
 Program chain(const Program& p, const std::vector<int>& order, const std::vector<array>& inputs) {
+  const int n = static_cast<int>(p.steps.size());
+  std::vector<int> producer(p.num_values, -1);
+  for (int s = 0; s < n; ++s) {
+    for (size_t k = 0; k < p.steps[s].shapes.size(); ++k) {
+      producer[p.steps[s].first_output + k] = s;
+    }
+  }
+  std::vector<char> state(n, 0);  // 1: on the walk's stack, 2: run
+  std::vector<std::vector<int>> waits(n);
+  std::vector<int> runs;
+  size_t next = 0;  // the first step of `order` not run yet
+  auto run = [&](int s) {
+    state[s] = 2;
+    runs.push_back(s);
+    while (next < order.size() && state[order[next]] == 2) {
+      ++next;
+    }
+  };
+  std::vector<std::pair<int, size_t>> stack;
+  for (int o : p.outputs) {
+    const int root = producer[o];
+    if (root < 0 || state[root]) {
+      continue;
+    }
+    state[root] = 1;
+    stack.push_back({root, 0});
+    while (!stack.empty()) {
+      auto& [s, next_input] = stack.back();
+      const auto& ins = p.steps[s].inputs;
+      if (next_input < ins.size()) {
+        const int c = producer[ins[next_input++]];
+        if (c >= 0 && state[c] == 0) {
+          state[c] = 1;
+          stack.push_back({c, 0});
+        }
+        continue;
+      }
+      const int b = s;
+      stack.pop_back();
+      while (!ins.empty() && next < order.size() && order[next] != b && state[order[next]] == 0) {
+        waits[b].push_back(order[next]);
+        run(order[next]);
+      }
+      run(b);
+    }
+  }
   ValueTypes types(p, inputs);
   Program out = p;
   out.steps.clear();
-  for (size_t k = 0; k < order.size(); ++k) {
-    ProgramStep step = p.steps[order[k]];
-    if (k > 0 && !step.inputs.empty()) {
-      const ProgramStep& prev = p.steps[order[k - 1]];
-      const int prev_end = prev.first_output + static_cast<int>(prev.shapes.size());
-      bool reads_prev = std::any_of(step.inputs.begin(), step.inputs.end(), [&](int in) {
-        return in >= prev.first_output && in < prev_end;
-      });
-      if (!reads_prev) {
-        const int held = step.inputs[0];
-        const int v = static_cast<int>(out.num_values++);
-        out.steps.push_back({std::make_shared<Depends>(step.primitive->stream(), 1),
-                             {held, prev.first_output},
-                             {types.shapes[held]},
-                             {types.dtypes[held]},
-                             v});
-        step.inputs[0] = v;
+  for (int s : runs) {
+    ProgramStep step = p.steps[s];
+    if (!waits[s].empty()) {
+      const int held = step.inputs.back();
+      std::vector<int> deps{held};
+      for (int a : waits[s]) {
+        deps.push_back(p.steps[a].first_output);
       }
+      const int v = static_cast<int>(out.num_values++);
+      out.steps.push_back({std::make_shared<Depends>(step.primitive->stream(), 1),
+                           std::move(deps),
+                           {types.shapes[held]},
+                           {types.dtypes[held]},
+                           v});
+      step.inputs.back() = v;
     }
     out.steps.push_back(std::move(step));
   }

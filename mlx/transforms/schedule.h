@@ -3,8 +3,8 @@
 // the backward chain down to the first layer, and every layer's weight gradient (x^T dy) waits
 // until then, holding that layer's input and output gradient. The pass orders the steps by a
 // greedy list schedule instead (of the steps ready, the one that frees the most memory net of
-// what it allocates) and makes eval follow it: a step whose predecessor in the schedule is not
-// among its inputs' producers gets a Depends node on it.
+// what it allocates) and makes eval follow it: where eval's walk would run a step early, the
+// step gets a Depends node on the steps the schedule runs before it.
 #pragma once
 
 #include <vector>

@@ -409,7 +409,10 @@ def test_memory_plan_predicts_mlp_and_transformer_block(rng):
     assert plan["reused_in_place"]
 
 
-def test_memory_plan_predicts_the_lm_training_step(rng):
+@pytest.mark.parametrize("lower_peak", ["0", "1"])
+def test_memory_plan_predicts_the_lm_training_step(rng, monkeypatch, lower_peak):
+    # Also with the memory passes on (the Depends nodes and recomputed steps they add).
+    monkeypatch.setenv("MLX_COMPILE_LOWER_PEAK", lower_peak)
     sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "examples"))
     import train_lm
 
