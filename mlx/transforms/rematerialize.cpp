@@ -13,9 +13,10 @@ namespace mlx::core::detail {
 
 namespace {
 
-// Steps that read their inputs once and write one output no larger than them: elementwise
-// kernels (fused regions included) and row normalizations. Running one twice costs a pass
-// over memory, against keeping its output alive across the peak.
+// Steps worth running twice: elementwise kernels (fused regions included) and copies, as
+// torch.compile's partitioner recomputes pointwise work but not reductions (a norm's output
+// stays). Running one again costs a pass over its inputs and output, against keeping the
+// output alive across the peak.
 bool cheap_to_recompute(const ProgramStep& step) {
   if (step.shapes.size() != 1 || step.inputs.empty()) {
     return false;
@@ -25,8 +26,7 @@ bool cheap_to_recompute(const ProgramStep& step) {
     return true;
   }
   const std::string name = p.name();
-  return name == "Compiled" || name == "LayerNorm" || name == "RMSNorm" || name == "Reshape" ||
-         name == "Copy";
+  return name == "Compiled" || name == "Reshape" || name == "Copy";
 }
 
 // The program's values: who computes each, and where each is read.
@@ -153,8 +153,9 @@ std::optional<Program> recompute_late(const Program& p, const Uses& u, int s, in
   if (!cheap_to_recompute(step) || u.outputs.count(value)) {
     return std::nullopt;
   }
-  // Its inputs are alive after the peak anyway, or small (a norm's bias cast to bf16): the
-  // copy keeps them no longer at a cost.
+  // Its inputs are alive after the peak anyway, or small (a bias cast to bf16): the copy
+  // keeps them no longer at a cost. A region that reduces (reads far more than it writes)
+  // would pay a large read for a small saving.
   ValueTypes types(p, inputs);
   auto bytes = [&](int v) {
     uint64_t n = size_of(types.dtypes[v]);
@@ -163,10 +164,15 @@ std::optional<Program> recompute_late(const Program& p, const Uses& u, int s, in
     }
     return n;
   };
+  uint64_t read = 0;
   for (int in : step.inputs) {
     if (u.producer[in] >= 0 && u.read_until(p, in) <= peak && 16 * bytes(in) > bytes(value)) {
       return std::nullopt;
     }
+    read += bytes(in);
+  }
+  if (read > 2 * bytes(value)) {
+    return std::nullopt;
   }
   std::vector<int> views;
   std::vector<LateRead> late;
