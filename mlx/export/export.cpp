@@ -18,8 +18,7 @@
 
 #include <algorithm>
 #include <climits>
-#include <functional>
-#include <optional>
+#include <numeric>
 #include <set>
 #include <stdexcept>
 #include <unordered_map>
@@ -33,6 +32,7 @@
 #include "mlx/primitives/shape.h"
 #include "mlx/primitives/transform.h"
 #include "mlx/runtime/eval.h"
+#include "mlx/transforms/schedule.h"
 #include "mlx/transforms/transforms.h"
 #include "mlx/utils.h"
 
@@ -166,7 +166,12 @@ ExportedTrace trace_program(const ExportFn& fun, const Args& args, const Kwargs&
 }
 
 void optimize_memory(ExportedTrace& t) {
-  reorder_steps(t.program, plan_memory_order(t.program));
+  // The better of the Sethi-Ullman order and the greedy schedule for this program.
+  std::vector<int> order = plan_memory_order(t.program), greedy = memory_schedule(t.program);
+  if (planned_peak_bytes(t.program, greedy) < planned_peak_bytes(t.program, order)) {
+    order = std::move(greedy);
+  }
+  reorder_steps(t.program, order);
   t.chained = true;
 }
 
@@ -541,76 +546,32 @@ std::shared_ptr<ImportedFile> read_export_file(const std::string& file) {
   return result;
 }
 
-namespace {
-
-// Rewrites the steps in order: `edit(step, prev, add)` may replace inputs of `step` with the
-// outputs of new steps made by add(primitive, inputs); `prev` is the previous original step's
-// first output (-1 for the first). Each new step passes its first input through: its output
-// has that input's shape and dtype.
-using AddStep = std::function<int(std::shared_ptr<Primitive>, std::vector<int>)>;
-void insert_pass_through(ExportedTrace& t,
-                         const std::function<void(ProgramStep&, int, const AddStep&)>& edit) {
-  Program& p = t.program;
-  std::vector<ProgramStep> steps;
-  std::vector<char> inserted;
-  int prev = -1;
-  AddStep add = [&](std::shared_ptr<Primitive> prim, std::vector<int> inputs) {
-    int v = static_cast<int>(p.num_values++);
-    steps.push_back({std::move(prim), std::move(inputs), {Shape{}}, {bool_}, v});
-    inserted.push_back(1);
-    return v;
-  };
-  for (auto& step : p.steps) {
-    edit(step, prev, add);
-    prev = step.first_output;
-    steps.push_back(std::move(step));
-    inserted.push_back(0);
-  }
-  p.steps = std::move(steps);
-  std::vector<std::optional<std::pair<Shape, Dtype>>> known(p.num_values);
-  for (size_t i = 0; i < p.num_inputs; ++i) {
-    known[i] = std::make_pair(t.shapes[i], t.dtypes[i]);
-  }
-  for (auto& [v, c] : p.constants) {
-    known[v] = std::make_pair(c.shape(), c.dtype());
-  }
-  for (size_t i = 0; i < p.steps.size(); ++i) {
-    auto& step = p.steps[i];
-    if (inserted[i]) {
-      step.shapes[0] = known[step.inputs[0]]->first;
-      step.dtypes[0] = known[step.inputs[0]]->second;
-    }
-    for (size_t k = 0; k < step.shapes.size(); ++k) {
-      known[step.first_output + k] = std::make_pair(step.shapes[k], step.dtypes[k]);
-    }
-  }
-}
-
-}  // namespace
-
-// Each step's first input waits for the previous step: eval then runs the steps in the order
-// they are stored (the memory plan's).
+// Depends nodes make eval run the steps in the order they are stored (the memory plan's).
 void chain_steps(ExportedTrace& t) {
-  Stream stream = default_stream(default_device());
-  insert_pass_through(t, [&](ProgramStep& step, int prev, const AddStep& add) {
-    if (prev >= 0 && !step.inputs.empty()) {
-      step.inputs[0] = add(std::make_shared<Depends>(stream, 1), {step.inputs[0], prev});
-    }
-  });
+  std::vector<int> order(t.program.steps.size());
+  std::iota(order.begin(), order.end(), 0);
+  t.program = chain_in_order(t.program, order, ValueTypes(t.program, t.shapes, t.dtypes));
 }
 
 // Kernels that read some inputs as row-contiguous (the ops make them so) get them through a
 // Copy, a view when they already are: a crafted file cannot hand them a strided view.
 void guard_layouts(ExportedTrace& t) {
   Stream stream = default_stream(default_device());
-  insert_pass_through(t, [&](ProgramStep& step, int, const AddStep& add) {
-    if (!needs_row_contiguous_inputs(*step.primitive)) {
-      return;
+  Program& p = t.program;
+  ValueTypes types(p, t.shapes, t.dtypes);
+  std::vector<ProgramStep> steps;
+  for (auto& step : p.steps) {
+    for (size_t i = 1; needs_row_contiguous_inputs(*step.primitive) && i < step.inputs.size();
+         ++i) {
+      const int in = step.inputs[i];
+      const int v = static_cast<int>(p.num_values++);
+      steps.push_back(
+          {std::make_shared<Copy>(stream), {in}, {types.shapes[in]}, {types.dtypes[in]}, v});
+      step.inputs[i] = v;
     }
-    for (size_t i = 1; i < step.inputs.size(); ++i) {
-      step.inputs[i] = add(std::make_shared<Copy>(stream), {step.inputs[i]});
-    }
-  });
+    steps.push_back(std::move(step));
+  }
+  p.steps = std::move(steps);
 }
 
 }  // namespace detail

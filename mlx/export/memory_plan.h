@@ -5,9 +5,9 @@
 // node's inputs in argument order; for `big(x) * small(reduce(huge(x)))` that keeps big(x)
 // alive while huge(x) is computed. The planner orders the steps like Sethi-Ullman register
 // allocation: at each step, the input whose subgraph needs the most memory beyond what it
-// leaves behind is computed first. The imported function then chains the steps in that order
-// (each step's first input waits, through a Depends node, for the previous step), so the
-// cache reuses the blocks the plan frees.
+// leaves behind is computed first (export also tries compile's greedy memory schedule,
+// transforms/schedule.h). The imported function then gets Depends nodes that make eval run
+// the steps in that order, so the cache reuses the blocks the plan frees.
 #pragma once
 
 #include <cstdint>

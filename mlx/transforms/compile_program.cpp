@@ -168,11 +168,32 @@ Program build_program(const std::vector<array>& placeholders, const std::vector<
   return program;
 }
 
+namespace {
+std::vector<Shape> shapes_of(const std::vector<array>& arrays) {
+  std::vector<Shape> out;
+  for (auto& a : arrays) {
+    out.push_back(a.shape());
+  }
+  return out;
+}
+std::vector<Dtype> dtypes_of(const std::vector<array>& arrays) {
+  std::vector<Dtype> out;
+  for (auto& a : arrays) {
+    out.push_back(a.dtype());
+  }
+  return out;
+}
+}  // namespace
+
 ValueTypes::ValueTypes(const Program& program, const std::vector<array>& inputs)
+    : ValueTypes(program, shapes_of(inputs), dtypes_of(inputs)) {}
+
+ValueTypes::ValueTypes(const Program& program, const std::vector<Shape>& input_shapes,
+                       const std::vector<Dtype>& input_dtypes)
     : shapes(program.num_values), dtypes(program.num_values, float32) {
-  for (size_t i = 0; i < inputs.size() && i < program.num_inputs; ++i) {
-    shapes[i] = inputs[i].shape();
-    dtypes[i] = inputs[i].dtype();
+  for (size_t i = 0; i < input_shapes.size() && i < program.num_inputs; ++i) {
+    shapes[i] = input_shapes[i];
+    dtypes[i] = input_dtypes[i];
   }
   for (auto& [v, c] : program.constants) {
     shapes[v] = c.shape();

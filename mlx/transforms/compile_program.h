@@ -28,11 +28,13 @@ struct Program {
   std::vector<int> outputs;
 };
 
-// The shape and dtype of each of a program's values (its inputs' from `inputs`).
+// The shape and dtype of each of a program's values (its inputs' from `inputs`, or given).
 struct ValueTypes {
   std::vector<Shape> shapes;
   std::vector<Dtype> dtypes;
   ValueTypes(const Program& program, const std::vector<array>& inputs);
+  ValueTypes(const Program& program, const std::vector<Shape>& input_shapes,
+             const std::vector<Dtype>& input_dtypes);
 };
 
 // Builds the program computing `outputs` from `placeholders`, simplified: no-op layout steps

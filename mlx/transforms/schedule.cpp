@@ -18,11 +18,13 @@ int64_t rounded_bytes(const Shape& shape, Dtype dtype) {
   return static_cast<int64_t>(allocator::CachingAllocator::round_size(n));
 }
 
+}  // namespace
+
 // The greedy list schedule: repeatedly run, of the steps whose inputs are computed, the one
 // that frees the most bytes net of what it allocates (ties: the earlier in eval's order).
 // Buffers are tracked as eval keeps them: a view shares its input's; inputs, constants and
 // outputs are never freed.
-std::vector<int> greedy_order(const Program& p) {
+std::vector<int> memory_schedule(const Program& p) {
   const int n = static_cast<int>(p.steps.size());
   std::vector<int> producer(p.num_values, -1), root(p.num_values);
   for (size_t v = 0; v < p.num_values; ++v) {
@@ -124,10 +126,9 @@ std::vector<int> greedy_order(const Program& p) {
 
 // `p` with the Depends nodes that make eval's depth-first walk (eval_order) run its steps in
 // `order`, and few of them: the walk is simulated, and where it would run a step b while the
-// order wants other steps first (their inputs are computed by then: the order is
-// topological), b's last input gets a Depends on them. The walk then visits that input, runs
-// them, then b, as the order says.
-Program chain(const Program& p, const std::vector<int>& order, const std::vector<array>& inputs) {
+// order wants steps a_1..a_k first (their inputs are computed by then: the order is
+// topological), b's last input gets a Depends on them. The walk then runs them, then b.
+Program chain_in_order(const Program& p, const std::vector<int>& order, const ValueTypes& types) {
   const int n = static_cast<int>(p.steps.size());
   std::vector<int> producer(p.num_values, -1);
   for (int s = 0; s < n; ++s) {
@@ -167,14 +168,29 @@ Program chain(const Program& p, const std::vector<int>& order, const std::vector
       }
       const int b = s;
       stack.pop_back();
+      std::vector<int> early;
       while (!ins.empty() && next < order.size() && order[next] != b && state[order[next]] == 0) {
-        waits[b].push_back(order[next]);
+        early.push_back(order[next]);
         run(order[next]);
+      }
+      // b waits for those no later one reads (the walk reaches the others through them), so
+      // the Depends holds no output that would have died before b.
+      for (size_t i = 0; i < early.size(); ++i) {
+        const ProgramStep& a = p.steps[early[i]];
+        const int end = a.first_output + static_cast<int>(a.shapes.size());
+        bool read_later = false;
+        for (size_t j = i + 1; j < early.size() && !read_later; ++j) {
+          for (int in : p.steps[early[j]].inputs) {
+            read_later = read_later || (in >= a.first_output && in < end);
+          }
+        }
+        if (!read_later) {
+          waits[b].push_back(early[i]);
+        }
       }
       run(b);
     }
   }
-  ValueTypes types(p, inputs);
   Program out = p;
   out.steps.clear();
   for (int s : runs) {
@@ -198,6 +214,8 @@ Program chain(const Program& p, const std::vector<int>& order, const std::vector
   return out;
 }
 
+namespace {
+
 bool one_stream(const Program& p) {
   for (auto& step : p.steps) {
     if (!(step.primitive->stream() == p.steps[0].primitive->stream())) {
@@ -213,7 +231,7 @@ Program schedule_for_memory(const Program& program, const std::vector<array>& in
   if (program.steps.size() < 2 || !one_stream(program)) {
     return program;
   }
-  return chain(program, greedy_order(program), inputs);
+  return chain_in_order(program, memory_schedule(program), ValueTypes(program, inputs));
 }
 
 }  // namespace mlx::core::detail
