@@ -48,7 +48,7 @@ def run_mlx(steps, config):
     import mlx.core as mx
 
     return {"label": f"mlx {getattr(mx, '__version__', '?')} ({mx.default_device()})",
-            "tokens_per_s": out["steady_tokens_per_s"],
+            "tokens_per_s": out["steady_tokens_per_s"], "peak_memory": out["peak_memory"],
             "first_loss": out["first_loss"], "last_loss": out["train_loss"]}
 
 
