@@ -361,6 +361,26 @@ def test_index_errors_reach_only_the_thread_that_made_them():
     count("threads x takes (index errors)", n * ITERATIONS)
 
 
+def test_a_raised_index_error_is_not_raised_again_by_synchronize():
+    # A thread's out-of-range take raises in that thread. mx.synchronize() afterwards visits
+    # every stream, that thread's too, and has nothing new to raise (on the GPU it raised the
+    # thread's error again, in whichever test synchronized next).
+    table = mx.arange(100)
+    mx.eval(table)
+    seen = []
+
+    def work(i):
+        try:
+            mx.eval(mx.take(table, mx.array([107])))
+        except IndexError as e:
+            seen.append(str(e))
+
+    run_threads(work, 1)
+    assert len(seen) == 1 and "Index 107 is out of bounds" in seen[0], seen
+    mx.synchronize()
+    assert mx.take(table, mx.array([7])).item() == 7
+
+
 def test_thread_local_stream_behaves_as_documented():
     tls = mx.new_thread_local_stream(mx.cpu)
     assert isinstance(tls, mx.ThreadLocalStream) and tls.device == mx.cpu

@@ -217,10 +217,13 @@ class CudaStream : public DeviceStream {
     return true;
   }
 
+  // Raises only an index error no wait has raised yet: one raised before went to the thread
+  // that waited for its work, and a later synchronize (mx.synchronize() visits every stream,
+  // other threads' too) must not raise it again.
   void synchronize() override {
     use_device(device_);
     MLX_CUDA_CHECK(cudaStreamSynchronize(stream_));
-    raise_errors(issued_.load(std::memory_order_acquire));
+    raise_new_errors(issued_.load(std::memory_order_acquire));
   }
 
  private:
@@ -250,6 +253,12 @@ class CudaStream : public DeviceStream {
     if (auto e = failure_of(value)) {
       std::rethrow_exception(e);
     }
+    raise_new_errors(value);
+  }
+
+  // Raises an index error recorded since the last check (remembering the tasks it fails); else
+  // notes the work up to `value` as clean.
+  void raise_new_errors(uint64_t value) {
     try {
       raise_index_errors(stream_);
     } catch (...) {
