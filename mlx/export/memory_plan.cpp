@@ -16,14 +16,6 @@
 
 namespace mlx::core::detail {
 
-namespace {
-
-struct Graph {
-  std::vector<int> producer;               // value -> step (-1: input or constant)
-  std::vector<std::vector<int>> children;  // step -> producing steps of its inputs, unique
-  std::vector<uint64_t> bytes;             // step -> bytes of its outputs
-};
-
 uint64_t nbytes_of(const Shape& shape, Dtype dtype) {
   uint64_t n = size_of(dtype);
   for (int d : shape) {
@@ -31,6 +23,14 @@ uint64_t nbytes_of(const Shape& shape, Dtype dtype) {
   }
   return n;
 }
+
+namespace {
+
+struct Graph {
+  std::vector<int> producer;               // value -> step (-1: input or constant)
+  std::vector<std::vector<int>> children;  // step -> producing steps of its inputs, unique
+  std::vector<uint64_t> bytes;             // step -> bytes of its outputs
+};
 
 Graph graph_of(const Program& p) {
   Graph g;

@@ -38,6 +38,9 @@ struct PeakSite {
 MemoryPlan simulate_memory(const Program& program, const std::vector<array>& inputs,
                            const std::vector<int>& order, PeakSite* peak = nullptr);
 
+// Bytes of an array of `shape` and `dtype` (before the allocator rounds them).
+uint64_t nbytes_of(const Shape& shape, Dtype dtype);
+
 // Whether the step's outputs are views of its first input (layout changes, Depends).
 bool is_view_step(const Primitive& primitive);
 

@@ -36,13 +36,15 @@ struct Uses {
   std::vector<int> position;              // step -> position in the evaluation order
   std::vector<int> last_read;             // value -> last position reading it (-1: none)
   std::unordered_set<int> outputs;
+  ValueTypes types;
 
-  Uses(const Program& p, const std::vector<int>& order)
+  Uses(const Program& p, const std::vector<int>& order, const std::vector<array>& inputs)
       : producer(p.num_values, -1),
         readers(p.num_values),
         position(p.steps.size(), -1),
         last_read(p.num_values, -1),
-        outputs(p.outputs.begin(), p.outputs.end()) {
+        outputs(p.outputs.begin(), p.outputs.end()),
+        types(p, inputs) {
     for (size_t s = 0; s < p.steps.size(); ++s) {
       auto& step = p.steps[s];
       for (size_t k = 0; k < step.shapes.size(); ++k) {
@@ -146,8 +148,7 @@ void keep_needed_steps(Program& p) {
 // `p` with the output of step `s` recomputed for its reads after position `peak`, or nothing
 // where that cannot lower the peak (an input that dies before then, no late read, or no
 // input of the first late reader computed after the peak to hold the copy back).
-std::optional<Program> recompute_late(const Program& p, const Uses& u, int s, int peak,
-                                      const std::vector<array>& inputs) {
+std::optional<Program> recompute_late(const Program& p, const Uses& u, int s, int peak) {
   const ProgramStep& step = p.steps[s];
   const int value = step.first_output;
   if (!cheap_to_recompute(step) || u.outputs.count(value)) {
@@ -156,14 +157,8 @@ std::optional<Program> recompute_late(const Program& p, const Uses& u, int s, in
   // Its inputs are alive after the peak anyway, or small (a bias cast to bf16): the copy
   // keeps them no longer at a cost. A region that reduces (reads far more than it writes)
   // would pay a large read for a small saving.
-  ValueTypes types(p, inputs);
-  auto bytes = [&](int v) {
-    uint64_t n = size_of(types.dtypes[v]);
-    for (int d : types.shapes[v]) {
-      n *= static_cast<uint64_t>(d);
-    }
-    return n;
-  };
+  const ValueTypes& types = u.types;
+  auto bytes = [&](int v) { return nbytes_of(types.shapes[v], types.dtypes[v]); };
   uint64_t read = 0;
   for (int in : step.inputs) {
     if (u.producer[in] >= 0 && u.read_until(p, in) <= peak && 16 * bytes(in) > bytes(value)) {
@@ -229,12 +224,12 @@ Program rematerialize(const Program& program, const std::vector<array>& inputs) 
   std::unordered_set<int> tried;
   for (bool improved = true; improved;) {
     improved = false;
-    Uses uses(best, order);
+    Uses uses(best, order, inputs);
     for (int s : peak.live_steps) {
       if (!tried.insert(best.steps[s].first_output).second) {
         continue;
       }
-      auto trial = recompute_late(best, uses, s, peak.position, inputs);
+      auto trial = recompute_late(best, uses, s, peak.position);
       if (!trial) {
         continue;
       }

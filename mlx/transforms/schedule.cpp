@@ -11,11 +11,7 @@ namespace mlx::core::detail {
 namespace {
 
 int64_t rounded_bytes(const Shape& shape, Dtype dtype) {
-  size_t n = size_of(dtype);
-  for (int d : shape) {
-    n *= static_cast<size_t>(std::max(d, 0));
-  }
-  return static_cast<int64_t>(allocator::CachingAllocator::round_size(n));
+  return static_cast<int64_t>(allocator::CachingAllocator::round_size(nbytes_of(shape, dtype)));
 }
 
 }  // namespace
