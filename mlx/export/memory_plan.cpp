@@ -34,13 +34,12 @@ struct Graph {
 
 Graph graph_of(const Program& p) {
   Graph g;
-  g.producer.assign(p.num_values, -1);
+  g.producer = producers(p);
   g.children.resize(p.steps.size());
   g.bytes.resize(p.steps.size());
   for (size_t s = 0; s < p.steps.size(); ++s) {
     auto& step = p.steps[s];
     for (size_t k = 0; k < step.shapes.size(); ++k) {
-      g.producer[step.first_output + k] = static_cast<int>(s);
       g.bytes[s] += nbytes_of(step.shapes[k], step.dtypes[k]);
     }
     for (int in : step.inputs) {
@@ -54,9 +53,11 @@ Graph graph_of(const Program& p) {
   return g;
 }
 
-// Post-order from the outputs, children of each step visited in `child_order(step)`.
+// Post-order from the outputs, children of each step visited in `child_order(step)`; with
+// `all_steps`, then from the steps the outputs do not need.
 template <class ChildOrder>
-std::vector<int> post_order(const Program& p, const Graph& g, ChildOrder child_order) {
+std::vector<int> post_order(const Program& p, const Graph& g, ChildOrder child_order,
+                            bool all_steps = true) {
   std::vector<char> seen(p.steps.size(), 0);
   std::vector<int> order;
   struct Frame {
@@ -88,7 +89,7 @@ std::vector<int> post_order(const Program& p, const Graph& g, ChildOrder child_o
   for (int o : p.outputs) {
     visit(g.producer[o]);
   }
-  for (size_t s = 0; s < p.steps.size(); ++s) {
+  for (size_t s = 0; all_steps && s < p.steps.size(); ++s) {
     visit(static_cast<int>(s));
   }
   return order;
@@ -128,9 +129,11 @@ std::vector<int> plan_memory_order(const Program& p) {
   return post_order(p, g, [&](int s) { return sorted[s]; });
 }
 
-std::vector<int> eval_order(const Program& p) {
+namespace {
+
+std::vector<int> eval_walk(const Program& p, bool all_steps) {
   Graph g = graph_of(p);
-  return post_order(p, g, [&](int s) {
+  auto inputs_in_order = [&](int s) {
     std::vector<int> kids;
     for (int in : p.steps[s].inputs) {
       int c = g.producer[in];
@@ -139,8 +142,15 @@ std::vector<int> eval_order(const Program& p) {
       }
     }
     return kids;
-  });
+  };
+  return post_order(p, g, inputs_in_order, all_steps);
 }
+
+}  // namespace
+
+std::vector<int> eval_order(const Program& p) { return eval_walk(p, true); }
+
+std::vector<int> needed_steps(const Program& p) { return eval_walk(p, false); }
 
 uint64_t planned_peak_bytes(const Program& p, const std::vector<int>& order) {
   return simulate_memory(p, {}, order).peak_bytes;

@@ -47,4 +47,7 @@ bool is_view_step(const Primitive& primitive);
 // The order eval's depth-first walk would use (inputs in argument order), for comparison.
 std::vector<int> eval_order(const Program& program);
 
+// The steps the outputs need, in eval_order.
+std::vector<int> needed_steps(const Program& program);
+
 }  // namespace mlx::core::detail

@@ -185,6 +185,17 @@ std::vector<Dtype> dtypes_of(const std::vector<array>& arrays) {
 }
 }  // namespace
 
+std::vector<int> producers(const Program& program) {
+  std::vector<int> producer(program.num_values, -1);
+  for (size_t s = 0; s < program.steps.size(); ++s) {
+    const ProgramStep& step = program.steps[s];
+    for (size_t k = 0; k < step.shapes.size(); ++k) {
+      producer[step.first_output + k] = static_cast<int>(s);
+    }
+  }
+  return producer;
+}
+
 ValueTypes::ValueTypes(const Program& program, const std::vector<array>& inputs)
     : ValueTypes(program, shapes_of(inputs), dtypes_of(inputs)) {}
 

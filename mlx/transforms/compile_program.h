@@ -37,6 +37,9 @@ struct ValueTypes {
              const std::vector<Dtype>& input_dtypes);
 };
 
+// The step computing each of the program's values (-1: an input or a constant).
+std::vector<int> producers(const Program& program);
+
 // Builds the program computing `outputs` from `placeholders`, simplified: no-op layout steps
 // removed, common subexpressions merged, scalar constants evaluated. With `shapeless`, every
 // step must be able to infer its output shapes.

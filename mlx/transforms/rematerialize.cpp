@@ -39,18 +39,14 @@ struct Uses {
   ValueTypes types;
 
   Uses(const Program& p, const std::vector<int>& order, const std::vector<array>& inputs)
-      : producer(p.num_values, -1),
+      : producer(producers(p)),
         readers(p.num_values),
         position(p.steps.size(), -1),
         last_read(p.num_values, -1),
         outputs(p.outputs.begin(), p.outputs.end()),
         types(p, inputs) {
     for (size_t s = 0; s < p.steps.size(); ++s) {
-      auto& step = p.steps[s];
-      for (size_t k = 0; k < step.shapes.size(); ++k) {
-        producer[step.first_output + k] = static_cast<int>(s);
-      }
-      for (int in : step.inputs) {
+      for (int in : p.steps[s].inputs) {
         if (readers[in].empty() || readers[in].back() != static_cast<int>(s)) {
           readers[in].push_back(static_cast<int>(s));
         }
@@ -109,40 +105,11 @@ void find_late_reads(const Program& p, const Uses& u, int value, int peak, std::
 // The steps the outputs need (a late read's view rewired to a copy leaves the original one
 // unread), each after the steps computing its inputs.
 void keep_needed_steps(Program& p) {
-  std::vector<int> producer(p.num_values, -1);
-  for (size_t s = 0; s < p.steps.size(); ++s) {
-    for (size_t k = 0; k < p.steps[s].shapes.size(); ++k) {
-      producer[p.steps[s].first_output + k] = static_cast<int>(s);
-    }
+  std::vector<ProgramStep> needed;
+  for (int s : needed_steps(p)) {
+    needed.push_back(std::move(p.steps[s]));
   }
-  std::vector<char> state(p.steps.size(), 0);  // 1: on the stack, 2: placed
-  std::vector<ProgramStep> sorted;
-  sorted.reserve(p.steps.size());
-  std::vector<std::pair<int, size_t>> stack;
-  for (int o : p.outputs) {
-    int root = producer[o];
-    if (root < 0 || state[root]) {
-      continue;
-    }
-    stack.push_back({root, 0});
-    state[root] = 1;
-    while (!stack.empty()) {
-      auto& [s, next] = stack.back();
-      auto& inputs = p.steps[s].inputs;
-      if (next < inputs.size()) {
-        int c = producer[inputs[next++]];
-        if (c >= 0 && state[c] == 0) {
-          state[c] = 1;
-          stack.push_back({c, 0});
-        }
-        continue;
-      }
-      state[s] = 2;
-      sorted.push_back(p.steps[s]);
-      stack.pop_back();
-    }
-  }
-  p.steps = std::move(sorted);
+  p.steps = std::move(needed);
 }
 
 // `p` with the output of step `s` recomputed for its reads after position `peak`, or nothing

@@ -22,7 +22,8 @@ int64_t rounded_bytes(const Shape& shape, Dtype dtype) {
 // outputs are never freed.
 std::vector<int> memory_schedule(const Program& p) {
   const int n = static_cast<int>(p.steps.size());
-  std::vector<int> producer(p.num_values, -1), root(p.num_values);
+  const std::vector<int> producer = producers(p);
+  std::vector<int> root(p.num_values);
   for (size_t v = 0; v < p.num_values; ++v) {
     root[v] = static_cast<int>(v);
   }
@@ -42,7 +43,6 @@ std::vector<int> memory_schedule(const Program& p) {
     view[s] = is_view_step(*st.primitive) && !st.inputs.empty();
     for (size_t k = 0; k < st.shapes.size(); ++k) {
       const int v = st.first_output + static_cast<int>(k);
-      producer[v] = s;
       size[v] = view[s] ? 0 : rounded_bytes(st.shapes[k], st.dtypes[k]);
       root[v] = view[s] ? root[st.inputs[0]] : v;
     }
@@ -126,12 +126,7 @@ std::vector<int> memory_schedule(const Program& p) {
 // topological), b's last input gets a Depends on them. The walk then runs them, then b.
 Program chain_in_order(const Program& p, const std::vector<int>& order, const ValueTypes& types) {
   const int n = static_cast<int>(p.steps.size());
-  std::vector<int> producer(p.num_values, -1);
-  for (int s = 0; s < n; ++s) {
-    for (size_t k = 0; k < p.steps[s].shapes.size(); ++k) {
-      producer[p.steps[s].first_output + k] = s;
-    }
-  }
+  const std::vector<int> producer = producers(p);
   std::vector<char> state(n, 0);  // 1: on the walk's stack, 2: run
   std::vector<std::vector<int>> waits(n);
   std::vector<int> runs;
