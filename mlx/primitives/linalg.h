@@ -74,4 +74,24 @@ class MatmulColumnSums : public Primitive {
   uint8_t float32_outputs_;
 };
 
+// out = gelu_approx_vjp(x, (a @ b) reshaped to x's shape) for a: (M, K), b: (K, N), x: (..., N)
+// of M * N elements, all of one floating dtype: the gradient at a Linear layer's input of the
+// tanh-approximated GELU that follows it. Made by compile only (transforms/matmul_epilogues.h);
+// the GPU applies the GELU derivative in cuBLASLt's epilogue, so the product is never stored.
+class MatmulGeluApproxVjp : public UnaryPrimitive {
+ public:
+  explicit MatmulGeluApproxVjp(Stream stream) : UnaryPrimitive(stream) {}
+  MLX_DECLARE_EVAL
+  MLX_DECLARE_TRANSFORM_RULES
+  const char* name() const override { return "MatmulGeluApproxVjp"; }
+  bool is_equivalent(const Primitive& other) const override {
+    return dynamic_cast<const MatmulGeluApproxVjp*>(&other) != nullptr;
+  }
+  std::vector<Shape> output_shapes(const std::vector<array>& inputs) override {
+    return {inputs[2].shape()};
+  }
+  // The same as ordinary ops (the transforms differentiate and vectorize it through them).
+  std::vector<array> expand(const std::vector<array>& inputs) const;
+};
+
 }  // namespace mlx::core

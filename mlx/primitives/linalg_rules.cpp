@@ -8,6 +8,7 @@
 #include "mlx/ops.h"
 #include "mlx/primitives/linalg.h"
 #include "mlx/transforms/rule_utils.h"
+#include "mlx/transforms/transforms.h"
 
 namespace mlx::core {
 
@@ -200,6 +201,44 @@ std::pair<std::vector<array>, std::vector<int>> MatmulColumnSums::vmap(
     sums = broadcast_to(expand_dims(sums, 0, s), {l.shape(0), 1, r.shape(-1)}, s);
   }
   return {{detail::matmul(l, r, float32_output(0), s), sums}, {0, 0}};
+}
+
+// MatmulGeluApproxVjp: gelu_approx_vjp(x, reshape(a @ b)) with inputs {a, b, x}; its rules are
+// those of the ops it stands for.
+
+std::vector<array> MatmulGeluApproxVjp::expand(const std::vector<array>& in) const {
+  StreamOrDevice s = stream();
+  return {gelu_approx_vjp(in[2], reshape(matmul(in[0], in[1], s), in[2].shape(), s), s)};
+}
+
+std::vector<array> MatmulGeluApproxVjp::jvp(const std::vector<array>& primals,
+                                            const std::vector<array>& tangents,
+                                            const std::vector<int>& argnums) {
+  std::vector<array> all;
+  for (const array& p : primals) {
+    all.push_back(zeros_like(p));
+  }
+  for (size_t i = 0; i < argnums.size(); ++i) {
+    all[argnums[i]] = tangents[i];
+  }
+  return mlx::core::jvp([this](const std::vector<array>& in) { return expand(in); }, primals, all)
+      .second;
+}
+
+std::vector<array> MatmulGeluApproxVjp::vjp(const std::vector<array>& primals,
+                                            const std::vector<array>& cotangents,
+                                            const std::vector<int>& argnums,
+                                            const std::vector<array>&) {
+  return detail::vjp([this](const std::vector<array>& in) { return expand(in); }, primals,
+                     cotangents, argnums)
+      .second;
+}
+
+std::pair<std::vector<array>, std::vector<int>> MatmulGeluApproxVjp::vmap(
+    const std::vector<array>& inputs, const std::vector<int>& axes) {
+  return {
+      mlx::core::vmap([this](const std::vector<array>& in) { return expand(in); }, axes)(inputs),
+      {0}};
 }
 
 }  // namespace mlx::core

@@ -15,6 +15,7 @@
 #include "mlx/transforms/compile_program.h"
 #include "mlx/transforms/fuse.h"
 #include "mlx/transforms/graph.h"
+#include "mlx/transforms/matmul_epilogues.h"
 #include "mlx/transforms/rematerialize.h"
 #include "mlx/transforms/schedule.h"
 #include "mlx/transforms/transforms.h"
@@ -156,7 +157,8 @@ class CompiledFunction {
     Trace t{sig, capture(inputs, num_args), {}};
     t.unfused = t.program;
     if (detail::fusion_enabled()) {
-      t.program = detail::fuse_elementwise(t.unfused, options_.shapeless);
+      t.program = detail::fuse_elementwise(detail::fuse_matmul_epilogues(t.unfused, inputs),
+                                           options_.shapeless);
     }
     t.program = lower_peak(t.program, inputs);
     std::lock_guard<std::mutex> lock(mutex_);

@@ -8,6 +8,7 @@
 #include <mutex>
 #include <tuple>
 
+#include "mlx/backend/common/matmul_gelu_vjp.h"
 #include "mlx/backend/common/views.h"
 #include "mlx/backend/cuda/copy.cuh"
 #include "mlx/backend/cuda/elementwise.cuh"
@@ -116,23 +117,28 @@ struct GemmShape {
   // 256-byte aligned operands unless told otherwise.
   uint32_t align_a = 256, align_b = 256, align_c = 256;
   cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_DEFAULT;
-  uint32_t align_bias = 256;
+  uint32_t align_bias = 256, align_aux = 256;
+  int64_t aux_ld = 0;
   cudaDataType_t out_type = CUDA_R_32F;
   cudaDataType_t bias_type = CUDA_R_32F;  // the bias (or its gradient) vector's
   auto key() const {
     return std::make_tuple(int(type), int(out_type), ta, tb, m, n, k, lda, ldb, ldc, batch, sa, sb,
-                           sc, align_a, align_b, align_c, int(epilogue), align_bias,
-                           int(bias_type));
+                           sc, align_a, align_b, align_c, int(epilogue), align_bias, int(bias_type),
+                           align_aux, aux_ld);
   }
 };
 
 // What cuBLASLt does besides the product: add a bias vector (length m of the column-major
 // product, broadcast over its columns and batches) or write the sums of A over k (the bias
-// gradient), at `bias`, of dtype `bias_dtype` (cuBLASLt's default is D's type).
+// gradient), at `bias`, of dtype `bias_dtype` (cuBLASLt's default is D's type); or multiply
+// the product by GELU's derivative at `aux`, a matrix laid out as D with leading dimension
+// `aux_ld` (DGELU).
 struct Epilogue {
   cublasLtEpilogue_t kind = CUBLASLT_EPILOGUE_DEFAULT;
   void* bias = nullptr;
   Dtype bias_dtype = float32;
+  const void* aux = nullptr;
+  int64_t aux_ld = 0;
 };
 
 uint32_t alignment(const void* p) {
@@ -163,8 +169,18 @@ cublasLtMatrixLayout_t make_layout(cudaDataType_t type, int64_t rows, int64_t co
   return l;
 }
 
+// Points the descriptor at the call's epilogue operands.
+void set_epilogue_pointers(cublasLtMatmulDesc_t desc, const Epilogue& e) {
+  MLX_CUDA_CHECK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &e.bias,
+                                                sizeof(e.bias)));
+  if (e.aux != nullptr) {
+    MLX_CUDA_CHECK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER,
+                                                  &e.aux, sizeof(e.aux)));
+  }
+}
+
 // Plans are cached by shape: a training step asks for the same few products every step.
-const GemmPlan& gemm_plan(const GemmShape& g, void* bias) {
+const GemmPlan& gemm_plan(const GemmShape& g, const Epilogue& epilogue) {
   static std::mutex mutex;
   static std::map<decltype(g.key()), GemmPlan> plans;
   std::lock_guard<std::mutex> lock(mutex);
@@ -188,11 +204,14 @@ const GemmPlan& gemm_plan(const GemmShape& g, void* bias) {
   MLX_CUDA_CHECK(
       cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSB, &opb, sizeof(opb)));
   if (g.epilogue != CUBLASLT_EPILOGUE_DEFAULT) {
-    // The heuristic reads the bias pointer's alignment from the descriptor.
+    // The heuristic reads the bias and aux pointers' alignment from the descriptor.
     MLX_CUDA_CHECK(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_EPILOGUE,
                                                   &g.epilogue, sizeof(g.epilogue)));
-    MLX_CUDA_CHECK(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
-                                                  sizeof(bias)));
+    set_epilogue_pointers(p.desc, epilogue);
+    if (epilogue.aux != nullptr) {
+      MLX_CUDA_CHECK(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD,
+                                                    &g.aux_ld, sizeof(g.aux_ld)));
+    }
     if (g.bias_type != g.out_type) {
       // A float32 bias gradient of a 16-bit product, or the reverse: where cuBLASLt lacks the
       // pair the heuristic finds no algorithm or calls the pair invalid (CUDA 13 on an H200),
@@ -341,9 +360,11 @@ bool products(const array& a_in, const array& b_in, array& out, float alpha, flo
   g.align_c = alignment(c);
   g.epilogue = epilogue.kind;
   g.align_bias = alignment(epilogue.bias);
+  g.align_aux = alignment(epilogue.aux);
+  g.aux_ld = epilogue.aux_ld;
   g.bias_type =
       epilogue.kind == CUBLASLT_EPILOGUE_DEFAULT ? g.out_type : cuda_type(epilogue.bias_dtype);
-  const GemmPlan& plan = gemm_plan(g, epilogue.bias);
+  const GemmPlan& plan = gemm_plan(g, epilogue);
   if (!plan.found) {
     return false;
   }
@@ -360,8 +381,7 @@ bool products(const array& a_in, const array& b_in, array& out, float alpha, flo
   std::unique_lock<std::mutex> lock;
   if (epilogue.kind != CUBLASLT_EPILOGUE_DEFAULT) {
     lock = std::unique_lock<std::mutex>(*plan.call_mutex);
-    MLX_CUDA_CHECK(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
-                                                  &epilogue.bias, sizeof(epilogue.bias)));
+    set_epilogue_pointers(plan.desc, epilogue);
   }
   MLX_CUDA_CHECK(cublasLtMatmul(dev.cublaslt(), plan.desc, pa, pa_data, plan.a, pb_data, plan.b, pb,
                                 c, plan.c, c, plan.c, &plan.algo, ws,
@@ -451,6 +471,24 @@ void MatmulColumnSums::eval_gpu(const std::vector<array>& inputs, std::vector<ar
   detail::count_path("MatmulColumnSums:gemm+reduce");
   cu::gemm(l, r, product);
   Reduce(stream(), Reduce::Sum, {0}).eval_gpu({r}, sums);
+}
+
+void MatmulGeluApproxVjp::eval_gpu(const std::vector<array>& inputs, array& out) {
+  const array &a = inputs[0], &b = inputs[1], &x = inputs[2];
+  // DGELU reads x laid out as the product (row-major, N a multiple of 8).
+  if (out.size() > 0 && a.shape(1) > 0 && out.dtype() != float64 && x.flags().row_contiguous &&
+      b.shape(1) % 8 == 0) {
+    cu::allocate(out);
+    if (products(a, b, out, 1.0f, 0.0f,
+                 {CUBLASLT_EPILOGUE_DGELU, nullptr, out.dtype(), x.gpu_data<char>(), b.shape(1)})) {
+      detail::count_path("MatmulGeluApproxVjp:epilogue");
+      return;
+    }
+  }
+  detail::count_path("MatmulGeluApproxVjp:gemm+vjp");
+  matmul_then_gelu_approx_vjp(
+      stream(), inputs, out,
+      [](UnaryPrimitive& p, const std::vector<array>& in, array& o) { p.eval_gpu(in, o); });
 }
 
 }  // namespace mlx::core

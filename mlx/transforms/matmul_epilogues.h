@@ -1,0 +1,18 @@
+// compile's matrix-product epilogue pass: an elementwise op that is a product's only reader
+// and that the GPU's matrix library can apply as the product is written becomes part of the
+// product's step. Today that is the gradient of a tanh-approximated GELU behind a Linear layer,
+// gelu_approx_vjp(h, reshape(dy @ W)) (MatmulGeluApproxVjp): cuBLASLt's DGELU epilogue reads
+// h and writes the gradient, so the product's buffer is never written or read back.
+#pragma once
+
+#include <vector>
+
+#include "mlx/array.h"
+#include "mlx/transforms/compile_program.h"
+
+namespace mlx::core::detail {
+
+// `program` for `inputs` with its GELU gradients fused into the products before them.
+Program fuse_matmul_epilogues(const Program& program, const std::vector<array>& inputs);
+
+}  // namespace mlx::core::detail
