@@ -78,10 +78,6 @@ class StateSwap {
   std::vector<array> saved_;
 };
 
-uint64_t planned_peak(const detail::Program& p, const std::vector<array>& inputs) {
-  return detail::simulate_memory(p, inputs, detail::eval_order(p)).peak_bytes;
-}
-
 // Whether compile lowers the program's peak (MLX_COMPILE_LOWER_PEAK: 0 never, 1 always): by
 // default where it runs on a GPU, whose memory is the scarce one. On the CPU the recomputed
 // kernels cost more than the memory is worth there (the main job: GELU run twice, 2.5% of the
@@ -100,11 +96,11 @@ detail::Program lower_peak(const detail::Program& program, const std::vector<arr
   if (!lowers_peak(program)) {
     return program;
   }
-  detail::Program kept = detail::rematerialize(program, inputs);
+  uint64_t peak = 0, scheduled_peak = 0;
+  detail::Program kept = detail::rematerialize(program, inputs, &peak);
   detail::Program scheduled =
-      detail::rematerialize(detail::schedule_for_memory(program, inputs), inputs);
-  const uint64_t peak = planned_peak(kept, inputs);
-  return planned_peak(scheduled, inputs) + peak / 16 < peak ? scheduled : kept;
+      detail::rematerialize(detail::schedule_for_memory(program, inputs), inputs, &scheduled_peak);
+  return scheduled_peak + peak / 16 < peak ? scheduled : kept;
 }
 
 class CompiledFunction {

@@ -181,7 +181,8 @@ std::optional<Program> recompute_late(const Program& p, const Uses& u, int s, in
 
 }  // namespace
 
-Program rematerialize(const Program& program, const std::vector<array>& inputs) {
+Program rematerialize(const Program& program, const std::vector<array>& inputs,
+                      uint64_t* peak_bytes) {
   Program best = program;
   PeakSite peak;
   std::vector<int> order = eval_order(best);
@@ -212,6 +213,9 @@ Program rematerialize(const Program& program, const std::vector<array>& inputs) 
         break;
       }
     }
+  }
+  if (peak_bytes) {
+    *peak_bytes = best_peak;
   }
   return best;
 }

@@ -9,6 +9,7 @@
 // without such a span is left as it is.
 #pragma once
 
+#include <cstdint>
 #include <vector>
 
 #include "mlx/array.h"
@@ -17,7 +18,8 @@
 namespace mlx::core::detail {
 
 // `program` for `inputs`, with the steps worth recomputing recomputed where they are read
-// after the peak.
-Program rematerialize(const Program& program, const std::vector<array>& inputs);
+// after the peak; `peak_bytes`, where given, gets the result's simulated peak.
+Program rematerialize(const Program& program, const std::vector<array>& inputs,
+                      uint64_t* peak_bytes = nullptr);
 
 }  // namespace mlx::core::detail
