@@ -1,5 +1,9 @@
 #include "mlx/primitives/linalg.h"
 
+#include <stdexcept>
+
+#include "mlx/utils.h"
+
 namespace mlx::core {
 
 namespace {
@@ -22,6 +26,16 @@ std::vector<Shape> AddMM::output_shapes(const std::vector<array>& inputs) {
 
 std::vector<Shape> MatmulColumnSums::output_shapes(const std::vector<array>& inputs) {
   return {{inputs[0].shape(0), inputs[1].shape(1)}, {1, inputs[1].shape(1)}};
+}
+
+std::vector<Shape> MatmulGeluApproxVjp::output_shapes(const std::vector<array>& inputs) {
+  const array &a = inputs[0], &b = inputs[1], &x = inputs[2];
+  if (a.ndim() != 2 || b.ndim() != 2 || a.shape(1) != b.shape(0) ||
+      static_cast<size_t>(a.shape(0)) * b.shape(1) != x.size()) {
+    throw std::invalid_argument(msg("[matmul_gelu_approx_vjp] The product of ", a.shape(), " and ",
+                                    b.shape(), " cannot be reshaped to ", x.shape(), "."));
+  }
+  return {x.shape()};
 }
 
 bool AddMM::is_equivalent(const Primitive& other) const {

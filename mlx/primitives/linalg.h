@@ -87,9 +87,9 @@ class MatmulGeluApproxVjp : public UnaryPrimitive {
   bool is_equivalent(const Primitive& other) const override {
     return dynamic_cast<const MatmulGeluApproxVjp*>(&other) != nullptr;
   }
-  std::vector<Shape> output_shapes(const std::vector<array>& inputs) override {
-    return {inputs[2].shape()};
-  }
+  // x's shape; throws where the product does not have x's size (a shapeless replay whose new
+  // shapes the reshape it replaced would have refused).
+  std::vector<Shape> output_shapes(const std::vector<array>& inputs) override;
   // The same as ordinary ops (the transforms differentiate and vectorize it through them).
   std::vector<array> expand(const std::vector<array>& inputs) const;
 };

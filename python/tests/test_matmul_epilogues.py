@@ -136,6 +136,11 @@ def test_shapeless_compile_replays_the_fused_step_for_new_shapes():
     for m in (24, 8, 40):
         a, b, x = operands(m=m)
         close(fused(a, b, x), fused_gelu_vjp(a, b, x), mx.float32)
+    # New shapes the replaced reshape would have refused: an error, never a product written
+    # or read past x's end.
+    a, b, _ = operands(m=24)
+    with pytest.raises(ValueError):
+        mx.eval(fused(a, b, sample((2, 8, 40), mx.float32, 9)))
 
 
 def test_empty_products():
