@@ -69,12 +69,19 @@ Program fuse_matmul_epilogues(const Program& program, const std::vector<array>& 
   if (!fused) {
     return program;
   }
-  // The products and reshapes the fused steps replaced are read by nothing now.
-  std::vector<ProgramStep> needed;
+  // The products and reshapes the fused steps replaced are read by nothing now; the others
+  // keep their order (the elementwise pass forms regions in program order).
+  std::vector<char> needed(p.steps.size(), 0);
   for (int s : needed_steps(p)) {
-    needed.push_back(std::move(p.steps[s]));
+    needed[s] = 1;
   }
-  p.steps = std::move(needed);
+  std::vector<ProgramStep> kept;
+  for (size_t s = 0; s < p.steps.size(); ++s) {
+    if (needed[s]) {
+      kept.push_back(std::move(p.steps[s]));
+    }
+  }
+  p.steps = std::move(kept);
   return p;
 }
 
