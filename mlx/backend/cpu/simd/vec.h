@@ -1,4 +1,5 @@
-// Eight-lane float32 SIMD vector and vectorized elementwise math.
+// Eight-lane float32 SIMD vector (sixteen-lane where MLX_SIMD_WIDE asks, below) and vectorized
+// elementwise math.
 //
 // With AVX2 + FMA (e.g. -march=x86-64-v3) VecF wraps __m256; otherwise it is a
 // portable array of 8 floats with per-lane loops. Both paths run the same
@@ -30,14 +31,29 @@
 #include <limits>
 #include <utility>
 
-#if defined(__AVX2__) && defined(__FMA__)
+// A file that defines MLX_SIMD_WIDE before including this one and is compiled for AVX-512
+// (simd/vmath_avx512.cpp) gets sixteen lanes instead, with the same algorithms and results; the
+// inline namespace keeps its definitions apart from the eight-lane ones of other files.
+#if defined(MLX_SIMD_WIDE) && defined(__AVX512F__) && defined(__AVX512DQ__)
+#include <immintrin.h>
+#define MLX_SIMD_AVX512 1
+#define MLX_SIMD_ISA avx512
+#elif defined(__AVX2__) && defined(__FMA__)
 #include <immintrin.h>
 #define MLX_SIMD_AVX2 1
+#define MLX_SIMD_ISA avx2
+#else
+#define MLX_SIMD_ISA portable
 #endif
 
 namespace mlx::core::simd {
+inline namespace MLX_SIMD_ISA {
 
+#ifdef MLX_SIMD_AVX512
+inline constexpr int kWidth = 16;
+#else
 inline constexpr int kWidth = 8;
+#endif
 
 // ---------------------------------------------------------------------------
 // Primitive layer.
@@ -47,7 +63,107 @@ inline constexpr int kWidth = 8;
 // clamps: write min(bound, x), not min(x, bound).
 // ---------------------------------------------------------------------------
 
-#ifdef MLX_SIMD_AVX2
+#if defined(MLX_SIMD_AVX512)
+
+struct VecF {
+  __m512 v;
+  VecF() = default;
+  VecF(__m512 x) : v(x) {}
+  VecF(float x) : v(_mm512_set1_ps(x)) {}
+};
+
+// Lane mask produced by comparisons: one bit per lane.
+struct MaskF {
+  __mmask16 m;
+};
+
+namespace detail {
+
+struct VecI {
+  __m512i v;
+  VecI() = default;
+  VecI(__m512i x) : v(x) {}
+  VecI(int32_t x) : v(_mm512_set1_epi32(x)) {}
+};
+
+inline __mmask16 tail_mask(int n) {
+  return static_cast<__mmask16>(n >= 16 ? 0xffff : (1u << std::max(n, 0)) - 1);
+}
+
+}  // namespace detail
+
+inline VecF broadcast(float x) { return VecF(x); }
+inline VecF load(const float* p) { return _mm512_loadu_ps(p); }
+inline void store(float* p, VecF a) { _mm512_storeu_ps(p, a.v); }
+// Loads the first n (0..16) floats; other lanes are zero and are not touched in memory.
+inline VecF load_partial(const float* p, int n) {
+  return _mm512_maskz_loadu_ps(detail::tail_mask(n), p);
+}
+// Stores the first n (0..16) lanes; memory past them is not touched.
+inline void store_partial(float* p, VecF a, int n) {
+  _mm512_mask_storeu_ps(p, detail::tail_mask(n), a.v);
+}
+// Non-temporal store to a 64-byte aligned p (see the eight-lane one).
+inline void store_stream(float* p, VecF a) { _mm512_stream_ps(p, a.v); }
+inline void stream_fence() { _mm_sfence(); }
+
+inline VecF operator+(VecF a, VecF b) { return _mm512_add_ps(a.v, b.v); }
+inline VecF operator-(VecF a, VecF b) { return _mm512_sub_ps(a.v, b.v); }
+inline VecF operator*(VecF a, VecF b) { return _mm512_mul_ps(a.v, b.v); }
+inline VecF operator/(VecF a, VecF b) { return _mm512_div_ps(a.v, b.v); }
+inline VecF operator-(VecF a) { return _mm512_xor_ps(a.v, _mm512_set1_ps(-0.0f)); }
+inline VecF fma(VecF a, VecF b, VecF c) { return _mm512_fmadd_ps(a.v, b.v, c.v); }
+inline VecF fnma(VecF a, VecF b, VecF c) { return _mm512_fnmadd_ps(a.v, b.v, c.v); }
+inline VecF min(VecF a, VecF b) { return _mm512_min_ps(a.v, b.v); }
+inline VecF max(VecF a, VecF b) { return _mm512_max_ps(a.v, b.v); }
+inline VecF abs(VecF a) { return _mm512_andnot_ps(_mm512_set1_ps(-0.0f), a.v); }
+inline VecF copysign(VecF mag, VecF sgn) {
+  const __m512 s = _mm512_set1_ps(-0.0f);
+  return _mm512_or_ps(_mm512_andnot_ps(s, mag.v), _mm512_and_ps(s, sgn.v));
+}
+inline VecF round(VecF a) {
+  return _mm512_roundscale_ps(a.v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+}
+inline VecF sqrt(VecF a) { return _mm512_sqrt_ps(a.v); }
+
+inline MaskF operator==(VecF a, VecF b) { return {_mm512_cmp_ps_mask(a.v, b.v, _CMP_EQ_OQ)}; }
+inline MaskF operator!=(VecF a, VecF b) { return {_mm512_cmp_ps_mask(a.v, b.v, _CMP_NEQ_UQ)}; }
+inline MaskF operator<(VecF a, VecF b) { return {_mm512_cmp_ps_mask(a.v, b.v, _CMP_LT_OQ)}; }
+inline MaskF operator<=(VecF a, VecF b) { return {_mm512_cmp_ps_mask(a.v, b.v, _CMP_LE_OQ)}; }
+inline MaskF operator>(VecF a, VecF b) { return {_mm512_cmp_ps_mask(a.v, b.v, _CMP_GT_OQ)}; }
+inline MaskF operator>=(VecF a, VecF b) { return {_mm512_cmp_ps_mask(a.v, b.v, _CMP_GE_OQ)}; }
+inline MaskF is_nan(VecF a) { return {_mm512_cmp_ps_mask(a.v, a.v, _CMP_UNORD_Q)}; }
+inline MaskF operator&(MaskF a, MaskF b) { return {static_cast<__mmask16>(a.m & b.m)}; }
+inline MaskF operator|(MaskF a, MaskF b) { return {static_cast<__mmask16>(a.m | b.m)}; }
+inline MaskF operator~(MaskF a) { return {static_cast<__mmask16>(~a.m)}; }
+inline bool any(MaskF a) { return a.m != 0; }
+inline bool all(MaskF a) { return a.m == 0xffff; }
+inline VecF select(MaskF m, VecF a, VecF b) { return _mm512_mask_blend_ps(m.m, b.v, a.v); }
+
+namespace detail {
+
+inline VecI as_int(VecF a) { return _mm512_castps_si512(a.v); }
+inline VecF as_float(VecI a) { return _mm512_castsi512_ps(a.v); }
+inline VecI to_int(VecF a) { return _mm512_cvttps_epi32(a.v); }
+inline VecF to_float(VecI a) { return _mm512_cvtepi32_ps(a.v); }
+inline VecI operator+(VecI a, VecI b) { return _mm512_add_epi32(a.v, b.v); }
+inline VecI operator-(VecI a, VecI b) { return _mm512_sub_epi32(a.v, b.v); }
+inline VecI operator&(VecI a, VecI b) { return _mm512_and_si512(a.v, b.v); }
+inline VecI operator^(VecI a, VecI b) { return _mm512_xor_si512(a.v, b.v); }
+inline VecI max(VecI a, VecI b) { return _mm512_max_epi32(a.v, b.v); }
+template <int N>
+inline VecI shl(VecI a) {
+  return _mm512_slli_epi32(a.v, N);
+}
+template <int N>
+inline VecI sra(VecI a) {
+  return _mm512_srai_epi32(a.v, N);
+}
+inline MaskF operator==(VecI a, VecI b) { return {_mm512_cmpeq_epi32_mask(a.v, b.v)}; }
+
+}  // namespace detail
+
+#elif defined(MLX_SIMD_AVX2)
 
 struct VecF {
   __m256 v;
@@ -477,7 +593,7 @@ inline MaskF operator==(VecI a, VecI b) {
 
 }  // namespace detail
 
-#endif  // MLX_SIMD_AVX2
+#endif  // MLX_SIMD_AVX512, MLX_SIMD_AVX2
 
 inline VecF& operator+=(VecF& a, VecF b) { return a = a + b; }
 inline VecF& operator-=(VecF& a, VecF b) { return a = a - b; }
@@ -965,4 +1081,5 @@ inline VecF atanh(VecF x) {
 // Accurate 1/sqrt(x) (correctly rounded sqrt, then a division), not the 12-bit estimate.
 inline VecF rsqrt(VecF x) { return VecF(1.0f) / sqrt(x); }
 
+}  // namespace MLX_SIMD_ISA
 }  // namespace mlx::core::simd

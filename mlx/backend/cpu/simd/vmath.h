@@ -2,9 +2,9 @@
 //
 // Each kernel computes out[i] = f(in[i]) for 0 <= i < n (the binary ones
 // out[i] = f(a[i], b[i]), an operand flagged scalar read at [0] for every i),
-// eight lanes at a time with a masked tail, on the calling thread (callers split
-// work across threads). An input and out may be the same array but must not
-// otherwise overlap.
+// eight lanes at a time (sixteen on CPUs with AVX-512: vmath_avx512.cpp) with a
+// masked tail, on the calling thread (callers split work across threads). An input
+// and out may be the same array but must not otherwise overlap.
 // Calls with n >= 2^21 write through non-temporal (cache-bypassing) stores.
 // Accuracy and special values are documented in vec.h; results are identical
 // to applying the vec.h function to each element.
