@@ -19,7 +19,9 @@ MLX_VMATH_BINARY_KERNELS(MLX_DECLARE_BINARY)
 
 namespace {
 bool wide_vectors() {
-  static const bool ok = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq");
+  // Every extension vmath_avx512.cpp is compiled with (CMakeLists.txt).
+  static const bool ok = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
+                         __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
   return ok;
 }
 }  // namespace
