@@ -9,12 +9,13 @@
 #include "mlx/backend/cpu/simd/vec.h"
 
 // The kernels vmath.h declares, by name.
-#define MLX_VMATH_UNARY_KERNELS(X)                                                              \
-  X(exp)                                                                                        \
-  X(expm1) X(log) X(log1p) X(log2) X(log10) X(sin) X(cos) X(tan) X(tanh) X(sigmoid) X(erf)      \
-      X(erfinv) X(gelu) X(gelu_approx) X(silu) X(sinh) X(cosh) X(atan) X(asin) X(acos) X(asinh) \
-          X(acosh) X(atanh) X(sqrt) X(rsqrt)
+// clang-format off
+#define MLX_VMATH_UNARY_KERNELS(X) \
+  X(exp) X(expm1) X(log) X(log1p) X(log2) X(log10) X(sin) X(cos) X(tan) X(tanh) X(sigmoid) \
+  X(erf) X(erfinv) X(gelu) X(gelu_approx) X(silu) X(sinh) X(cosh) X(atan) X(asin) X(acos) \
+  X(asinh) X(acosh) X(atanh) X(sqrt) X(rsqrt)
 #define MLX_VMATH_BINARY_KERNELS(X) X(gelu_vjp) X(gelu_approx_vjp) X(silu_vjp)
+// clang-format on
 
 namespace mlx::core::simd {
 
