@@ -8,7 +8,6 @@
 #include "mlx/ops.h"
 #include "mlx/primitives/linalg.h"
 #include "mlx/transforms/rule_utils.h"
-#include "mlx/transforms/transforms.h"
 
 namespace mlx::core {
 
@@ -214,31 +213,21 @@ std::vector<array> MatmulGeluApproxVjp::expand(const std::vector<array>& in) con
 std::vector<array> MatmulGeluApproxVjp::jvp(const std::vector<array>& primals,
                                             const std::vector<array>& tangents,
                                             const std::vector<int>& argnums) {
-  std::vector<array> all;
-  for (const array& p : primals) {
-    all.push_back(zeros_like(p));
-  }
-  for (size_t i = 0; i < argnums.size(); ++i) {
-    all[argnums[i]] = tangents[i];
-  }
-  return mlx::core::jvp([this](const std::vector<array>& in) { return expand(in); }, primals, all)
-      .second;
+  return detail::jvp_by_expansion([this](const auto& in) { return expand(in); }, primals, tangents,
+                                  argnums);
 }
 
 std::vector<array> MatmulGeluApproxVjp::vjp(const std::vector<array>& primals,
                                             const std::vector<array>& cotangents,
                                             const std::vector<int>& argnums,
                                             const std::vector<array>&) {
-  return detail::vjp([this](const std::vector<array>& in) { return expand(in); }, primals,
-                     cotangents, argnums)
-      .second;
+  return detail::vjp_by_expansion([this](const auto& in) { return expand(in); }, primals,
+                                  cotangents, argnums);
 }
 
 std::pair<std::vector<array>, std::vector<int>> MatmulGeluApproxVjp::vmap(
     const std::vector<array>& inputs, const std::vector<int>& axes) {
-  return {
-      mlx::core::vmap([this](const std::vector<array>& in) { return expand(in); }, axes)(inputs),
-      {0}};
+  return detail::vmap_by_expansion([this](const auto& in) { return expand(in); }, inputs, axes);
 }
 
 }  // namespace mlx::core

@@ -26,4 +26,30 @@ std::vector<array> align_batch(const std::vector<array>& inputs, const std::vect
   return out;
 }
 
+std::vector<array> jvp_by_expansion(const ArrayFn& expand, const std::vector<array>& primals,
+                                    const std::vector<array>& tangents,
+                                    const std::vector<int>& argnums) {
+  std::vector<array> all;
+  for (const array& p : primals) {
+    all.push_back(zeros_like(p));
+  }
+  for (size_t i = 0; i < argnums.size(); ++i) {
+    all[argnums[i]] = tangents[i];
+  }
+  return mlx::core::jvp(expand, primals, all).second;
+}
+
+std::vector<array> vjp_by_expansion(const ArrayFn& expand, const std::vector<array>& primals,
+                                    const std::vector<array>& cotangents,
+                                    const std::vector<int>& argnums) {
+  return vjp(expand, primals, cotangents, argnums).second;
+}
+
+std::pair<std::vector<array>, std::vector<int>> vmap_by_expansion(const ArrayFn& expand,
+                                                                  const std::vector<array>& inputs,
+                                                                  const std::vector<int>& axes) {
+  std::vector<array> outs = mlx::core::vmap(expand, axes)(inputs);
+  return {outs, std::vector<int>(outs.size(), 0)};
+}
+
 }  // namespace mlx::core::detail
