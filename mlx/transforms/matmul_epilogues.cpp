@@ -1,8 +1,8 @@
 #include "mlx/transforms/matmul_epilogues.h"
 
 #include <memory>
+#include <optional>
 
-#include "mlx/export/memory_plan.h"
 #include "mlx/primitives/elementwise.h"
 #include "mlx/primitives/linalg.h"
 #include "mlx/primitives/shape.h"
@@ -33,7 +33,6 @@ Program fuse_matmul_epilogues(const Program& program, const std::vector<array>& 
   // The step computing v when v is read once, by the step that asks (else -1).
   auto only_reader_of = [&](int v) { return reads[v] == 1 ? producer[v] : -1; };
   std::optional<ValueTypes> types;
-  bool fused = false;
   for (ProgramStep& step : p.steps) {
     if (!is_gelu_approx_vjp(*step.primitive)) {
       continue;
@@ -64,24 +63,7 @@ Program fuse_matmul_epilogues(const Program& program, const std::vector<array>& 
     const std::vector<int> operands{product.inputs[0], product.inputs[1], step.inputs[0]};
     step.primitive = std::make_shared<MatmulGeluApproxVjp>(step.primitive->stream());
     step.inputs = operands;
-    fused = true;
   }
-  if (!fused) {
-    return program;
-  }
-  // The products and reshapes the fused steps replaced are read by nothing now; the others
-  // keep their order (the elementwise pass forms regions in program order).
-  std::vector<char> needed(p.steps.size(), 0);
-  for (int s : needed_steps(p)) {
-    needed[s] = 1;
-  }
-  std::vector<ProgramStep> kept;
-  for (size_t s = 0; s < p.steps.size(); ++s) {
-    if (needed[s]) {
-      kept.push_back(std::move(p.steps[s]));
-    }
-  }
-  p.steps = std::move(kept);
   return p;
 }
 

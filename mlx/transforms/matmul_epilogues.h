@@ -12,7 +12,9 @@
 
 namespace mlx::core::detail {
 
-// `program` for `inputs` with its GELU gradients fused into the products before them.
+// `program` for `inputs` with its GELU gradients fused into the products before them. The
+// products and reshapes they replace are left unread: the elementwise pass that follows
+// (fuse.h) drops them with every other dead step.
 Program fuse_matmul_epilogues(const Program& program, const std::vector<array>& inputs);
 
 }  // namespace mlx::core::detail
