@@ -21,6 +21,7 @@
 #include <string_view>
 
 #include "mlx/backend/common/dynamic_library.h"
+#include "mlx/backend/cpu/cpu_features.h"
 #include "mlx/backend/cpu/skinny_dots.h"
 #include "mlx/backend/cpu/thread_pool.h"
 
@@ -328,11 +329,7 @@ struct FloatDotTile {
 
 }  // namespace
 
-bool own_gemm_supported() {
-  static const bool ok = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
-                         __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
-  return ok;
-}
+bool own_gemm_supported() { return has_avx512(); }
 
 // Whether the BLAS that matmul.cpp calls runs OpenBLAS's AVX-512 kernels. OpenBLAS names its
 // kernel set (openblas_get_corename), looked up in the OpenBLAS this process already loaded

@@ -1,5 +1,6 @@
 #include "mlx/backend/cpu/simd/vmath.h"
 
+#include "mlx/backend/cpu/cpu_features.h"
 #include "mlx/backend/cpu/simd/vmath_kernels.h"
 
 namespace mlx::core::simd {
@@ -17,21 +18,12 @@ MLX_VMATH_BINARY_KERNELS(MLX_DECLARE_BINARY)
 #undef MLX_DECLARE_BINARY
 }  // namespace wide
 
-namespace {
-bool wide_vectors() {
-  // Every extension vmath_avx512.cpp is compiled with (CMakeLists.txt).
-  static const bool ok = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
-                         __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
-  return ok;
-}
-}  // namespace
-
 #define MLX_WIDE_UNARY(name)       \
-  if (wide_vectors()) {            \
+  if (cpu::has_avx512()) {         \
     return wide::name(in, out, n); \
   }
 #define MLX_WIDE_BINARY(name)                            \
-  if (wide_vectors()) {                                  \
+  if (cpu::has_avx512()) {                               \
     return wide::name(a, a_scalar, b, b_scalar, out, n); \
   }
 #else
