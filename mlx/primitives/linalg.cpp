@@ -28,6 +28,17 @@ std::vector<Shape> MatmulColumnSums::output_shapes(const std::vector<array>& inp
   return {{inputs[0].shape(0), inputs[1].shape(1)}, {1, inputs[1].shape(1)}};
 }
 
+std::vector<Shape> MatmulGeluApprox::output_shapes(const std::vector<array>& inputs) {
+  const array &a = inputs[0], &b = inputs[1];
+  if (a.ndim() != 2 || b.ndim() != 2 || a.shape(1) != b.shape(0) ||
+      (inputs.size() == 3 && inputs[2].shape() != Shape{1, b.shape(1)})) {
+    throw std::invalid_argument(msg("[matmul_gelu_approx] Cannot multiply ", a.shape(), " by ",
+                                    b.shape(), inputs.size() == 3 ? " and add a bias of " : "",
+                                    inputs.size() == 3 ? inputs[2].shape() : Shape{}, "."));
+  }
+  return {{a.shape(0), b.shape(1)}};
+}
+
 std::vector<Shape> MatmulGeluApproxVjp::output_shapes(const std::vector<array>& inputs) {
   const array &a = inputs[0], &b = inputs[1], &x = inputs[2];
   if (a.ndim() != 2 || b.ndim() != 2 || a.shape(1) != b.shape(0) ||

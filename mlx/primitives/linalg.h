@@ -74,15 +74,42 @@ class MatmulColumnSums : public Primitive {
   uint8_t float32_outputs_;
 };
 
+// A product fused by compile's epilogue pass (transforms/matmul_epilogues.h) with the
+// elementwise op after it. Its rules are those of the ops it stands for (`expand`), through
+// which the transforms differentiate and vectorize it; export writes the unfused program, so
+// files never hold it.
+class FusedMatmul : public UnaryPrimitive {
+ public:
+  using UnaryPrimitive::UnaryPrimitive;
+  MLX_DECLARE_TRANSFORM_RULES
+  virtual std::vector<array> expand(const std::vector<array>& inputs) const = 0;
+};
+
+// out = gelu_approx(a @ b + bias) for a: (M, K), b: (K, N) and an optional bias row (1, N),
+// all of one floating dtype: a Linear layer and the tanh-approximated GELU after it, where
+// nothing else reads the pre-activation (inference). Inputs {a, b} or {a, b, bias}. Made by
+// compile only (transforms/matmul_epilogues.h); the GPU applies the GELU in cuBLASLt's
+// epilogue, so the pre-activation is never stored.
+class MatmulGeluApprox : public FusedMatmul {
+ public:
+  explicit MatmulGeluApprox(Stream stream) : FusedMatmul(stream) {}
+  MLX_DECLARE_EVAL
+  const char* name() const override { return "MatmulGeluApprox"; }
+  bool is_equivalent(const Primitive& other) const override {
+    return dynamic_cast<const MatmulGeluApprox*>(&other) != nullptr;
+  }
+  std::vector<Shape> output_shapes(const std::vector<array>& inputs) override;
+  std::vector<array> expand(const std::vector<array>& inputs) const override;
+};
+
 // out = gelu_approx_vjp(x, (a @ b) reshaped to x's shape) for a: (M, K), b: (K, N), x: (..., N)
 // of M * N elements, all of one floating dtype: the gradient at a Linear layer's input of the
 // tanh-approximated GELU that follows it. Made by compile only (transforms/matmul_epilogues.h);
 // the GPU applies the GELU derivative in cuBLASLt's epilogue, so the product is never stored.
-class MatmulGeluApproxVjp : public UnaryPrimitive {
+class MatmulGeluApproxVjp : public FusedMatmul {
  public:
-  explicit MatmulGeluApproxVjp(Stream stream) : UnaryPrimitive(stream) {}
+  explicit MatmulGeluApproxVjp(Stream stream) : FusedMatmul(stream) {}
   MLX_DECLARE_EVAL
-  MLX_DECLARE_TRANSFORM_RULES
   const char* name() const override { return "MatmulGeluApproxVjp"; }
   bool is_equivalent(const Primitive& other) const override {
     return dynamic_cast<const MatmulGeluApproxVjp*>(&other) != nullptr;
@@ -90,8 +117,7 @@ class MatmulGeluApproxVjp : public UnaryPrimitive {
   // x's shape; throws where the product does not have x's size (a shapeless replay whose new
   // shapes the reshape it replaced would have refused).
   std::vector<Shape> output_shapes(const std::vector<array>& inputs) override;
-  // The same as ordinary ops (the transforms differentiate and vectorize it through them).
-  std::vector<array> expand(const std::vector<array>& inputs) const;
+  std::vector<array> expand(const std::vector<array>& inputs) const override;
 };
 
 }  // namespace mlx::core

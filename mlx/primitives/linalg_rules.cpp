@@ -202,32 +202,38 @@ std::pair<std::vector<array>, std::vector<int>> MatmulColumnSums::vmap(
   return {{detail::matmul(l, r, float32_output(0), s), sums}, {0, 0}};
 }
 
-// MatmulGeluApproxVjp: gelu_approx_vjp(x, reshape(a @ b)) with inputs {a, b, x}; its rules are
-// those of the ops it stands for.
+// FusedMatmul: the rules of the ops the step stands for.
 
-std::vector<array> MatmulGeluApproxVjp::expand(const std::vector<array>& in) const {
-  StreamOrDevice s = stream();
-  return {gelu_approx_vjp(in[2], reshape(matmul(in[0], in[1], s), in[2].shape(), s), s)};
-}
-
-std::vector<array> MatmulGeluApproxVjp::jvp(const std::vector<array>& primals,
-                                            const std::vector<array>& tangents,
-                                            const std::vector<int>& argnums) {
+std::vector<array> FusedMatmul::jvp(const std::vector<array>& primals,
+                                    const std::vector<array>& tangents,
+                                    const std::vector<int>& argnums) {
   return detail::jvp_by_expansion([this](const auto& in) { return expand(in); }, primals, tangents,
                                   argnums);
 }
 
-std::vector<array> MatmulGeluApproxVjp::vjp(const std::vector<array>& primals,
-                                            const std::vector<array>& cotangents,
-                                            const std::vector<int>& argnums,
-                                            const std::vector<array>&) {
+std::vector<array> FusedMatmul::vjp(const std::vector<array>& primals,
+                                    const std::vector<array>& cotangents,
+                                    const std::vector<int>& argnums, const std::vector<array>&) {
   return detail::vjp_by_expansion([this](const auto& in) { return expand(in); }, primals,
                                   cotangents, argnums);
 }
 
-std::pair<std::vector<array>, std::vector<int>> MatmulGeluApproxVjp::vmap(
-    const std::vector<array>& inputs, const std::vector<int>& axes) {
+std::pair<std::vector<array>, std::vector<int>> FusedMatmul::vmap(const std::vector<array>& inputs,
+                                                                  const std::vector<int>& axes) {
   return detail::vmap_by_expansion([this](const auto& in) { return expand(in); }, inputs, axes);
+}
+
+// MatmulGeluApprox: gelu_approx(a @ b [+ bias]) with inputs {a, b [, bias]}.
+std::vector<array> MatmulGeluApprox::expand(const std::vector<array>& in) const {
+  StreamOrDevice s = stream();
+  return {gelu_approx(
+      in.size() == 3 ? addmm(in[2], in[0], in[1], 1.0f, 1.0f, s) : matmul(in[0], in[1], s), s)};
+}
+
+// MatmulGeluApproxVjp: gelu_approx_vjp(x, reshape(a @ b)) with inputs {a, b, x}.
+std::vector<array> MatmulGeluApproxVjp::expand(const std::vector<array>& in) const {
+  StreamOrDevice s = stream();
+  return {gelu_approx_vjp(in[2], reshape(matmul(in[0], in[1], s), in[2].shape(), s), s)};
 }
 
 }  // namespace mlx::core

@@ -28,7 +28,7 @@
   X(Unary) X(Binary) X(DivMod) X(Select) X(Compiled) \
   X(Reduce) X(ArgReduce) X(Scan) X(Softmax) X(LogSumExp) \
   X(Gather) X(GatherAxis) X(Scatter) X(ScatterAxis) X(SortAlongAxis) \
-  X(Matmul) X(AddMM) X(MatmulColumnSums) X(MatmulGeluApproxVjp) \
+  X(Matmul) X(AddMM) X(MatmulColumnSums) X(MatmulGeluApprox) X(MatmulGeluApproxVjp) \
   X(Inverse) X(Cholesky) X(Solve) X(QRF) X(SVD) X(Eigh) X(Eig) X(LUF) \
   X(RandomBits) \
   X(fast::RMSNorm) X(fast::LayerNorm) X(fast::RoPE) X(fast::ScaledDotProductAttention) \

@@ -1,7 +1,9 @@
-"""compile's matrix-product epilogues (mlx/transforms/matmul_epilogues.h): the gradient of a
-tanh-approximated GELU behind a Linear layer becomes one step with the product before it
-(MatmulGeluApproxVjp; on the GPU, cuBLASLt's DGELU epilogue). Compiled results equal the
-unfused ops' for values and gradients, on the default device (the GPU where there is one)."""
+"""compile's matrix-product epilogues (mlx/transforms/matmul_epilogues.h): a tanh-approximated
+GELU after a Linear layer whose output nothing else reads (MatmulGeluApprox; on the GPU,
+cuBLASLt's GELU and GELU_BIAS epilogues), and the GELU's gradient behind a Linear layer
+(MatmulGeluApproxVjp; cuBLASLt's DGELU epilogue), each become one step with the product before
+it. Compiled results equal the unfused ops' for values and gradients, on the default device
+(the GPU where there is one)."""
 import numpy as np
 import pytest
 
@@ -10,7 +12,7 @@ import mlx.nn as nn
 
 ON_GPU = mx.default_device() == mx.gpu
 # Relative error allowed between fused and unfused results: the epilogue rounds the product
-# once, after the derivative, where the unfused ops round it before.
+# once, after the GELU or its derivative, where the unfused ops round it before.
 TOLERANCE = {mx.float32: 1e-5, mx.float16: 4e-3, mx.bfloat16: 3e-2}
 
 
@@ -68,6 +70,8 @@ def test_the_mlp_gradient_fuses_and_equals_the_unfused_ops(dtype, batch, tokens,
             close(g2[layer][name], g1[layer][name], dtype)
     ran = counts(fused, x)
     assert ran.get("MatmulGeluApproxVjp") == 1 and "GeluApproxVjp" not in ran, ran
+    # The gradient reads the GELU's input: the forward's product stays apart from its GELU.
+    assert "MatmulGeluApprox" not in ran and ran.get("GeluApprox") == 1, ran
     if ON_GPU:
         # cuBLASLt reads the GELU input in the product's layout: rows of a multiple of 8.
         path = "epilogue" if hidden % 8 == 0 else "gemm+vjp"
@@ -150,3 +154,102 @@ def test_empty_products():
     for a, b, x in [(mx.zeros((6, 0)), mx.zeros((0, 8)), sample((2, 3, 8), mx.float32, 6)),
                     (mx.zeros((0, 4)), mx.zeros((4, 8)), mx.zeros((2, 0, 8)))]:
         close(mx.compile(fn)(a, b, x), fn(a, b, x), mx.float32)
+
+
+@pytest.mark.parametrize("dtype", [mx.float32, mx.float16, mx.bfloat16])
+@pytest.mark.parametrize("bias", [True, False])
+@pytest.mark.parametrize("batch,tokens,dims,hidden", [(2, 16, 64, 256), (3, 5, 12, 36),
+                                                      (1, 1, 8, 8)])
+def test_the_mlp_forward_fuses_its_gelu_into_the_product(dtype, bias, batch, tokens, dims,
+                                                         hidden):
+    mx.random.seed(0)
+    fc = nn.Linear(dims, hidden, bias=bias)
+    fc.set_dtype(dtype)
+    x = sample((batch, tokens, dims), dtype, 1)
+
+    def forward(x):
+        return nn.gelu_approx(fc(x))
+
+    fused = mx.compile(forward)
+    close(fused(x), forward(x), dtype)
+    ran = counts(fused, x)
+    assert ran.get("MatmulGeluApprox") == 1, ran
+    assert not {"GeluApprox", "AddMM", "Matmul"} & ran.keys(), ran
+    if ON_GPU and hidden % 8 == 0:
+        assert ran.get("MatmulGeluApprox:epilogue") == 1, ran
+
+
+def test_only_products_read_by_the_gelu_alone_fuse():
+    a, b, _ = operands()
+    bias = sample((40,), mx.float32, 5)
+
+    def product_also_returned(a, b):
+        p = a @ b
+        return nn.gelu_approx(p), p
+
+    def scaled(a, b):  # alpha != 1: not the Linear layer's pattern
+        return (nn.gelu_approx(mx.addmm(bias, a, b, alpha=2.0)),)
+
+    def full_c(a, b):  # c of the product's shape, not a row of biases
+        return (nn.gelu_approx(mx.addmm(a @ b, a, b)),)
+
+    def batched(a, b):
+        return (nn.gelu_approx(a.reshape(2, 12, 16) @ mx.stack([b, -b])),)
+
+    for fn in (product_also_returned, scaled, full_c, batched):
+        ran = counts(mx.compile(fn), a, b)
+        assert "MatmulGeluApprox" not in ran and ran.get("GeluApprox") == 1, (fn.__name__, ran)
+        for got, want in zip(mx.compile(fn)(a, b), fn(a, b)):
+            close(got, want, mx.float32)
+
+
+def linear_gelu(a, b, bias):
+    return nn.gelu_approx(mx.addmm(bias, a, b))
+
+
+def test_the_fused_forward_reads_transposed_and_sliced_operands():
+    a, b, _ = operands(n=48)
+    bias = sample((48,), mx.float32, 5)
+    cases = [(a, b, bias), (mx.array(np.array(a).T.copy()).T, b, bias), (a, b[:, ::-1], bias),
+             (a[::2], b, bias[::-1])]
+    for args in cases:
+        close(mx.compile(linear_gelu)(*args), linear_gelu(*args), mx.float32)
+
+
+def test_gradients_jvp_and_vmap_through_the_fused_forward():
+    a, b, _ = operands()
+    bias = sample((40,), mx.float32, 5)
+    fused = mx.compile(linear_gelu)
+    assert counts(fused, a, b, bias).get("MatmulGeluApprox") == 1
+
+    def total(fn):
+        return lambda a, b, bias: (fn(a, b, bias) ** 2).sum()
+
+    for argnum in range(3):
+        close(mx.grad(total(fused), argnums=argnum)(a, b, bias),
+              mx.grad(total(linear_gelu), argnums=argnum)(a, b, bias), mx.float32)
+    tangents = [sample(v.shape, mx.float32, 7 + i) for i, v in enumerate((a, b, bias))]
+    close(mx.jvp(fused, [a, b, bias], tangents)[1][0],
+          mx.jvp(linear_gelu, [a, b, bias], tangents)[1][0], mx.float32)
+    bs = mx.stack([b, 2 * b, -b])
+    close(mx.vmap(fused, in_axes=(None, 0, None))(a, bs, bias),
+          mx.vmap(linear_gelu, in_axes=(None, 0, None))(a, bs, bias), mx.float32)
+
+
+def test_shapeless_compile_replays_the_fused_forward_for_new_shapes():
+    fc = nn.Linear(16, 40)
+
+    def forward(x):
+        return nn.gelu_approx(fc(x))
+
+    fused = mx.compile(forward, shapeless=True)
+    for rows in (24, 5, 1):
+        x = sample((rows, 16), mx.float32, 6)
+        close(fused(x), forward(x), mx.float32)
+        assert counts(fused, x).get("MatmulGeluApprox") == 1
+
+
+def test_empty_fused_forwards():
+    bias = sample((8,), mx.float32, 6)
+    for a, b in [(mx.zeros((6, 0)), mx.zeros((0, 8))), (mx.zeros((0, 4)), mx.zeros((4, 8)))]:
+        close(mx.compile(linear_gelu)(a, b, bias), linear_gelu(a, b, bias), mx.float32)

@@ -12,7 +12,7 @@
 #include <optional>
 
 #include "mlx/backend/common/convert.h"
-#include "mlx/backend/common/matmul_gelu_vjp.h"
+#include "mlx/backend/common/matmul_epilogue_fallbacks.h"
 #include "mlx/backend/common/views.h"
 #include "mlx/backend/cpu/copy.h"
 #include "mlx/backend/cpu/gemm.h"
@@ -507,6 +507,12 @@ void MatmulColumnSums::eval_cpu(const std::vector<array>& inputs, std::vector<ar
   // accumulated, never rounded.
   Matmul(stream(), float32_output(0)).eval_cpu(inputs, outputs[0]);
   Reduce(stream(), Reduce::Sum, {0}).eval_cpu({inputs[1]}, outputs[1]);
+}
+
+void MatmulGeluApprox::eval_cpu(const std::vector<array>& inputs, array& out) {
+  matmul_then_gelu_approx(
+      stream(), inputs, out,
+      [](UnaryPrimitive& p, const std::vector<array>& in, array& o) { p.eval_cpu(in, o); });
 }
 
 void MatmulGeluApproxVjp::eval_cpu(const std::vector<array>& inputs, array& out) {

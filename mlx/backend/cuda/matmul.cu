@@ -8,7 +8,7 @@
 #include <mutex>
 #include <tuple>
 
-#include "mlx/backend/common/matmul_gelu_vjp.h"
+#include "mlx/backend/common/matmul_epilogue_fallbacks.h"
 #include "mlx/backend/common/views.h"
 #include "mlx/backend/cuda/copy.cuh"
 #include "mlx/backend/cuda/elementwise.cuh"
@@ -130,9 +130,9 @@ struct GemmShape {
 
 // What cuBLASLt does besides the product: add a bias vector (length m of the column-major
 // product, broadcast over its columns and batches) or write the sums of A over k (the bias
-// gradient), at `bias`, of dtype `bias_dtype` (cuBLASLt's default is D's type); or multiply
-// the product by GELU's derivative at `aux`, a matrix laid out as D with leading dimension
-// `aux_ld` (DGELU).
+// gradient), at `bias`, of dtype `bias_dtype` (cuBLASLt's default is D's type); apply the
+// tanh-approximated GELU (after the bias, if any: GELU, GELU_BIAS); or multiply the product by
+// GELU's derivative at `aux`, a matrix laid out as D with leading dimension `aux_ld` (DGELU).
 struct Epilogue {
   cublasLtEpilogue_t kind = CUBLASLT_EPILOGUE_DEFAULT;
   void* bias = nullptr;
@@ -471,6 +471,25 @@ void MatmulColumnSums::eval_gpu(const std::vector<array>& inputs, std::vector<ar
   detail::count_path("MatmulColumnSums:gemm+reduce");
   cu::gemm(l, r, product);
   Reduce(stream(), Reduce::Sum, {0}).eval_gpu({r}, sums);
+}
+
+void MatmulGeluApprox::eval_gpu(const std::vector<array>& inputs, array& out) {
+  const array &a = inputs[0], &b = inputs[1];
+  const bool bias = inputs.size() == 3;
+  if (out.size() > 0 && a.shape(1) > 0 && out.dtype() != float64 &&
+      (!bias || inputs[2].flags().row_contiguous)) {
+    cu::allocate(out);
+    Epilogue gelu{bias ? CUBLASLT_EPILOGUE_GELU_BIAS : CUBLASLT_EPILOGUE_GELU,
+                  bias ? const_cast<char*>(inputs[2].gpu_data<char>()) : nullptr, out.dtype()};
+    if (products(a, b, out, 1.0f, 0.0f, gelu)) {
+      detail::count_path("MatmulGeluApprox:epilogue");
+      return;
+    }
+  }
+  detail::count_path("MatmulGeluApprox:gemm+gelu");
+  matmul_then_gelu_approx(
+      stream(), inputs, out,
+      [](UnaryPrimitive& p, const std::vector<array>& in, array& o) { p.eval_gpu(in, o); });
 }
 
 void MatmulGeluApproxVjp::eval_gpu(const std::vector<array>& inputs, array& out) {

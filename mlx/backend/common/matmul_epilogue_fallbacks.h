@@ -1,5 +1,7 @@
-// MatmulGeluApproxVjp as the two primitives it fuses, for any backend: the product, then the
-// GELU derivative over it (which writes over the product's buffer where it can).
+// The fused product steps of compile's epilogue pass (FusedMatmul) as the primitives they
+// fuse, for any backend: the product, then the elementwise op over it (which writes over the
+// product's buffer where it can). `run(primitive, inputs, out)` evaluates a single-output
+// primitive on the backend.
 #pragma once
 
 #include <vector>
@@ -10,7 +12,22 @@
 
 namespace mlx::core {
 
-// `run(primitive, inputs, out)` evaluates a single-output primitive on the backend.
+// MatmulGeluApprox: inputs {a, b [, bias]}.
+template <class Run>
+void matmul_then_gelu_approx(Stream stream, const std::vector<array>& inputs, array& out, Run run) {
+  std::vector<array> gelu_inputs{array(out.shape(), out.dtype(), nullptr, {})};
+  if (inputs.size() == 3) {
+    AddMM addmm(stream, 1.0f, 1.0f);
+    run(addmm, {inputs[2], inputs[0], inputs[1]}, gelu_inputs[0]);
+  } else {
+    Matmul matmul(stream);
+    run(matmul, {inputs[0], inputs[1]}, gelu_inputs[0]);
+  }
+  Unary gelu(stream, UnaryOp::GeluApprox);
+  run(gelu, gelu_inputs, out);
+}
+
+// MatmulGeluApproxVjp: inputs {a, b, x}.
 template <class Run>
 void matmul_then_gelu_approx_vjp(Stream stream, const std::vector<array>& inputs, array& out,
                                  Run run) {
