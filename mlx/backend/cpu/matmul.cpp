@@ -509,16 +509,17 @@ void MatmulColumnSums::eval_cpu(const std::vector<array>& inputs, std::vector<ar
   Reduce(stream(), Reduce::Sum, {0}).eval_cpu({inputs[1]}, outputs[1]);
 }
 
+// Runs a primitive of a fused step's fallback (matmul_epilogue_fallbacks.h).
+constexpr auto run_on_cpu = [](UnaryPrimitive& p, const std::vector<array>& in, array& o) {
+  p.eval_cpu(in, o);
+};
+
 void MatmulGeluApprox::eval_cpu(const std::vector<array>& inputs, array& out) {
-  matmul_then_gelu_approx(
-      stream(), inputs, out,
-      [](UnaryPrimitive& p, const std::vector<array>& in, array& o) { p.eval_cpu(in, o); });
+  matmul_then_gelu_approx(stream(), inputs, out, run_on_cpu);
 }
 
 void MatmulGeluApproxVjp::eval_cpu(const std::vector<array>& inputs, array& out) {
-  matmul_then_gelu_approx_vjp(
-      stream(), inputs, out,
-      [](UnaryPrimitive& p, const std::vector<array>& in, array& o) { p.eval_cpu(in, o); });
+  matmul_then_gelu_approx_vjp(stream(), inputs, out, run_on_cpu);
 }
 
 }  // namespace mlx::core

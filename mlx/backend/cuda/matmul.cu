@@ -473,6 +473,11 @@ void MatmulColumnSums::eval_gpu(const std::vector<array>& inputs, std::vector<ar
   Reduce(stream(), Reduce::Sum, {0}).eval_gpu({r}, sums);
 }
 
+// Runs a primitive of a fused step's fallback (matmul_epilogue_fallbacks.h).
+constexpr auto run_on_gpu = [](UnaryPrimitive& p, const std::vector<array>& in, array& o) {
+  p.eval_gpu(in, o);
+};
+
 void MatmulGeluApprox::eval_gpu(const std::vector<array>& inputs, array& out) {
   const array &a = inputs[0], &b = inputs[1];
   const bool bias = inputs.size() == 3;
@@ -487,9 +492,7 @@ void MatmulGeluApprox::eval_gpu(const std::vector<array>& inputs, array& out) {
     }
   }
   detail::count_path("MatmulGeluApprox:gemm+gelu");
-  matmul_then_gelu_approx(
-      stream(), inputs, out,
-      [](UnaryPrimitive& p, const std::vector<array>& in, array& o) { p.eval_gpu(in, o); });
+  matmul_then_gelu_approx(stream(), inputs, out, run_on_gpu);
 }
 
 void MatmulGeluApproxVjp::eval_gpu(const std::vector<array>& inputs, array& out) {
@@ -505,9 +508,7 @@ void MatmulGeluApproxVjp::eval_gpu(const std::vector<array>& inputs, array& out)
     }
   }
   detail::count_path("MatmulGeluApproxVjp:gemm+vjp");
-  matmul_then_gelu_approx_vjp(
-      stream(), inputs, out,
-      [](UnaryPrimitive& p, const std::vector<array>& in, array& o) { p.eval_gpu(in, o); });
+  matmul_then_gelu_approx_vjp(stream(), inputs, out, run_on_gpu);
 }
 
 }  // namespace mlx::core
