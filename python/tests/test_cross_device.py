@@ -652,8 +652,9 @@ def test_fused_attention_backward_kernel(dtype, d, tq, tk):
 def test_fused_attention_on_time_major_views(dtype, layout):
     """Attention layers pass q, k, v as time-major views of one projection (B, T, 3C); the GPU
     kernels read them in place and write the output and the gradients in that order, so the
-    layer's transpose-and-reshape back is a view. Rows the kernels cannot address (not 16-byte
-    aligned) are copied first. Values and gradients against float64."""
+    layer's transpose-and-reshape back is a view, and so is the concatenation of the gradients.
+    Rows the kernels cannot address (not 16-byte aligned) are copied first. Values and
+    gradients against float64."""
     b, t, heads, d = 2, 70, 4, 64
     kv_heads = 2 if layout == "grouped" else heads
     pad = 4 if layout == "unaligned" else 0
@@ -688,6 +689,23 @@ def test_fused_attention_on_time_major_views(dtype, layout):
     assert got.dtype == dtype and got.shape == x.shape
     err = np.abs(np.array(got.astype(mx.float32)) - ref).max() / np.abs(ref).max()
     assert err < tol, err
+    if layout == "one_projection":
+        # The gradients share one buffer laid out as the projection: its gradient, their
+        # concatenation (split's derivative), is a view of it.
+        def split_loss(x):
+            q, k, v = (p.reshape(b, t, heads, d).transpose(0, 2, 1, 3) for p in mx.split(x, 3, -1))
+            y = mx.fast.scaled_dot_product_attention(q, k, v, scale=d**-0.5, mask="causal")
+            return (y.transpose(0, 2, 1, 3).reshape(b, t, heads * d).astype(mx.float32) * w).sum()
+
+        mx._kernel_counts(True, True)
+        with mx.stream(mx.gpu):
+            packed = mx.grad(split_loss)(x)
+            mx.eval(packed)
+        counts = mx._kernel_counts(False, True)
+        err = np.abs(np.array(packed.astype(mx.float32)) - ref).max() / np.abs(ref).max()
+        assert err < tol, err
+        assert counts.get("ScaledDotProductAttentionVJP:packed") == 1, counts
+        assert counts.get("Concatenate:view") == 1, counts
 
 
 def test_fused_attention_never_stores_the_scores_and_differentiates():

@@ -136,6 +136,55 @@ def test_concatenate(rng, name):
         f([a, 1])
 
 
+def concatenate_counted(parts, axis):
+    mx._kernel_counts(True, True)
+    out = mx.concatenate(parts, axis=axis)
+    mx.eval(out)
+    return out, mx._kernel_counts(False, True)
+
+
+def test_concatenating_adjacent_pieces_of_one_buffer_is_a_view(rng):
+    x, xn = make(rng, (2, 3, 12), mx.float32)
+    r, rn = x[..., ::-1], xn[..., ::-1]
+    cases = [  # pieces that already lie side by side as the result would
+        (x, xn, [(0, 4), (4, 8), (8, 12)], -1),
+        (r, rn, [(0, 5), (5, 12)], -1),  # negative strides
+        (x, xn, [(0, 1), (1, 3)], 1),
+        (x.transpose(2, 0, 1), xn.transpose(2, 0, 1), [(0, 6), (6, 12)], 0),
+    ]
+    for v, vn, bounds, axis in cases:
+        idx = lambda b: tuple([slice(None)] * (axis % 3) + [slice(*b)])  # noqa: E731
+        out, counts = concatenate_counted([v[idx(b)] for b in bounds], axis)
+        assert counts.get("Concatenate:view") == 1, counts
+        check(out, np.concatenate([vn[idx(b)] for b in bounds], axis))
+        check(out * 2 + 1, np.concatenate([vn[idx(b)] for b in bounds], axis) * 2 + 1)
+    # The same piece twice: a broadcast view along the axis.
+    out, counts = concatenate_counted([x[:, 1:2], x[:, 1:2]], 1)
+    assert counts.get("Concatenate:view") == 1, counts
+    check(out, np.concatenate([xn[:, 1:2]] * 2, 1))
+    # Writing into the result never writes into the input it views.
+    y = mx.concatenate([x[..., :6], x[..., 6:]], axis=-1)
+    y[0, 0, 0] = 1e6
+    y = y + 0
+    check(x, xn)
+    assert y[0, 0, 0].item() == 1e6
+
+
+def test_concatenating_pieces_out_of_place_copies(rng):
+    x, xn = make(rng, (4, 12), mx.float32)
+    y, yn = make(rng, (4, 12), mx.float32)
+    cases = [([x[:, 4:8], x[:, 0:4]], [xn[:, 4:8], xn[:, 0:4]]),  # out of order
+             ([x[:, 0:4], x[:, 5:9]], [xn[:, 0:4], xn[:, 5:9]]),  # a gap
+             ([x[:, 0:6], x[:, 3:9]], [xn[:, 0:6], xn[:, 3:9]]),  # overlapping
+             ([x[:, 0:6:2], x[:, 6:9]], [xn[:, 0:6:2], xn[:, 6:9]]),  # other strides
+             ([x[:, 0:6], y[:, 6:12]], [xn[:, 0:6], yn[:, 6:12]]),  # two buffers
+             ([x[:, 0:6], x[:, 6:12].astype(mx.float16)], [xn[:, 0:6], xn[:, 6:12].astype(np.float16)])]
+    for parts, ref in cases:
+        out, counts = concatenate_counted(parts, 1)
+        assert "Concatenate:view" not in counts, counts
+        check(out, np.concatenate(ref, 1))
+
+
 def test_stack_unstack(rng):
     a, an = make(rng, (2, 3), mx.float32)
     b, bn = make(rng, (2, 3), mx.float32)

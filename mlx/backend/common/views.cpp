@@ -13,6 +13,45 @@ void set_view(const array& in, array& out, const Strides& strides, int64_t offse
                          span_for_layout(out.shape(), strides), offset);
 }
 
+bool concatenate_as_view(const std::vector<array>& inputs, int axis, array& out) {
+  const array& first = inputs[0];
+  const auto buffer = first.data_shared_ptr();
+  if (inputs.size() < 2 || !buffer) {
+    return false;
+  }
+  // The step between the inputs' positions along the axis: the stride of an input longer than
+  // one there, else the distance from the first input to the second.
+  const int64_t itemsize = static_cast<int64_t>(first.itemsize());
+  std::optional<int64_t> step;
+  for (const array& in : inputs) {
+    if (in.shape(axis) > 1) {
+      step = in.strides()[axis];
+      break;
+    }
+  }
+  if (!step) {
+    step = (inputs[1].offset() - first.offset()) / itemsize;
+  }
+  int64_t position = 0;
+  for (const array& in : inputs) {
+    if (in.size() == 0 || in.dtype() != out.dtype() || in.data_shared_ptr() != buffer ||
+        in.offset() != first.offset() + position * *step * itemsize) {
+      return false;
+    }
+    for (int d = 0; d < in.ndim(); ++d) {
+      const int64_t expected = d == axis ? *step : first.strides()[d];
+      if (in.shape(d) > 1 && in.strides()[d] != expected) {
+        return false;
+      }
+    }
+    position += in.shape(axis);
+  }
+  Strides strides = first.strides();
+  strides[axis] = *step;
+  set_view(first, out, strides);
+  return true;
+}
+
 // Strides that express `new_shape` over the same memory, if no copy is needed.
 std::optional<Strides> reshape_strides(const Shape& shape, const Strides& strides,
                                        const Shape& new_shape) {

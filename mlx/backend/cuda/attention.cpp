@@ -8,6 +8,7 @@
 #include <optional>
 #include <utility>
 
+#include "mlx/backend/common/views.h"
 #include "mlx/backend/cuda/copy.cuh"
 #include "mlx/backend/cuda/cuda_check.h"
 #include "mlx/backend/cuda/cudnn_attention.h"
@@ -88,6 +89,27 @@ void fused_attention(const array& queries, const array& keys, const array& value
   }
 }
 
+// Where q, k and v are the three parts of one packed projection, (B, T, 3, H, D) in memory (a
+// Linear layer's qkv output split into heads), their gradients get one buffer laid out the
+// same way: the projection's gradient, their concatenation, is then a view of it
+// (concatenate_as_view) instead of a copy of all three.
+bool allocate_packed_gradients(const array& q, const array& k, const array& v,
+                               std::vector<array>& grads) {
+  const int64_t H = q.shape(1), T = q.shape(2), D = q.shape(3);
+  const Strides packed{T * 3 * H * D, D, 3 * H * D, 1};
+  for (const array* a : {&q, &k, &v}) {
+    if (a->size() == 0 || a->shape() != q.shape() || a->strides() != packed) {
+      return false;
+    }
+  }
+  array projection({q.shape(0), q.shape(2), 3, q.shape(1), q.shape(3)}, q.dtype(), nullptr, {});
+  projection.set_gpu_data(allocator::gpu_malloc(projection.nbytes()));
+  for (int64_t i = 0; i < 3; ++i) {
+    set_view(projection, grads[i], packed, i * H * D);
+  }
+  return true;
+}
+
 // Gradients in their inputs' layouts. Inputs {q, k, v, mask?, out, d_out, lse?}.
 void fused_attention_backward(const std::vector<array>& inputs, std::vector<array>& grads,
                               bool has_mask, bool has_lse, float scale, bool causal) {
@@ -98,9 +120,14 @@ void fused_attention_backward(const std::vector<array>& inputs, std::vector<arra
         v = flash::kernel_operand(inputs[2], dtype),
         o = flash::kernel_operand(inputs[out_index], dtype),
         g = flash::kernel_operand(inputs[out_index + 1], dtype);
-  flash::allocate_in_order_of(grads[0], q);
-  flash::allocate_in_order_of(grads[1], k);
-  flash::allocate_in_order_of(grads[2], v);
+  const bool packed = allocate_packed_gradients(q, k, v, grads);
+  if (packed) {
+    detail::count_path("ScaledDotProductAttentionVJP:packed");
+  } else {
+    flash::allocate_in_order_of(grads[0], q);
+    flash::allocate_in_order_of(grads[1], k);
+    flash::allocate_in_order_of(grads[2], v);
+  }
   if (q.size() == 0 || k.shape(2) == 0) {  // no queries or no keys: every gradient is zero
     for (array& a : grads) {
       zero(a);
@@ -117,9 +144,23 @@ void fused_attention_backward(const std::vector<array>& inputs, std::vector<arra
   if (mask == nullptr && cudnn_attention_backward(q, k, v, o, g, lse_data, grads[0], grads[1],
                                                   grads[2], scale, causal)) {
     detail::count_path("ScaledDotProductAttentionVJP:cudnn");
-  } else {
+  } else if (!packed) {
     flash_attention_backward(q, k, v, mask, o, g, lse_data, grads[0], grads[1], grads[2], scale,
                              causal);
+    detail::count_path("ScaledDotProductAttentionVJP:flash");
+  } else {
+    // The flash kernels write dense gradients: to scratch, then into the packed views.
+    std::vector<array> dense;
+    for (const array& grad : grads) {
+      dense.emplace_back(grad.shape(), dtype, nullptr, std::vector<array>{});
+      flash::allocate_in_order_of(dense.back(), q);
+    }
+    flash_attention_backward(q, k, v, mask, o, g, lse_data, dense[0], dense[1], dense[2], scale,
+                             causal);
+    for (size_t i = 0; i < grads.size(); ++i) {
+      copy_strided(dense[i], dense[i].strides(), 0, grads[i], grads[i].strides(), 0,
+                   grads[i].shape());
+    }
     detail::count_path("ScaledDotProductAttentionVJP:flash");
   }
   // Whether the row statistics came with the inputs or took another forward pass.
