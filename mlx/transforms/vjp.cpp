@@ -11,6 +11,7 @@
 #include "mlx/ops.h"
 #include "mlx/primitives/primitive.h"
 #include "mlx/runtime/eval.h"
+#include "mlx/transforms/cotangent_sum.h"
 #include "mlx/transforms/graph.h"
 #include "mlx/transforms/transforms.h"
 #include "mlx/utils.h"
@@ -21,13 +22,13 @@ namespace detail {
 
 namespace {
 
-// Adds `value` to the cotangent accumulated for `key`.
+// Adds `value` to the cotangent accumulated for `key` (cotangent_sum.h).
 void accumulate(std::unordered_map<uintptr_t, array>& cotangents, uintptr_t key, array value) {
   auto it = cotangents.find(key);
   if (it == cotangents.end()) {
     cotangents.emplace(key, std::move(value));
   } else {
-    it->second = add(it->second, value);
+    it->second = add_cotangents(it->second, value);
   }
 }
 

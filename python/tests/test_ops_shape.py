@@ -242,6 +242,48 @@ def test_split_views_and_layouts(rng):
     assert [p.shape for p in mx.split(z, 2, axis=1)] == [(0, 2), (0, 2)]
 
 
+def slice_pieces_gradient(x, pieces):
+    """The gradient of sum_i (x[piece_i] * (i + 1)).sum() and the primitives it ran."""
+    def f(a):
+        return sum((a[p] * (i + 1)).sum() for i, p in enumerate(pieces))
+
+    mx.eval(x)
+    mx._kernel_counts(True, True)
+    g = mx.grad(f)(x)
+    mx.eval(g)
+    return g, mx._kernel_counts(False, True)
+
+
+def test_slice_derivatives_write_disjoint_pieces_into_one_zero_fill(rng):
+    x, xn = make(rng, (4, 12), mx.float32)
+    cases = [  # pieces that share no element: each written once into one array of zeros
+        [np.s_[:, 0:4], np.s_[:, 4:8], np.s_[:, 8:12]],
+        [np.s_[:, 0::2], np.s_[:, 1::2]],  # interleaved
+        [np.s_[0:2, 5:], np.s_[2:, ::-3], np.s_[0:1, 0:2]],  # rows apart, reversed
+    ]
+    for pieces in cases:
+        g, counts = slice_pieces_gradient(x, pieces)
+        ref = np.zeros_like(xn)
+        for i, p in enumerate(pieces):
+            ref[p] += i + 1
+        check(g, ref)
+        assert counts.get("SliceUpdate") == len(pieces) and "Add" not in counts, counts
+    # Pieces that overlap (or repeat) are added.
+    for pieces in ([np.s_[:, 0:6], np.s_[:, 4:10]], [np.s_[:, 1:3], np.s_[:, 1:3]],
+                   [np.s_[:, 0::2], np.s_[:, 0::4]]):
+        g, counts = slice_pieces_gradient(x, pieces)
+        ref = np.zeros_like(xn)
+        for i, p in enumerate(pieces):
+            ref[p] += i + 1
+        check(g, ref)
+        assert counts.get("Add", 0) >= 1, counts
+    # A piece and a use of the whole: added.
+    g = mx.grad(lambda a: (a[:, 2:5] * 3).sum() + (a * 2).sum())(x)
+    ref = np.full_like(xn, 2)
+    ref[:, 2:5] += 3
+    check(g, ref)
+
+
 def test_split_derivatives_are_one_concatenation(rng):
     x, xn = make(rng, (4, 9), mx.float32)
     w = [mx.array(rng.standard_normal((4, k)).astype(np.float32)) for k in (2, 3)]
