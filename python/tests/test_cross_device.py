@@ -1128,6 +1128,20 @@ def test_linear_bias_epilogues(dtype):
                                      + c.get("MatmulColumnSums:gemm+reduce", 0)), c
 
 
+def test_products_under_gemm_autotune():
+    """MLX_GEMM_AUTOTUNE=1 times cuBLASLt's candidate algorithms on each shape's first call,
+    writing to scratch: the products, accumulations into c, the epilogues (bias, bias gradient,
+    GELU and its gradient) and the mixed-precision gradients still match, in a fresh process."""
+    tests = os.path.join(os.path.dirname(__file__), "test_matmul_epilogues.py")
+    env = dict(os.environ, MLX_GEMM_AUTOTUNE="1")
+    chosen = "addmm or bias_epilogues or mixed_precision or matmul_epilogues"
+    out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", __file__,
+                          tests, "-k", chosen], env=env, capture_output=True, text=True,
+                         timeout=600)
+    assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-2000:]
+    assert " passed" in out.stdout and " failed" not in out.stdout, out.stdout[-2000:]
+
+
 @pytest.mark.parametrize("dtype", [mx.float16, mx.bfloat16])
 def test_mixed_precision_gradients(dtype):
     # float32 weights (and biases) cast to 16 bits: their gradients come out of the products as

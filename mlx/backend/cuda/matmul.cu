@@ -3,9 +3,14 @@
 // their offsets are regular; TF32 for float32 under MLX_ENABLE_TF32), integers through a simple
 // kernel. Operands are read in place when their last two dimensions are row- or column-major.
 // A bias row is added, and a Linear layer's bias gradient summed, by cuBLASLt's epilogues.
+// MLX_GEMM_AUTOTUNE=1 times the heuristics' candidate algorithms on each shape's first call.
+#include <cstdlib>
+#include <functional>
+#include <limits>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <tuple>
 
 #include "mlx/backend/common/matmul_epilogue_fallbacks.h"
@@ -146,11 +151,20 @@ uint32_t alignment(const void* p) {
   return v == 0 ? 256u : static_cast<uint32_t>(std::min<uintptr_t>(256, v & (~v + 1)));
 }
 
+// cuBLASLt's algorithm type is an unnamed struct, which nvcc cannot keep in a std::vector.
+struct Algorithm {
+  cublasLtMatmulAlgo_t algo;
+};
+
 struct GemmPlan {
   cublasLtMatmulDesc_t desc = nullptr;
   cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
   cublasLtMatmulAlgo_t algo{};
   bool found = false;  // an epilogue may have no algorithm for this shape
+  // With MLX_GEMM_AUTOTUNE=1: the heuristics' algorithms, timed on the first call (`algo` is
+  // the fastest from then on).
+  std::vector<Algorithm> candidates;
+  bool tuned = false;
   // With an epilogue the descriptor holds the bias pointer of the call being issued.
   std::unique_ptr<std::mutex> call_mutex = std::make_unique<std::mutex>();
 };
@@ -179,8 +193,21 @@ void set_epilogue_pointers(cublasLtMatmulDesc_t desc, const Epilogue& e) {
   }
 }
 
+// Whether products time cuBLASLt's candidate algorithms on their first call
+// (MLX_GEMM_AUTOTUNE=1; off by default until measured against the heuristics' first).
+bool gemm_autotune() {
+  static const bool on = [] {
+    const char* v = std::getenv("MLX_GEMM_AUTOTUNE");
+    return v != nullptr && std::string(v) == "1";
+  }();
+  return on;
+}
+constexpr int kAutotuneCandidates = 8;
+// Products whose output is larger are not timed: the timing writes to scratch of its size.
+constexpr size_t kAutotuneMaxOutputBytes = size_t(256) << 20;
+
 // Plans are cached by shape: a training step asks for the same few products every step.
-const GemmPlan& gemm_plan(const GemmShape& g, const Epilogue& epilogue) {
+GemmPlan& gemm_plan(const GemmShape& g, const Epilogue& epilogue) {
   static std::mutex mutex;
   static std::map<decltype(g.key()), GemmPlan> plans;
   std::lock_guard<std::mutex> lock(mutex);
@@ -240,11 +267,18 @@ const GemmPlan& gemm_plan(const GemmShape& g, const Epilogue& epilogue) {
   uint32_t reductions = CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE;
   MLX_CUDA_CHECK(cublasLtMatmulPreferenceSetAttribute(
       pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &reductions, sizeof(reductions)));
-  cublasLtMatmulHeuristicResult_t result{};
+  cublasLtMatmulHeuristicResult_t results[kAutotuneCandidates]{};
   int found = 0;
   cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(
-      device(current_device()).cublaslt(), p.desc, p.a, p.b, p.c, p.c, pref, 1, &result, &found);
+      device(current_device()).cublaslt(), p.desc, p.a, p.b, p.c, p.c, pref,
+      gemm_autotune() ? kAutotuneCandidates : 1, results, &found);
   cublasLtMatmulPreferenceDestroy(pref);
+  const cublasLtMatmulHeuristicResult_t& result = results[0];
+  for (int i = 0; gemm_autotune() && i < found; ++i) {
+    if (results[i].state == CUBLAS_STATUS_SUCCESS) {
+      p.candidates.push_back({results[i].algo});
+    }
+  }
   if (g.epilogue == CUBLASLT_EPILOGUE_DEFAULT) {
     MLX_CUDA_CHECK(status);
     if (found == 0) {
@@ -310,6 +344,52 @@ void int_products(const array& a, const array& b, array& out) {
   check_launch("matmul");
 }
 
+// Times each of the plan's candidate algorithms on the call's operands and keeps the fastest
+// in plan.algo; `run(algo, d, epilogue)` issues the call with its output at d (scratch here:
+// the call's output, which c may be, is left as it is; so is a bias gradient). Once per plan,
+// under its call mutex.
+using RunGemm = std::function<cublasStatus_t(const cublasLtMatmulAlgo_t&, char*, const Epilogue&)>;
+
+void autotune(GemmPlan& plan, size_t out_bytes, int64_t bias_length, const Epilogue& epilogue,
+              const RunGemm& run) {
+  plan.tuned = true;
+  if (plan.candidates.size() < 2 || out_bytes > kAutotuneMaxOutputBytes) {
+    return;
+  }
+  Scratch d(out_bytes);
+  const bool writes_bias =
+      epilogue.kind == CUBLASLT_EPILOGUE_BGRADA || epilogue.kind == CUBLASLT_EPILOGUE_BGRADB;
+  Scratch bias_sums(writes_bias ? bias_length * sizeof(double) : 0);
+  Epilogue timed = epilogue;
+  if (writes_bias) {
+    timed.bias = bias_sums.as<void>();
+  }
+  cudaEvent_t start, stop;
+  MLX_CUDA_CHECK(cudaEventCreate(&start));
+  MLX_CUDA_CHECK(cudaEventCreate(&stop));
+  float best = std::numeric_limits<float>::infinity();
+  for (const auto& [algo] : plan.candidates) {
+    if (run(algo, d.as<char>(), timed) != CUBLAS_STATUS_SUCCESS) {  // also the warm-up
+      continue;
+    }
+    MLX_CUDA_CHECK(cudaEventRecord(start, stream()));
+    constexpr int kRuns = 3;
+    for (int i = 0; i < kRuns; ++i) {
+      run(algo, d.as<char>(), timed);
+    }
+    MLX_CUDA_CHECK(cudaEventRecord(stop, stream()));
+    MLX_CUDA_CHECK(cudaEventSynchronize(stop));
+    float ms = 0;
+    MLX_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
+    if (ms < best) {
+      best = ms;
+      plan.algo = algo;
+    }
+  }
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+}
+
 // out (row-major, holding c when beta != 0) = alpha * a @ b + beta * out, with the epilogue's
 // bias work on b (cuBLASLt's A). out has the operands' dtype, or float32 for float16 /
 // bfloat16 operands (accumulated in float32 either way). False, with nothing done, when
@@ -364,7 +444,7 @@ bool products(const array& a_in, const array& b_in, array& out, float alpha, flo
   g.aux_ld = epilogue.aux_ld;
   g.bias_type =
       epilogue.kind == CUBLASLT_EPILOGUE_DEFAULT ? g.out_type : cuda_type(epilogue.bias_dtype);
-  const GemmPlan& plan = gemm_plan(g, epilogue);
+  GemmPlan& plan = gemm_plan(g, epilogue);
   if (!plan.found) {
     return false;
   }
@@ -378,14 +458,23 @@ bool products(const array& a_in, const array& b_in, array& out, float alpha, flo
   const void* pb = g.type == CUDA_R_64F   ? static_cast<const void*>(&beta_d)
                    : g.type == CUDA_C_32F ? static_cast<const void*>(&beta_c)
                                           : static_cast<const void*>(&beta);
+  // c is read from out and the result written to d.
+  auto run = [&](const cublasLtMatmulAlgo_t& algo, char* d, const Epilogue& e) {
+    if (e.kind != CUBLASLT_EPILOGUE_DEFAULT) {
+      set_epilogue_pointers(plan.desc, e);
+    }
+    return cublasLtMatmul(dev.cublaslt(), plan.desc, pa, pa_data, plan.a, pb_data, plan.b, pb, c,
+                          plan.c, d, plan.c, &algo, ws, DeviceContext::kCublasLtWorkspaceBytes,
+                          stream());
+  };
   std::unique_lock<std::mutex> lock;
-  if (epilogue.kind != CUBLASLT_EPILOGUE_DEFAULT) {
+  if (epilogue.kind != CUBLASLT_EPILOGUE_DEFAULT || !plan.candidates.empty()) {
     lock = std::unique_lock<std::mutex>(*plan.call_mutex);
-    set_epilogue_pointers(plan.desc, epilogue);
   }
-  MLX_CUDA_CHECK(cublasLtMatmul(dev.cublaslt(), plan.desc, pa, pa_data, plan.a, pb_data, plan.b, pb,
-                                c, plan.c, c, plan.c, &plan.algo, ws,
-                                DeviceContext::kCublasLtWorkspaceBytes, stream()));
+  if (!plan.tuned && !plan.candidates.empty()) {
+    autotune(plan, out.nbytes(), g.m, epilogue, run);
+  }
+  MLX_CUDA_CHECK(run(plan.algo, c, epilogue));
   return true;
 }
 
