@@ -117,22 +117,29 @@ def test_transposed_and_sliced_operands():
           mx.float32)
 
 
+def check_transforms(fn, args, mapped):
+    """grad (each argument), jvp and vmap (over a stack of argument `mapped`) of fn compiled
+    equal those of fn; the compiled step is the fused one."""
+    fused = mx.compile(fn)
+
+    def total(f):
+        return lambda *a: (f(*a) ** 2).sum()
+
+    for argnum in range(len(args)):
+        close(mx.grad(total(fused), argnums=argnum)(*args),
+              mx.grad(total(fn), argnums=argnum)(*args), mx.float32)
+    tangents = [sample(v.shape, mx.float32, 7 + i) for i, v in enumerate(args)]
+    close(mx.jvp(fused, list(args), tangents)[1][0], mx.jvp(fn, list(args), tangents)[1][0],
+          mx.float32)
+    stacked = list(args)
+    stacked[mapped] = mx.stack([args[mapped], 2 * args[mapped], -args[mapped]])
+    in_axes = tuple(0 if i == mapped else None for i in range(len(args)))
+    close(mx.vmap(fused, in_axes=in_axes)(*stacked), mx.vmap(fn, in_axes=in_axes)(*stacked),
+          mx.float32)
+
+
 def test_gradients_jvp_and_vmap_through_the_fused_step():
-    a, b, x = operands()
-    fused = mx.compile(fused_gelu_vjp)
-
-    def total(fn):
-        return lambda a, b, x: (fn(a, b, x) ** 2).sum()
-
-    for argnum in range(3):
-        close(mx.grad(total(fused), argnums=argnum)(a, b, x),
-              mx.grad(total(fused_gelu_vjp), argnums=argnum)(a, b, x), mx.float32)
-    tangents = [sample(v.shape, mx.float32, 7 + i) for i, v in enumerate((a, b, x))]
-    close(mx.jvp(fused, [a, b, x], tangents)[1][0],
-          mx.jvp(fused_gelu_vjp, [a, b, x], tangents)[1][0], mx.float32)
-    xs = mx.stack([x, 2 * x, -x])
-    close(mx.vmap(fused, in_axes=(None, None, 0))(a, b, xs),
-          mx.vmap(fused_gelu_vjp, in_axes=(None, None, 0))(a, b, xs), mx.float32)
+    check_transforms(fused_gelu_vjp, operands(), mapped=2)
 
 
 def test_shapeless_compile_replays_the_fused_step_for_new_shapes():
@@ -219,21 +226,8 @@ def test_the_fused_forward_reads_transposed_and_sliced_operands():
 def test_gradients_jvp_and_vmap_through_the_fused_forward():
     a, b, _ = operands()
     bias = sample((40,), mx.float32, 5)
-    fused = mx.compile(linear_gelu)
-    assert counts(fused, a, b, bias).get("MatmulGeluApprox") == 1
-
-    def total(fn):
-        return lambda a, b, bias: (fn(a, b, bias) ** 2).sum()
-
-    for argnum in range(3):
-        close(mx.grad(total(fused), argnums=argnum)(a, b, bias),
-              mx.grad(total(linear_gelu), argnums=argnum)(a, b, bias), mx.float32)
-    tangents = [sample(v.shape, mx.float32, 7 + i) for i, v in enumerate((a, b, bias))]
-    close(mx.jvp(fused, [a, b, bias], tangents)[1][0],
-          mx.jvp(linear_gelu, [a, b, bias], tangents)[1][0], mx.float32)
-    bs = mx.stack([b, 2 * b, -b])
-    close(mx.vmap(fused, in_axes=(None, 0, None))(a, bs, bias),
-          mx.vmap(linear_gelu, in_axes=(None, 0, None))(a, bs, bias), mx.float32)
+    assert counts(mx.compile(linear_gelu), a, b, bias).get("MatmulGeluApprox") == 1
+    check_transforms(linear_gelu, (a, b, bias), mapped=1)
 
 
 def test_shapeless_compile_replays_the_fused_forward_for_new_shapes():
