@@ -167,19 +167,72 @@ def test_sdpa_errors():
                                              scale=1.0)
 
 
-def test_attention_rows_do_not_depend_on_their_neighbours():
+@pytest.mark.parametrize("d", [16, 40, 72])
+def test_attention_rows_do_not_depend_on_their_neighbours(d):
     # A prompt evaluated in chunks (a KV cache) must give the same bits as evaluated whole:
     # a query row's result may not depend on which other rows share its kernel tile.
     rng = np.random.default_rng(0)
     for tq, tk, (hq, hk) in [(4, 4, (2, 1)), (17, 64, (8, 2)), (70, 64, (1, 1)), (70, 73, (8, 2))]:
-        q = mx.array(rng.standard_normal((1, hq, tq, 16)).astype(np.float32))
-        k = mx.array(rng.standard_normal((1, hk, tk, 16)).astype(np.float32))
-        v = mx.array(rng.standard_normal((1, hk, tk, 16)).astype(np.float32))
+        q = mx.array(rng.standard_normal((1, hq, tq, d)).astype(np.float32))
+        k = mx.array(rng.standard_normal((1, hk, tk, d)).astype(np.float32))
+        v = mx.array(rng.standard_normal((1, hk, tk, d)).astype(np.float32))
         whole = mx.fast.scaled_dot_product_attention(q, k, v, scale=0.25, mask="causal", stream=mx.cpu)
         for split in (1, tq // 2, tq - 1):
             part = mx.fast.scaled_dot_product_attention(
                 q[:, :, split:], k, v, scale=0.25, mask="causal", stream=mx.cpu)
             np.testing.assert_array_equal(np.array(whole[:, :, split:]), np.array(part))
+
+
+def sdpa_vjp_ref(q, k, v, do, scale, mask=None):
+    """float64 (dq, dk, dv) of grouped-query attention for the output cotangent do."""
+    g = q.shape[1] // k.shape[1]
+    kr, vr = np.repeat(k, g, axis=1), np.repeat(v, g, axis=1)
+    s = sdpa_scores(q, k, scale, mask)
+    p = np.exp(s - s.max(-1, keepdims=True))
+    p /= p.sum(-1, keepdims=True)
+    dp = do @ np.swapaxes(vr, -1, -2)
+    ds = p * (dp - (dp * p).sum(-1, keepdims=True))
+    dq = scale * ds @ kr
+    dk = scale * np.swapaxes(ds, -1, -2) @ q
+    dv = np.swapaxes(p, -1, -2) @ do
+
+    def fold(x):  # the group's query heads summed into their key/value head
+        return x.reshape(x.shape[0], -1, g, *x.shape[2:]).sum(2)
+
+    return dq, fold(dk), fold(dv)
+
+
+@pytest.mark.parametrize("d", [8, 24, 40, 72])
+@pytest.mark.parametrize("heads", [(4, 4), (4, 2)])
+@pytest.mark.parametrize("mask", [None, "causal", "bool", "additive"])
+def test_attention_head_dims(rng, d, heads, mask):
+    """Head dims that are not whole vectors (padded rows in both passes; 72 takes the dot
+    products, the others the outer products), forward and backward against float64."""
+    nq, nkv = heads
+    tq, tk = 21, 70
+    q = rng.standard_normal((2, nq, tq, d))
+    k = rng.standard_normal((2, nkv, tk, d))
+    v = rng.standard_normal((2, nkv, tk, d))
+    do = rng.standard_normal((2, nq, tq, d))
+    m = mask
+    if mask == "bool":
+        m = rng.random((tq, tk)) > 0.3
+        m[:, 0] = True
+    elif mask == "additive":
+        m = rng.standard_normal((2, 1, tq, tk))
+    mm = m
+    if mask in ("bool", "additive"):
+        mm = mx.array(m, mx.bool_ if mask == "bool" else mx.float32)
+    scale = 1 / np.sqrt(d)
+
+    def f(a, b, c):
+        return mx.fast.scaled_dot_product_attention(a, b, c, scale=scale, mask=mm, stream=mx.cpu)
+
+    args = [mx.array(a, mx.float32) for a in (q, k, v)]
+    out, grads = mx.vjp(f, args, [mx.array(do, mx.float32)])
+    close(out[0], sdpa_ref(q, k, v, scale, m), 2e-4)
+    for got, ref in zip(grads, sdpa_vjp_ref(q, k, v, do, scale, m)):
+        close(got, ref, 2e-4)
 
 
 # ---------------------------------------------------------------------------- attention's lse

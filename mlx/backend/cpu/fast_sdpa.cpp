@@ -81,7 +81,7 @@ class Attention {
   struct Buffers {
     int64_t dvp;
     // Per row: running max and sum, and the sum of the block's probabilities.
-    std::vector<Acc> q, s, o, kb, kt, vb, m, l, block_sum;
+    LineVector<Acc> q, s, o, kb, kt, vb, m, l, block_sum;
     std::vector<int64_t> visible;  // per row: the block's keys it sees
     std::vector<Row> rows;
     explicit Buffers(const Attention& a) : dvp(padded<Acc>(a.Dv_)) {

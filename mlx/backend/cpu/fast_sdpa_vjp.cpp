@@ -6,7 +6,7 @@
 //   2. per block of keys: dV += P^T dO, dP = dO V^T, dS = P * (dP - rowsum(dO * O)),
 //      dQ += dS K, dK += dS^T Q (scales folded into Q and dQ).
 // dK and dV accumulate over the tiles of a task (in the outputs themselves when they are
-// float32 with rows of a multiple of 8, else in per-thread float buffers).
+// float32 with rows of whole vectors, else in per-thread float buffers).
 //
 // The forward's lse, when the primitive has it as its last input, is not read: step 1 holds
 // every score of the tile's rows anyway, so their exact maximum and sum cost one pass over
@@ -114,11 +114,11 @@ class AttentionVJP {
     int64_t ldp;  // row stride of the probabilities
     // Per tile row: scaled queries, output cotangents, dQ, probabilities, rowsum(dO * O), the
     // sink's and the keys' unnormalized probabilities summed.
-    std::vector<Acc> q, dout, dq, p, drow, p_sink, p_sum;
+    LineVector<Acc> q, dout, dq, p, drow, p_sink, p_sum;
     std::vector<int64_t> n_keys;  // per tile row: the keys summed
     // Per key block: dP then dS, keys and values, and the transpose of keys or values.
-    std::vector<Acc> ds, kb, vb, kt;
-    std::vector<Acc> dk, dv;  // per key (when not accumulating in the outputs)
+    LineVector<Acc> ds, kb, vb, kt;
+    LineVector<Acc> dk, dv;  // per key (when not accumulating in the outputs)
     std::vector<Row> rows;
     explicit Buffers(const AttentionVJP& a) : ldp(padded<Acc>(a.t_kv_)) {
       int64_t r = a.group_ * a.q_tile_;

@@ -1,5 +1,5 @@
-// Per-row passes shared by softmax / logsumexp and the fused cross entropy: the row max (with
-// a NaN flag) and the sum of exp(x - max) with the 8-lane vector exp.
+// Per-row passes shared by softmax / logsumexp, the fused cross entropy and attention: the row
+// max (with a NaN flag) and the sum of exp(x - max) with the vector exp, at vec.h's width.
 #pragma once
 
 #include <algorithm>
@@ -24,10 +24,11 @@ inline RowMax row_max(const float* x, int64_t n) {
   constexpr float ninf = -std::numeric_limits<float>::infinity();
   VecF m0(ninf), m1(ninf), m2(ninf), m3(ninf);
   simd::MaskF nan0 = simd::is_nan(VecF(0.0f)), nan1 = nan0;
+  constexpr int W = simd::kWidth;
   int64_t i = 0;
-  for (; i + 32 <= n; i += 32) {
-    VecF a = simd::load(x + i), b = simd::load(x + i + 8);
-    VecF c = simd::load(x + i + 16), d = simd::load(x + i + 24);
+  for (; i + 4 * W <= n; i += 4 * W) {
+    VecF a = simd::load(x + i), b = simd::load(x + i + W);
+    VecF c = simd::load(x + i + 2 * W), d = simd::load(x + i + 3 * W);
     // max(v, m) keeps m where v is NaN; NaNs are tracked on the side.
     m0 = simd::max(a, m0);
     m1 = simd::max(b, m1);
@@ -36,7 +37,7 @@ inline RowMax row_max(const float* x, int64_t n) {
     nan0 = nan0 | simd::is_nan(a) | simd::is_nan(b);
     nan1 = nan1 | simd::is_nan(c) | simd::is_nan(d);
   }
-  for (; i + 8 <= n; i += 8) {
+  for (; i + W <= n; i += W) {
     VecF a = simd::load(x + i);
     m0 = simd::max(a, m0);
     nan0 = nan0 | simd::is_nan(a);
@@ -65,21 +66,22 @@ inline RowMax row_max(const double* x, int64_t n) {
 inline double exp_sum(const float* x, float* e, int64_t n, float m, const char* ahead = nullptr,
                       int64_t ahead_size = 0) {
   using simd::VecF;
+  constexpr int W = simd::kWidth;
   const VecF vm(m);
   double total = 0;
   for (int64_t b = 0; b < n; b += kSumBlock) {
     int64_t end = std::min(n, b + kSumBlock);
     VecF s0(0.0f), s1(0.0f);
     int64_t i = b;
-    for (; i + 16 <= end; i += 16) {
+    for (; i + 2 * W <= end; i += 2 * W) {
       if (ahead) {
         __builtin_prefetch(ahead + i * ahead_size);
       }
       VecF a = simd::exp(simd::load(x + i) - vm);
-      VecF c = simd::exp(simd::load(x + i + 8) - vm);
+      VecF c = simd::exp(simd::load(x + i + W) - vm);
       if (e) {
         simd::store(e + i, a);
-        simd::store(e + i + 8, c);
+        simd::store(e + i + W, c);
       }
       s0 = s0 + a;
       s1 = s1 + c;
