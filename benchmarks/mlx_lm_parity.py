@@ -1,0 +1,157 @@
+"""mlx-lm (Apple's language-model package) on this build against Apple MLX for Linux CPU, with
+the same weights: per architecture, the logits of a prompt and of one decoding step through
+the KV cache, the same after 4- and 8-bit quantization (nn.quantize), and the losses of five
+LoRA fine-tuning steps (mlx_lm.tuner's LoRA layers, Adam). Prints the largest difference to
+Apple's results; the weights are made by this build. Outside CI: it needs a venv with Apple's
+MLX and mlx-lm, whose pure-Python mlx_lm (and its dependencies) our worker imports after our
+own mlx:
+
+    python3 -m venv /work/mlx-lm-venv && /work/mlx-lm-venv/bin/pip install "mlx[cpu]" mlx-lm
+    PYTHONPATH=python .venv/bin/python benchmarks/mlx_lm_parity.py --mlx-python \\
+        /work/mlx-lm-venv/bin/python
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+COMMON = dict(hidden_size=64, num_hidden_layers=2, intermediate_size=128, num_attention_heads=4,
+              num_key_value_heads=2, rms_norm_eps=1e-5, vocab_size=256, rope_theta=10000.0,
+              max_position_embeddings=256)
+CONFIGS = {
+    "llama": dict(COMMON, tie_word_embeddings=False),
+    "qwen3": dict(COMMON, head_dim=16, tie_word_embeddings=True),
+    "mixtral": dict(COMMON, num_local_experts=4, num_experts_per_tok=2),
+    "qwen2_moe": dict(COMMON, num_experts=4, num_experts_per_tok=2, moe_intermediate_size=32,
+                      shared_expert_intermediate_size=64, decoder_sparse_step=1,
+                      mlp_only_layers=[]),
+    "gemma2": dict(COMMON, head_dim=16, query_pre_attn_scalar=16.0),
+    "phi3": dict(COMMON),
+    "gpt2": dict(n_ctx=256, n_embd=64, n_head=4, n_layer=2, n_positions=256,
+                 layer_norm_epsilon=1e-5, vocab_size=256),
+}
+CHECKS = ["logits", "logits q4", "logits q8", "LoRA losses"]
+
+
+def make_model(name):
+    import importlib
+
+    module = importlib.import_module(f"mlx_lm.models.{name}")
+    return module.Model(module.ModelArgs.from_dict(dict(CONFIGS[name], model_type=name)))
+
+
+def with_lora(model):
+    from mlx_lm.tuner.utils import linear_to_lora_layers
+
+    model.freeze()
+    linear_to_lora_layers(model, 2, {"rank": 4, "scale": 10.0, "dropout": 0.0})
+    return model
+
+
+def save_weights(name, folder):
+    """Random weights for `name`: the model's, and with LoRA layers (their B matrices nonzero)."""
+    import mlx.core as mx
+    from mlx.utils import tree_flatten
+
+    mx.random.seed(0)
+    model = make_model(name)
+    mx.save_safetensors(os.path.join(folder, f"{name}.safetensors"),
+                        dict(tree_flatten(model.parameters())))
+    params = dict(tree_flatten(with_lora(model).parameters()))
+    params = {k: v + 0.01 * mx.random.normal(v.shape) if "lora_b" in k else v
+              for k, v in params.items()}
+    mx.save_safetensors(os.path.join(folder, f"{name}_lora.safetensors"), params)
+
+
+def results(name, folder):
+    """{check: values} for `name` with the saved weights, under whichever mlx is imported."""
+    import mlx.core as mx
+    import mlx.nn as nn
+    import mlx.optimizers as optim
+    from mlx_lm.models.cache import make_prompt_cache
+
+    def logits(bits=None):
+        model = make_model(name)
+        model.load_weights(os.path.join(folder, f"{name}.safetensors"))
+        if bits:
+            nn.quantize(model, group_size=32, bits=bits)
+        cache = make_prompt_cache(model)
+        prompt = model(mx.array([[1, 5, 9, 14, 3, 7, 2, 11]]), cache=cache)
+        step = model(mx.array([[4]]), cache=cache)
+        return np.concatenate([np.array(prompt[0]), np.array(step[0])]).tolist()
+
+    def lora_losses():
+        model = with_lora(make_model(name))
+        model.load_weights(os.path.join(folder, f"{name}_lora.safetensors"))
+        tokens = np.arange(64).reshape(2, 32)
+        x, y = mx.array(tokens % 250), mx.array((tokens * 7 + 3) % 250)
+        step = nn.value_and_grad(model, lambda m: nn.losses.cross_entropy(m(x), y).mean())
+        opt, losses = optim.Adam(learning_rate=1e-3), []
+        for _ in range(5):
+            loss, grads = step(model)
+            opt.update(model, grads)
+            mx.eval(model.parameters(), opt.state)
+            losses.append(loss.item())
+        return losses
+
+    return {"logits": logits(), "logits q4": logits(4), "logits q8": logits(8),
+            "LoRA losses": lora_losses()}
+
+
+def worker(args):
+    if args.mlx_lm_path:
+        sys.path.append(args.mlx_lm_path)  # after our mlx: mlx_lm and its dependencies
+    if args.worker == "save":
+        for name in CONFIGS:
+            save_weights(name, args.folder)
+        return {}
+    return {name: results(name, args.folder) for name in CONFIGS}
+
+
+def run(python, role, folder, mlx_lm_path=None):
+    """A worker's results; Apple's (no mlx_lm_path) without our PYTHONPATH."""
+    env = dict(os.environ)
+    if mlx_lm_path is None:
+        env.pop("PYTHONPATH", None)
+    with tempfile.NamedTemporaryFile(suffix=".json") as out:
+        cmd = [python, os.path.abspath(__file__), "--worker", role, "--folder", folder,
+               "--worker-out", out.name] + (["--mlx-lm-path", mlx_lm_path] if mlx_lm_path else [])
+        subprocess.run(cmd, check=True, env=env)
+        with open(out.name) as f:
+            return json.load(f)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--mlx-python", help="interpreter with Apple MLX and mlx-lm")
+    p.add_argument("--worker", choices=["save", "run"], help=argparse.SUPPRESS)
+    p.add_argument("--worker-out", help=argparse.SUPPRESS)
+    p.add_argument("--folder", help=argparse.SUPPRESS)
+    p.add_argument("--mlx-lm-path", help=argparse.SUPPRESS)
+    args = p.parse_args()
+    if args.worker:
+        with open(args.worker_out, "w") as f:
+            json.dump(worker(args), f)
+        return
+    if not args.mlx_python:
+        p.error("--mlx-python is required")
+    site = subprocess.run([args.mlx_python, "-c", "import mlx_lm, os; print(os.path.dirname("
+                           "os.path.dirname(mlx_lm.__file__)))"], check=True, capture_output=True,
+                          text=True).stdout.strip()
+    with tempfile.TemporaryDirectory() as folder:
+        run(sys.executable, "save", folder, site)
+        ours = run(sys.executable, "run", folder, site)
+        apple = run(args.mlx_python, "run", folder)
+    print("| architecture | " + " | ".join(f"{c}: max abs diff" for c in CHECKS) + " |")
+    print("|---|" + "---:|" * len(CHECKS))
+    for name in CONFIGS:
+        diffs = [np.abs(np.array(ours[name][c]) - np.array(apple[name][c])).max() for c in CHECKS]
+        print(f"| {name} | " + " | ".join(f"{d:.1e}" for d in diffs) + " |")
+
+
+if __name__ == "__main__":
+    main()
