@@ -1,8 +1,9 @@
 """mlx-lm (Apple's language-model package) on this build against Apple MLX for Linux CPU, with
 the same weights: per architecture, the logits of a prompt and of one decoding step through
 the KV cache, the same after 4- and 8-bit quantization (nn.quantize), and the losses of five
-LoRA fine-tuning steps (mlx_lm.tuner's LoRA layers, Adam). Prints the largest difference to
-Apple's results; the weights are made by this build. Outside CI: it needs a venv with Apple's
+LoRA fine-tuning steps (mlx_lm.tuner's LoRA layers, Adam); and mlx-lm's generation paths
+(batch, speculative, from a saved prompt cache). Prints the largest difference to Apple's
+results, and which generations are identical; the weights are made by this build. Outside CI: it needs a venv with Apple's
 MLX and mlx-lm, whose pure-Python mlx_lm (and its dependencies) our worker imports after our
 own mlx:
 
@@ -102,6 +103,50 @@ def results(name, folder):
             "LoRA losses": lora_losses()}
 
 
+def generation(folder):
+    """mlx-lm's generation paths on Llama with the saved weights and a byte-level BPE tokenizer
+    trained here on the bundled corpus: batch_generate's token ids, generate's text,
+    speculative decoding with a one-layer draft, and generation from a prompt cache saved and
+    loaded again (with its metadata)."""
+    import mlx.core as mx
+    from mlx_lm.generate import batch_generate, generate, stream_generate
+    from mlx_lm.models import llama
+    from mlx_lm.models.cache import load_prompt_cache, make_prompt_cache, save_prompt_cache
+    from mlx_lm.tokenizer_utils import TokenizerWrapper
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    corpus = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data",
+                          "tinyshakespeare.txt")
+    bpe = Tokenizer(models.BPE())
+    bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    bpe.decoder = decoders.ByteLevel()
+    with open(corpus) as f:
+        bpe.train_from_iterator([f.read()[:100000]], trainers.BpeTrainer(
+            vocab_size=CONFIGS["llama"]["vocab_size"], special_tokens=["<eos>"]))
+    hf = PreTrainedTokenizerFast(tokenizer_object=bpe, eos_token="<eos>")
+    tokenizer = TokenizerWrapper(hf)
+    weights = os.path.join(folder, "llama.safetensors")
+    model, draft = make_model("llama"), llama.Model(llama.ModelArgs.from_dict(
+        dict(CONFIGS["llama"], model_type="llama", num_hidden_layers=1)))
+    model.load_weights(weights)
+    draft.load_weights(weights, strict=False)
+    prompts = [hf.encode(p) for p in ["First Citizen:", "ROMEO: O", "To be or"]]
+    batch = batch_generate(model, tokenizer, prompts, max_tokens=12, return_token_ids=True)
+    speculative = "".join(r.text for r in stream_generate(
+        model, tokenizer, "ROMEO: O", max_tokens=12, draft_model=draft, num_draft_tokens=3))
+    cache = make_prompt_cache(model)
+    model(mx.array([prompts[0]]), cache=cache)
+    saved = os.path.join(folder, f"cache_{mx.__name__}_{os.getpid()}.safetensors")
+    save_prompt_cache(saved, cache, {"note": "kept"})
+    cache, metadata = load_prompt_cache(saved, return_metadata=True)
+    return {"batch": [[int(t) for t in ids] for ids in batch.token_ids],
+            "generate": generate(model, tokenizer, "First Citizen:", max_tokens=12),
+            "speculative": speculative, "cache metadata": metadata,
+            "from cache": generate(model, tokenizer, hf.encode(" to"), max_tokens=8,
+                                   prompt_cache=cache)}
+
+
 def worker(args):
     if args.mlx_lm_path:
         sys.path.append(args.mlx_lm_path)  # after our mlx: mlx_lm and its dependencies
@@ -109,7 +154,8 @@ def worker(args):
         for name in CONFIGS:
             save_weights(name, args.folder)
         return {}
-    return {name: results(name, args.folder) for name in CONFIGS}
+    return {"generation": generation(args.folder),
+            **{name: results(name, args.folder) for name in CONFIGS}}
 
 
 def run(python, role, folder, mlx_lm_path=None):
@@ -151,6 +197,9 @@ def main():
     for name in CONFIGS:
         diffs = [np.abs(np.array(ours[name][c]) - np.array(apple[name][c])).max() for c in CHECKS]
         print(f"| {name} | " + " | ".join(f"{d:.1e}" for d in diffs) + " |")
+    same = [k for k in ours["generation"] if ours["generation"][k] == apple["generation"][k]]
+    print(f"\nLlama generation, the same as Apple MLX's: {len(same)} of "
+          f"{len(ours['generation'])} ({', '.join(same)})")
 
 
 if __name__ == "__main__":
