@@ -1,7 +1,8 @@
 // In-place 16-bit products for few rows. With B stored transposed (a Linear's weight, W (N, K)
 // used as W.T) each output is a dot product of a row of A with a row of W: the 16-bit row is
-// widened eight lanes at a time (bfloat16 by a shift, float16 by F16C) and multiplied with
-// up to four rows of A at once, so W is read once per call. With B row-major each block of 16
+// widened eight lanes at a time (bfloat16 by a shift, float16 by F16C) and multiplied with up
+// to four rows of A at once, so W is read once per call (one row of A: four rows of W at once).
+// With B row-major each block of 16
 // columns accumulates A[m, k] * B[k, :] over k. Accumulation is in float32; float32 B takes
 // the transposed path with plain loads.
 #include "mlx/backend/cpu/half_matvec.h"
@@ -46,47 +47,70 @@ inline void finish(float* c, float v, float alpha, float beta) {
   *c = beta == 0.f ? alpha * v : alpha * v + beta * *c;
 }
 
-// R rows of A (lda apart) dotted with the 16-bit row w of length K. One or two rows keep four
-// accumulators each: with fewer, the multiply-adds' latency bounds a row to a vector every few
-// cycles (one row of a 4096 x 4096 bfloat16 matrix, 0.99 -> 0.86 ms on 2 Zen 4 cores); more
-// rows keep two each, enough chains to hide it and within the registers.
+// R rows of A (lda apart) dotted with the 16-bit row w of length K.
 template <int R, typename H>
 void dot_rows(const float* a, int64_t lda, const H* w, int64_t K, float* out) {
-  constexpr int kAcc = R <= 2 ? 4 : 2;
-  VecF acc[R][kAcc];
+  VecF acc0[R], acc1[R];
   for (int r = 0; r < R; ++r) {
-    for (int u = 0; u < kAcc; ++u) {
-      acc[r][u] = VecF(0.f);
-    }
+    acc0[r] = VecF(0.f);
+    acc1[r] = VecF(0.f);
   }
   int64_t k = 0;
-  for (; k + 8 * kAcc <= K; k += 8 * kAcc) {
-    VecF wv[kAcc];
-    for (int u = 0; u < kAcc; ++u) {
-      wv[u] = load8(w + k + 8 * u);
-    }
+  for (; k + 16 <= K; k += 16) {
+    VecF w0 = load8(w + k), w1 = load8(w + k + 8);
     for (int r = 0; r < R; ++r) {
-      for (int u = 0; u < kAcc; ++u) {
-        acc[r][u] = simd::fma(simd::load(a + r * lda + k + 8 * u), wv[u], acc[r][u]);
-      }
+      acc0[r] = simd::fma(simd::load(a + r * lda + k), w0, acc0[r]);
+      acc1[r] = simd::fma(simd::load(a + r * lda + k + 8), w1, acc1[r]);
     }
   }
-  for (; k + 8 <= K; k += 8) {
-    VecF wv = load8(w + k);
+  if (k + 8 <= K) {
+    VecF w0 = load8(w + k);
     for (int r = 0; r < R; ++r) {
-      acc[r][0] = simd::fma(simd::load(a + r * lda + k), wv, acc[r][0]);
+      acc0[r] = simd::fma(simd::load(a + r * lda + k), w0, acc0[r]);
     }
+    k += 8;
   }
   for (int r = 0; r < R; ++r) {
-    VecF sum = acc[r][0] + acc[r][1];
-    if constexpr (kAcc == 4) {
-      sum = sum + (acc[r][2] + acc[r][3]);
-    }
-    float s = simd::hsum(sum);
+    float s = simd::hsum(acc0[r] + acc1[r]);
     for (int64_t t = k; t < K; ++t) {
       s += a[r * lda + t] * static_cast<float>(w[t]);
     }
     out[r] = s;
+  }
+}
+
+// One row of A dotted with J rows of W (ldw apart), the decode step's product: J rows read
+// together keep J streams of W in flight and 2J multiply-add chains (one row at a time, one
+// stream and two chains bounded a 4096 x 4096 bfloat16 product to about 1 ms on 2 Zen 4
+// cores). Each output is summed as dot_rows sums it, so its bits do not depend on the path.
+template <int J, typename H>
+void dot_w_rows(const float* a, const H* w, int64_t ldw, int64_t K, float* out) {
+  VecF acc0[J], acc1[J];
+  for (int j = 0; j < J; ++j) {
+    acc0[j] = VecF(0.f);
+    acc1[j] = VecF(0.f);
+  }
+  int64_t k = 0;
+  for (; k + 16 <= K; k += 16) {
+    VecF a0 = simd::load(a + k), a1 = simd::load(a + k + 8);
+    for (int j = 0; j < J; ++j) {
+      acc0[j] = simd::fma(a0, load8(w + j * ldw + k), acc0[j]);
+      acc1[j] = simd::fma(a1, load8(w + j * ldw + k + 8), acc1[j]);
+    }
+  }
+  if (k + 8 <= K) {
+    VecF a0 = simd::load(a + k);
+    for (int j = 0; j < J; ++j) {
+      acc0[j] = simd::fma(a0, load8(w + j * ldw + k), acc0[j]);
+    }
+    k += 8;
+  }
+  for (int j = 0; j < J; ++j) {
+    float s = simd::hsum(acc0[j] + acc1[j]);
+    for (int64_t t = k; t < K; ++t) {
+      s += a[t] * static_cast<float>(w[j * ldw + t]);
+    }
+    out[j] = s;
   }
 }
 
@@ -114,6 +138,30 @@ void transposed(int64_t M, int64_t N, int64_t K, float alpha, const float* a, in
                 const H* b, int64_t ldb, float beta, float* c, int64_t ldc) {
   const int64_t grain = std::max<int64_t>(1, kParallelBytes / std::max<int64_t>(K * 2, 1));
   parallel_for(N, grain, [&](int64_t n0, int64_t n1) {
+    if (M == 1) {
+      constexpr int kRows = 4;
+      for (int64_t n = n0; n < n1; n += kRows) {
+        float out[kRows];
+        const int rows = static_cast<int>(std::min<int64_t>(kRows, n1 - n));
+        switch (rows) {
+          case 1:
+            dot_w_rows<1>(a, b + n * ldb, ldb, K, out);
+            break;
+          case 2:
+            dot_w_rows<2>(a, b + n * ldb, ldb, K, out);
+            break;
+          case 3:
+            dot_w_rows<3>(a, b + n * ldb, ldb, K, out);
+            break;
+          default:
+            dot_w_rows<kRows>(a, b + n * ldb, ldb, K, out);
+        }
+        for (int j = 0; j < rows; ++j) {
+          finish(c + n + j, out[j], alpha, beta);
+        }
+      }
+      return;
+    }
     for (int64_t n = n0; n < n1; ++n) {
       const H* w = b + n * ldb;
       by_row_chunks(M, [&]<int R>(int64_t m0) {
