@@ -133,12 +133,17 @@ void by_row_chunks(int64_t M, F&& f) {
   }
 }
 
+// Rows of W shorter than this are read one at a time: four short rows read together measured
+// three times slower out of cache (32000 x 1024 bfloat16: 1.45 -> 4.2 ms), their streams a
+// few lines apart.
+constexpr int64_t kFourStreamsMinRowBytes = 8192;
+
 template <typename H>
 void transposed(int64_t M, int64_t N, int64_t K, float alpha, const float* a, int64_t lda,
                 const H* b, int64_t ldb, float beta, float* c, int64_t ldc) {
   const int64_t grain = std::max<int64_t>(1, kParallelBytes / std::max<int64_t>(K * 2, 1));
   parallel_for(N, grain, [&](int64_t n0, int64_t n1) {
-    if (M == 1) {
+    if (M == 1 && K * static_cast<int64_t>(sizeof(H)) >= kFourStreamsMinRowBytes) {
       constexpr int kRows = 4;
       for (int64_t n = n0; n < n1; n += kRows) {
         float out[kRows];
