@@ -47,70 +47,48 @@ inline void finish(float* c, float v, float alpha, float beta) {
   *c = beta == 0.f ? alpha * v : alpha * v + beta * *c;
 }
 
-// R rows of A (lda apart) dotted with the 16-bit row w of length K.
-template <int R, typename H>
-void dot_rows(const float* a, int64_t lda, const H* w, int64_t K, float* out) {
-  VecF acc0[R], acc1[R];
+// out[r * J + j] = row r of A (R rows, lda apart) dotted with row j of the 16-bit W (J rows,
+// ldw apart), each of length K. Up to four rows of A share one row of W (W is read once per
+// call); one row of A takes four rows of W at once, the decode step's product, where they keep
+// four streams of W in flight and eight multiply-add chains (one row at a time, one stream
+// and two chains bounded a 4096 x 4096 bfloat16 product to about 1 ms on 2 Zen 4 cores). Every
+// output is summed the same way, so its bits do not depend on R or J.
+template <int R, int J, typename H>
+void dots(const float* a, int64_t lda, const H* w, int64_t ldw, int64_t K, float* out) {
+  VecF acc0[R][J], acc1[R][J];
   for (int r = 0; r < R; ++r) {
-    acc0[r] = VecF(0.f);
-    acc1[r] = VecF(0.f);
+    for (int j = 0; j < J; ++j) {
+      acc0[r][j] = VecF(0.f);
+      acc1[r][j] = VecF(0.f);
+    }
   }
   int64_t k = 0;
   for (; k + 16 <= K; k += 16) {
-    VecF w0 = load8(w + k), w1 = load8(w + k + 8);
-    for (int r = 0; r < R; ++r) {
-      acc0[r] = simd::fma(simd::load(a + r * lda + k), w0, acc0[r]);
-      acc1[r] = simd::fma(simd::load(a + r * lda + k + 8), w1, acc1[r]);
+    for (int j = 0; j < J; ++j) {
+      VecF w0 = load8(w + j * ldw + k), w1 = load8(w + j * ldw + k + 8);
+      for (int r = 0; r < R; ++r) {
+        acc0[r][j] = simd::fma(simd::load(a + r * lda + k), w0, acc0[r][j]);
+        acc1[r][j] = simd::fma(simd::load(a + r * lda + k + 8), w1, acc1[r][j]);
+      }
     }
   }
   if (k + 8 <= K) {
-    VecF w0 = load8(w + k);
-    for (int r = 0; r < R; ++r) {
-      acc0[r] = simd::fma(simd::load(a + r * lda + k), w0, acc0[r]);
+    for (int j = 0; j < J; ++j) {
+      VecF w0 = load8(w + j * ldw + k);
+      for (int r = 0; r < R; ++r) {
+        acc0[r][j] = simd::fma(simd::load(a + r * lda + k), w0, acc0[r][j]);
+      }
     }
     k += 8;
   }
   for (int r = 0; r < R; ++r) {
-    float s = simd::hsum(acc0[r] + acc1[r]);
-    for (int64_t t = k; t < K; ++t) {
-      s += a[r * lda + t] * static_cast<float>(w[t]);
-    }
-    out[r] = s;
-  }
-}
-
-// One row of A dotted with J rows of W (ldw apart), the decode step's product: J rows read
-// together keep J streams of W in flight and 2J multiply-add chains (one row at a time, one
-// stream and two chains bounded a 4096 x 4096 bfloat16 product to about 1 ms on 2 Zen 4
-// cores). Each output is summed as dot_rows sums it, so its bits do not depend on the path.
-template <int J, typename H>
-void dot_w_rows(const float* a, const H* w, int64_t ldw, int64_t K, float* out) {
-  VecF acc0[J], acc1[J];
-  for (int j = 0; j < J; ++j) {
-    acc0[j] = VecF(0.f);
-    acc1[j] = VecF(0.f);
-  }
-  int64_t k = 0;
-  for (; k + 16 <= K; k += 16) {
-    VecF a0 = simd::load(a + k), a1 = simd::load(a + k + 8);
     for (int j = 0; j < J; ++j) {
-      acc0[j] = simd::fma(a0, load8(w + j * ldw + k), acc0[j]);
-      acc1[j] = simd::fma(a1, load8(w + j * ldw + k + 8), acc1[j]);
+      float s = simd::hsum(acc0[r][j] + acc1[r][j]);
+      for (int64_t t = k; t < K; ++t) {
+        s += a[r * lda + t] * static_cast<float>(w[j * ldw + t]);
+      }
+      out[r * J + j] = s;
     }
-  }
-  if (k + 8 <= K) {
-    VecF a0 = simd::load(a + k);
-    for (int j = 0; j < J; ++j) {
-      acc0[j] = simd::fma(a0, load8(w + j * ldw + k), acc0[j]);
-    }
-    k += 8;
-  }
-  for (int j = 0; j < J; ++j) {
-    float s = simd::hsum(acc0[j] + acc1[j]);
-    for (int64_t t = k; t < K; ++t) {
-      s += a[t] * static_cast<float>(w[j * ldw + t]);
-    }
-    out[j] = s;
   }
 }
 
@@ -150,16 +128,16 @@ void transposed(int64_t M, int64_t N, int64_t K, float alpha, const float* a, in
         const int rows = static_cast<int>(std::min<int64_t>(kRows, n1 - n));
         switch (rows) {
           case 1:
-            dot_w_rows<1>(a, b + n * ldb, ldb, K, out);
+            dots<1, 1>(a, 0, b + n * ldb, ldb, K, out);
             break;
           case 2:
-            dot_w_rows<2>(a, b + n * ldb, ldb, K, out);
+            dots<1, 2>(a, 0, b + n * ldb, ldb, K, out);
             break;
           case 3:
-            dot_w_rows<3>(a, b + n * ldb, ldb, K, out);
+            dots<1, 3>(a, 0, b + n * ldb, ldb, K, out);
             break;
           default:
-            dot_w_rows<kRows>(a, b + n * ldb, ldb, K, out);
+            dots<1, kRows>(a, 0, b + n * ldb, ldb, K, out);
         }
         for (int j = 0; j < rows; ++j) {
           finish(c + n + j, out[j], alpha, beta);
@@ -171,7 +149,7 @@ void transposed(int64_t M, int64_t N, int64_t K, float alpha, const float* a, in
       const H* w = b + n * ldb;
       by_row_chunks(M, [&]<int R>(int64_t m0) {
         float out[R];
-        dot_rows<R>(a + m0 * lda, lda, w, K, out);
+        dots<R, 1>(a + m0 * lda, lda, w, 0, K, out);
         for (int r = 0; r < R; ++r) {
           finish(c + (m0 + r) * ldc + n, out[r], alpha, beta);
         }
