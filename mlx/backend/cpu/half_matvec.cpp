@@ -92,6 +92,7 @@ void dots(const float* a, int64_t lda, const H* w, int64_t ldw, int64_t K, float
   }
 }
 
+// f<R>(first) for the rows [0, M) in chunks of up to four (rows of A, or of W).
 template <typename F>
 void by_row_chunks(int64_t M, F&& f) {
   for (int64_t m0 = 0; m0 < M; m0 += 4) {
@@ -122,27 +123,14 @@ void transposed(int64_t M, int64_t N, int64_t K, float alpha, const float* a, in
   const int64_t grain = std::max<int64_t>(1, kParallelBytes / std::max<int64_t>(K * 2, 1));
   parallel_for(N, grain, [&](int64_t n0, int64_t n1) {
     if (M == 1 && K * static_cast<int64_t>(sizeof(H)) >= kFourStreamsMinRowBytes) {
-      constexpr int kRows = 4;
-      for (int64_t n = n0; n < n1; n += kRows) {
-        float out[kRows];
-        const int rows = static_cast<int>(std::min<int64_t>(kRows, n1 - n));
-        switch (rows) {
-          case 1:
-            dots<1, 1>(a, 0, b + n * ldb, ldb, K, out);
-            break;
-          case 2:
-            dots<1, 2>(a, 0, b + n * ldb, ldb, K, out);
-            break;
-          case 3:
-            dots<1, 3>(a, 0, b + n * ldb, ldb, K, out);
-            break;
-          default:
-            dots<1, kRows>(a, 0, b + n * ldb, ldb, K, out);
+      // Rows of W four at a time.
+      by_row_chunks(n1 - n0, [&]<int J>(int64_t j0) {
+        float out[J];
+        dots<1, J>(a, 0, b + (n0 + j0) * ldb, ldb, K, out);
+        for (int j = 0; j < J; ++j) {
+          finish(c + n0 + j0 + j, out[j], alpha, beta);
         }
-        for (int j = 0; j < rows; ++j) {
-          finish(c + n + j, out[j], alpha, beta);
-        }
-      }
+      });
       return;
     }
     for (int64_t n = n0; n < n1; ++n) {
