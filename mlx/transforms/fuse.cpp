@@ -69,13 +69,7 @@ struct Region {
 
 class Fuser {
  public:
-  Fuser(const Program& p, bool shapeless) : p_(p), shapeless_(shapeless) {
-    producer_.assign(p.num_values, -1);
-    for (size_t s = 0; s < p.steps.size(); ++s) {
-      for (size_t k = 0; k < p.steps[s].shapes.size(); ++k) {
-        producer_[p.steps[s].first_output + k] = static_cast<int>(s);
-      }
-    }
+  Fuser(const Program& p, bool shapeless) : p_(p), shapeless_(shapeless), producer_(producers(p)) {
     region_of_.assign(p.steps.size(), -1);
     stamp_.assign(p.steps.size(), 0);
     operands_.resize(p.steps.size());
@@ -310,7 +304,7 @@ class Fuser {
 
   const Program& p_;
   bool shapeless_;
-  std::vector<int> producer_;
+  const std::vector<int> producer_;  // value -> the step computing it, or -1
   std::vector<int> region_of_;
   std::vector<std::vector<int>> operands_;  // resolved operands of fused steps
   std::vector<Region> regions_;
